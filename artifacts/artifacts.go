@@ -1,0 +1,96 @@
+// Package artifacts writes what a run leaves behind: result.json (the
+// stable JSON of --output json), timeline.jsonl (one event a line, written
+// as the run goes) and, beside them, the run's journal.jsonl.
+package artifacts
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/faultline-dev/faultline/framework"
+)
+
+// File names inside a run folder.
+const (
+	ResultFile   = "result.json"
+	TimelineFile = "timeline.jsonl"
+	JournalFile  = "journal.jsonl"
+)
+
+// EnvArtifacts overrides the artifacts root, as in Cluster API's e2e suites.
+const EnvArtifacts = "ARTIFACTS"
+
+// DefaultRoot is the artifacts root when $ARTIFACTS is unset.
+const DefaultRoot = "_artifacts"
+
+// Root is $ARTIFACTS, or DefaultRoot.
+func Root() string {
+	if r := os.Getenv(EnvArtifacts); r != "" {
+		return r
+	}
+	return DefaultRoot
+}
+
+// RunDir is the default folder of one run: <root>/<scenario>-<timestamp>.
+func RunDir(scenario string, at time.Time) string {
+	return filepath.Join(Root(), scenario+"-"+at.UTC().Format("20060102-150405.000"))
+}
+
+// Run is an open run folder.
+type Run struct {
+	dir      string
+	timeline *os.File
+}
+
+// Open creates the run folder and its timeline file.
+func Open(dir string) (*Run, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("create artifacts folder: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, TimelineFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("create timeline: %w", err)
+	}
+	return &Run{dir: dir, timeline: f}, nil
+}
+
+// Dir is the run folder.
+func (r *Run) Dir() string { return r.dir }
+
+// Timeline is the file the run's timeline is written to as it happens.
+func (r *Run) Timeline() *os.File { return r.timeline }
+
+// WriteResult writes result.json atomically (write, sync, rename).
+func (r *Run) WriteResult(res *framework.Result) error {
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode result: %w", err)
+	}
+	tmp := filepath.Join(r.dir, "."+ResultFile+".tmp")
+	if err := writeSynced(tmp, append(b, '\n')); err != nil {
+		return fmt.Errorf("write result: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(r.dir, ResultFile)); err != nil {
+		return fmt.Errorf("write result: %w", err)
+	}
+	return nil
+}
+
+// Close closes the timeline file.
+func (r *Run) Close() error { return r.timeline.Close() }
+
+func writeSynced(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
+}

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/faultline-dev/faultline/artifacts"
+	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers/lab"
+	"github.com/faultline-dev/faultline/providers/vsphere"
+	"github.com/faultline-dev/faultline/scenarios"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print faultline's version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			v := version
+			if info, ok := debug.ReadBuildInfo(); ok && v == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+				v = info.Main.Version
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "faultline", v)
+		},
+	}
+}
+
+func newValidateCommand() *cobra.Command {
+	var sets []string
+	cmd := &cobra.Command{
+		Use:   "validate SCENARIO...",
+		Short: "Check scenario files without running them",
+		Long:  "Check scenario files (or catalogue names); every problem is printed as file:line:col: field: message.",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			overrides, err := parseSets(sets)
+			if err != nil {
+				return err
+			}
+			bad := 0
+			for _, arg := range args {
+				sc, err := loadScenario(arg, overrides)
+				if err != nil {
+					fmt.Fprintln(cmd.ErrOrStderr(), err)
+					bad++
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (scenario %s, %d steps)\n", sc.Source, sc.Metadata.Name, len(sc.Spec.Steps))
+			}
+			if bad > 0 {
+				return exitCode(framework.ExitUsage)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a scenario parameter, name=value; repeatable")
+	return cmd
+}
+
+func newListCommand() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the scenario catalogue with labels",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			type entry struct {
+				Name        string            `json:"name"`
+				Description string            `json:"description"`
+				Labels      map[string]string `json:"labels"`
+				Requires    []string          `json:"requires"`
+			}
+			var entries []entry
+			for _, name := range scenarios.Names() {
+				data, err := scenarios.Read(name)
+				if err != nil {
+					return err
+				}
+				sc, err := framework.Parse("scenarios/"+name+".yaml", data, nil)
+				if err != nil {
+					return fmt.Errorf("catalogue scenario %s is invalid: %w", name, err)
+				}
+				e := entry{Name: sc.Metadata.Name, Description: sc.Metadata.Description, Labels: sc.Metadata.Labels}
+				for _, c := range sc.Spec.Requires {
+					e.Requires = append(e.Requires, string(c))
+				}
+				entries = append(entries, e)
+			}
+			switch output {
+			case "json":
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(entries)
+			case "text":
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "NAME\tLABELS\tREQUIRES\tDESCRIPTION")
+				for _, e := range entries {
+					var labels []string
+					for k, v := range e.Labels {
+						labels = append(labels, k+"="+v)
+					}
+					sort.Strings(labels)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Name, strings.Join(labels, ","), strings.Join(e.Requires, ","), firstSentence(e.Description))
+				}
+				return tw.Flush()
+			}
+			return usageErr("--output %q: expected text or json", output)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+func firstSentence(s string) string {
+	if i := strings.Index(s, ". "); i >= 0 {
+		return s[:i+1]
+	}
+	return s
+}
+
+func newRecoverCommand() *cobra.Command {
+	var vc vcenterFlags
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "recover [JOURNAL...]",
+		Short: "Undo the faults a crashed or killed run left in place",
+		Long: `Replay the pending undo entries of journals. With no argument, every
+journal.jsonl under $ARTIFACTS (or _artifacts) is read. vCenter credentials
+come from the environment (GOVC_USERNAME, GOVC_PASSWORD) or the flags; the
+journal only records where the vCenter is.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				found, err := filepath.Glob(filepath.Join(artifacts.Root(), "*", artifacts.JournalFile))
+				if err != nil {
+					return usageErr("find journals: %v", err)
+				}
+				args = found
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			return recoverJournals(ctx, cmd, args, &vc)
+		},
+	}
+	vc.register(cmd.Flags(), false)
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "give up after this long")
+	return cmd
+}
+
+func recoverJournals(ctx context.Context, cmd *cobra.Command, paths []string, vc *vcenterFlags) error {
+	out := cmd.OutOrStdout()
+	failed := 0
+	total := 0
+	for _, path := range paths {
+		entries, err := framework.ReadJournal(path)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		pending := framework.Pending(entries)
+		if len(pending) == 0 {
+			continue
+		}
+		j, err := framework.OpenJournal(path)
+		if err != nil {
+			return infraErr(err)
+		}
+		for i := len(pending) - 1; i >= 0; i-- { // newest first, as the runner does
+			e := pending[i]
+			total++
+			result, err := recoverEntry(ctx, e, vc)
+			done := framework.JournalEntry{Op: framework.OpDone, FaultID: e.FaultID, Provider: e.Provider, Result: result}
+			if err != nil {
+				failed++
+				fmt.Fprintf(out, "%s: %s %s: FAILED: %v\n", path, e.FaultID, e.Kind, err)
+				continue
+			}
+			if err := j.Append(done); err != nil {
+				failed++
+				fmt.Fprintf(out, "%s: %s: undone, but the journal could not record it: %v\n", path, e.FaultID, err)
+				continue
+			}
+			fmt.Fprintf(out, "%s: %s %s: %s (%s)\n", path, e.FaultID, e.Kind, result, e.Undo.Action)
+		}
+		if err := j.Close(); err != nil {
+			return infraErr(err)
+		}
+	}
+	if total == 0 {
+		fmt.Fprintln(out, "nothing to recover: no pending faults in", strings.Join(paths, ", "))
+	}
+	if failed > 0 {
+		return infraErr(fmt.Errorf("%d of %d pending faults could not be undone; they stay pending", failed, total))
+	}
+	return nil
+}
+
+// recoverEntry undoes one pending fault, reconnecting to its provider.
+func recoverEntry(ctx context.Context, e framework.JournalEntry, vc *vcenterFlags) (string, error) {
+	if e.Undo == nil {
+		return "", errors.New("journal entry has no undo action")
+	}
+	switch e.Provider.Name {
+	case "lab":
+		// The embedded simulator lived in the crashed process.
+		return framework.ResultAbandoned, nil
+	case "vsphere":
+		base, err := vc.merged()
+		if err != nil {
+			return "", err
+		}
+		p, err := vsphere.New(ctx, vsphere.ConfigFromRef(e.Provider, base))
+		if err != nil {
+			return "", err
+		}
+		defer func() {
+			if cerr := p.Close(context.WithoutCancel(ctx)); cerr != nil {
+				fmt.Fprintln(os.Stderr, "faultline:", cerr)
+			}
+		}()
+		if err := framework.RunUndo(ctx, p, *e.Undo); err != nil {
+			return "", err
+		}
+		return framework.ResultUndone, nil
+	}
+	return "", fmt.Errorf("provider %q in journal: faultline cannot reconnect to it", e.Provider.Name)
+}
+
+func newLabCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "lab", Short: "Run parts of the embedded lab on their own"}
+	var listen, envFile string
+	vcsim := &cobra.Command{
+		Use:   "vcsim",
+		Short: "Serve the embedded vCenter simulator on loopback until interrupted",
+		Long: `Serve govmomi's vCenter simulator with TLS on 127.0.0.1, for trying the vsphere
+provider or govc. Prints (and with --env-file writes) the GOVC_* settings that
+reach it, including its CA file.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			sim, err := lab.StartVCSim(lab.VCSimInput{Listen: listen})
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			defer sim.Close()
+			cfg := sim.Config()
+			env := fmt.Sprintf("GOVC_URL=%s\nGOVC_USERNAME=%s\nGOVC_PASSWORD=%s\nGOVC_TLS_CA_CERTS=%s\n", cfg.URL, cfg.Username, cfg.Password, cfg.CAFile)
+			if envFile != "" {
+				tmp := envFile + ".tmp"
+				if err := os.WriteFile(tmp, []byte(env), 0o600); err != nil {
+					return infraErr(err)
+				}
+				if err := os.Rename(tmp, envFile); err != nil {
+					return infraErr(err)
+				}
+			}
+			fmt.Fprint(cmd.OutOrStdout(), env)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			<-ctx.Done()
+			return nil
+		},
+	}
+	vcsim.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback address to listen on")
+	vcsim.Flags().StringVar(&envFile, "env-file", "", "also write the GOVC_* settings to this file")
+	cmd.AddCommand(vcsim)
+	return cmd
+}

@@ -1,0 +1,75 @@
+// Command faultline runs disaster scenarios against Cluster API managed
+// vSphere clusters, the embedded lab, and (soon) kind.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/faultline-dev/faultline/framework"
+)
+
+// exitError carries an exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, args ...any) error {
+	return &exitError{code: framework.ExitUsage, err: fmt.Errorf(format, args...)}
+}
+
+func infraErr(err error) error { return &exitError{code: framework.ExitInfra, err: err} }
+
+// exitCode is how a command ended without an error message to print.
+type exitCode int
+
+func (c exitCode) Error() string { return fmt.Sprintf("exit %d", int(c)) }
+
+func main() {
+	os.Exit(execute(os.Args[1:]))
+}
+
+func execute(args []string) int {
+	root := newRootCommand()
+	root.SetArgs(args)
+	err := root.Execute()
+	var code exitCode
+	var ee *exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &code):
+		return int(code)
+	case errors.As(err, &ee):
+		fmt.Fprintln(os.Stderr, "faultline:", ee.err)
+		return ee.code
+	}
+	// cobra's own errors: unknown flag, wrong number of arguments.
+	fmt.Fprintln(os.Stderr, "faultline:", err)
+	return framework.ExitUsage
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "faultline",
+		Short: "Disaster-scenario testing for Cluster API clusters on vSphere",
+		Long: `faultline injects a fault (power off a VM, destroy it, disconnect its NIC),
+watches the infrastructure and cluster react, and asserts recovery timing and
+remediation behaviour. Every fault is journaled before it is applied and undone
+at the end, on failure, on Ctrl-C, and by 'faultline recover' after a crash.
+
+Exit codes: 0 pass (or skipped), 1 scenario failed, 2 invalid input or usage,
+3 infrastructure error or interrupted.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newRunCommand(), newValidateCommand(), newListCommand(), newRecoverCommand(), newVersionCommand(), newLabCommand())
+	return root
+}

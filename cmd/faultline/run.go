@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"github.com/spf13/cobra"
+
+	"github.com/faultline-dev/faultline/artifacts"
+	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers/lab"
+	"github.com/faultline-dev/faultline/providers/vsphere"
+	"github.com/faultline-dev/faultline/scenarios"
+)
+
+type runOptions struct {
+	provider  string
+	sets      []string
+	artifacts string
+	output    string
+	timeout   time.Duration
+	retain    bool
+	verbosity int
+	vcenter   vcenterFlags
+}
+
+func newRunCommand() *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run SCENARIO",
+		Short: "Run a scenario (a file, or a name from 'faultline list')",
+		Long: `Run a scenario file or a catalogue scenario by name. With no --provider it runs
+on the embedded lab, which needs no vCenter and no cluster. Against a real
+vCenter (--provider vsphere) the vCenter must be named in --allow-vcenter.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd.Context(), args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.provider, "provider", "lab", "where to run: lab (embedded vcsim) or vsphere")
+	fs.StringArrayVar(&o.sets, "set", nil, "override a scenario parameter, name=value; repeatable")
+	fs.StringVar(&o.artifacts, "artifacts", "", "folder for result.json, timeline.jsonl and journal.jsonl (default $ARTIFACTS or _artifacts, then <scenario>-<timestamp>)")
+	fs.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	fs.DurationVar(&o.timeout, "timeout", 0, "bound the whole run, overriding the scenario's spec.timeout (e.g. 10m)")
+	fs.BoolVar(&o.retain, "retain", false, "leave injected faults in place at the end (undo later with 'faultline recover')")
+	fs.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity on stderr (0 users, 1+ debugging)")
+	o.vcenter.register(fs, true)
+	return cmd
+}
+
+// loadScenario reads a file, or a catalogue scenario when arg names no file.
+func loadScenario(arg string, sets map[string]string) (*framework.Scenario, error) {
+	if _, err := os.Stat(arg); err != nil && !strings.ContainsAny(arg, "/.") {
+		data, rerr := scenarios.Read(arg)
+		if rerr != nil {
+			return nil, rerr
+		}
+		return framework.Parse("scenarios/"+arg+".yaml", data, sets)
+	}
+	return framework.Load(arg, sets)
+}
+
+func parseSets(sets []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, s := range sets {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return nil, usageErr("--set %q: expected name=value", s)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writer) error {
+	if o.output != "text" && o.output != "json" {
+		return usageErr("--output %q: expected text or json", o.output)
+	}
+	if o.timeout < 0 {
+		return usageErr("--timeout %s: expected a positive duration", o.timeout)
+	}
+	sets, err := parseSets(o.sets)
+	if err != nil {
+		return err
+	}
+	sc, err := loadScenario(arg, sets)
+	if err != nil {
+		return &exitError{code: framework.ExitUsage, err: err}
+	}
+	if o.timeout > 0 {
+		sc.Spec.Timeout = framework.D(o.timeout)
+	}
+	log := newLogger(stderr, o.verbosity)
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	provider, closeProvider, err := o.openProvider(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := closeProvider(cctx); err != nil {
+			log.Error(err, "closing provider")
+		}
+	}()
+
+	dir := o.artifacts
+	if dir == "" {
+		dir = artifacts.RunDir(sc.Metadata.Name, time.Now())
+	}
+	out, err := artifacts.Open(dir)
+	if err != nil {
+		return infraErr(err)
+	}
+	defer out.Close()
+	journal, err := framework.OpenJournal(filepath.Join(dir, artifacts.JournalFile))
+	if err != nil {
+		return infraErr(err)
+	}
+	defer journal.Close()
+
+	progress := newProgressPrinter(stderr)
+	res, err := framework.Run(ctx, framework.RunInput{
+		Scenario:   sc,
+		Provider:   provider,
+		Journal:    journal,
+		Timeline:   framework.NewTimeline(out.Timeline()),
+		Parameters: sets,
+		Retain:     o.retain,
+		Progress:   progress.print,
+		Log:        log,
+	})
+	if err != nil {
+		return infraErr(err)
+	}
+	if err := out.WriteResult(res); err != nil {
+		return infraErr(err)
+	}
+	if o.output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return infraErr(err)
+		}
+	} else {
+		printResult(stdout, res)
+		fmt.Fprintf(stdout, "artifacts: %s\n", dir)
+	}
+	if code := res.Verdict.ExitCode(); code != 0 {
+		return exitCode(code)
+	}
+	return nil
+}
+
+// openProvider connects the chosen provider and returns how to close it.
+func (o *runOptions) openProvider(ctx context.Context, log logr.Logger) (framework.Provider, func(context.Context) error, error) {
+	switch o.provider {
+	case "lab":
+		l, err := lab.Start(ctx, vsphere.WithLogger(log))
+		if err != nil {
+			return nil, nil, infraErr(err)
+		}
+		return l, l.Close, nil
+	case "vsphere":
+		cfg, err := o.vcenter.config()
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := o.vcenter.checkAllowed(cfg); err != nil {
+			return nil, nil, err
+		}
+		if cfg.Insecure {
+			log.Info("WARNING: TLS verification of vCenter is disabled (--vcenter-insecure / GOVC_INSECURE)")
+		}
+		p, err := vsphere.New(ctx, cfg, vsphere.WithLogger(log))
+		if err != nil {
+			return nil, nil, infraErr(err)
+		}
+		return p, p.Close, nil
+	}
+	return nil, nil, usageErr("--provider %q: expected lab or vsphere", o.provider)
+}
+
+func newLogger(w io.Writer, verbosity int) logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		fmt.Fprintln(w, strings.TrimSpace(prefix+" "+args))
+	}, funcr.Options{Verbosity: verbosity})
+}

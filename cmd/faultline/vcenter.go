@@ -1,0 +1,99 @@
+package main
+
+import (
+	"net"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/faultline-dev/faultline/providers/vsphere"
+)
+
+// envAllowedVCenters lists vCenters destructive runs may touch, comma
+// separated, like repeated --allow-vcenter flags.
+const envAllowedVCenters = "FAULTLINE_ALLOWED_VCENTERS"
+
+// vcenterFlags are the vSphere connection flags; each falls back to govc's
+// environment variable.
+type vcenterFlags struct {
+	url, caFile, knownHosts, thumbprint, datacenter, passwordFile string
+	insecure                                                      bool
+	allowed                                                       []string
+}
+
+func (f *vcenterFlags) register(fs *pflag.FlagSet, withAllow bool) {
+	fs.StringVar(&f.url, "vcenter-url", "", "vCenter URL, e.g. https://vcenter.example.com/sdk (default $GOVC_URL)")
+	fs.StringVar(&f.caFile, "vcenter-ca-file", "", "PEM CA bundle that signs vCenter's certificate (default $GOVC_TLS_CA_CERTS)")
+	fs.StringVar(&f.knownHosts, "vcenter-known-hosts", "", "file of 'host thumbprint' lines (default $GOVC_TLS_KNOWN_HOSTS)")
+	fs.StringVar(&f.thumbprint, "vcenter-thumbprint", "", "SHA-1 or SHA-256 thumbprint of vCenter's certificate")
+	fs.StringVar(&f.datacenter, "vcenter-datacenter", "", "datacenter that scopes VM names (default $GOVC_DATACENTER)")
+	fs.StringVar(&f.passwordFile, "vcenter-password-file", "", "file holding the vCenter password (default $GOVC_PASSWORD)")
+	fs.BoolVar(&f.insecure, "vcenter-insecure", false, "skip TLS verification of vCenter (default $GOVC_INSECURE); not for production")
+	if withAllow {
+		fs.StringSliceVar(&f.allowed, "allow-vcenter", nil, "vCenter host (or host:port) a destructive run may touch; repeatable (also $"+envAllowedVCenters+")")
+	}
+}
+
+// config merges flags over the govc environment and checks the URL.
+func (f *vcenterFlags) config() (vsphere.Config, error) {
+	c, err := f.merged()
+	if err != nil {
+		return c, err
+	}
+	if _, err := c.Endpoint(); err != nil {
+		return c, usageErr("%v", err)
+	}
+	return c, nil
+}
+
+// merged merges flags over the govc environment; the URL may still be empty
+// (recover takes it from the journal).
+func (f *vcenterFlags) merged() (vsphere.Config, error) {
+	c, err := vsphere.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return c, usageErr("%v", err)
+	}
+	for _, o := range []struct {
+		dst *string
+		v   string
+	}{
+		{&c.URL, f.url}, {&c.CAFile, f.caFile}, {&c.KnownHostsFile, f.knownHosts},
+		{&c.Thumbprint, f.thumbprint}, {&c.Datacenter, f.datacenter},
+	} {
+		if o.v != "" {
+			*o.dst = o.v
+		}
+	}
+	if f.insecure {
+		c.Insecure = true
+	}
+	if f.passwordFile != "" {
+		b, err := os.ReadFile(f.passwordFile)
+		if err != nil {
+			return c, usageErr("--vcenter-password-file: %v", err)
+		}
+		c.Password = strings.TrimRight(string(b), "\r\n")
+	}
+	return c, nil
+}
+
+// checkAllowed refuses a destructive run against a vCenter the user did not
+// name in --allow-vcenter or FAULTLINE_ALLOWED_VCENTERS.
+func (f *vcenterFlags) checkAllowed(c vsphere.Config) error {
+	u, err := c.Endpoint()
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	allowed := append([]string(nil), f.allowed...)
+	if env := os.Getenv(envAllowedVCenters); env != "" {
+		allowed = append(allowed, strings.Split(env, ",")...)
+	}
+	for _, a := range allowed {
+		a = strings.TrimSpace(a)
+		if a == u.Host || a == u.Hostname() || (net.ParseIP(a) == nil && strings.EqualFold(a, u.Hostname())) {
+			return nil
+		}
+	}
+	return usageErr("refusing a destructive run against vCenter %s: it is not in --allow-vcenter or $%s", u.Host, envAllowedVCenters)
+}

@@ -1,0 +1,115 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// probeDef describes one named probe: a yes/no question about one object.
+type probeDef struct {
+	capability Capability
+	args       []string
+	summary    string
+	eval       func(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error)
+}
+
+func powerStateIs(want PowerState) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
+	return func(ctx context.Context, p Provider, obj Object, _ map[string]string) (bool, string, error) {
+		v, err := as[VMPower](p, CapVMPower)
+		if err != nil {
+			return false, "", err
+		}
+		state, err := v.PowerState(ctx, obj)
+		if err != nil {
+			return false, "", err
+		}
+		return state == want, "power state " + string(state), nil
+	}
+}
+
+func vmExists(want bool) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
+	return func(ctx context.Context, p Provider, obj Object, _ map[string]string) (bool, string, error) {
+		v, err := as[VMLifecycle](p, CapVMLifecycle)
+		if err != nil {
+			return false, "", err
+		}
+		ok, err := v.Exists(ctx, obj)
+		if err != nil {
+			return false, "", err
+		}
+		return ok == want, fmt.Sprintf("in inventory: %t", ok), nil
+	}
+}
+
+func nicConnected(want bool) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
+	return func(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error) {
+		v, err := as[VMNetwork](p, CapVMNetwork)
+		if err != nil {
+			return false, "", err
+		}
+		ok, err := v.NICConnected(ctx, obj, args["nic"])
+		if err != nil {
+			return false, "", err
+		}
+		return ok == want, fmt.Sprintf("nic connected: %t", ok), nil
+	}
+}
+
+// probeCatalogue lists every named probe a condition can use.
+var probeCatalogue = map[string]probeDef{
+	"vm-powered-on":       {capability: CapVMPower, summary: "the VM is powered on", eval: powerStateIs(PoweredOn)},
+	"vm-powered-off":      {capability: CapVMPower, summary: "the VM is powered off", eval: powerStateIs(PoweredOff)},
+	"vm-suspended":        {capability: CapVMPower, summary: "the VM is suspended", eval: powerStateIs(Suspended)},
+	"vm-present":          {capability: CapVMLifecycle, summary: "the VM is in the inventory", eval: vmExists(true)},
+	"vm-absent":           {capability: CapVMLifecycle, summary: "the VM is gone from the inventory", eval: vmExists(false)},
+	"vm-nic-connected":    {capability: CapVMNetwork, args: []string{"nic"}, summary: "the VM's adapter is connected", eval: nicConnected(true)},
+	"vm-nic-disconnected": {capability: CapVMNetwork, args: []string{"nic"}, summary: "the VM's adapter is disconnected", eval: nicConnected(false)},
+}
+
+// Observation is one reading of a condition.
+type Observation struct {
+	Met bool
+	// Detail says what was seen, per object ("VirtualMachine/vm1: power
+	// state poweredOff").
+	Detail string
+	// Matched lists the IDs of the objects that satisfied the probe; count
+	// assertions count distinct IDs.
+	Matched []string
+}
+
+// evaluate reads cond once over objs. A missing object counts as not
+// satisfying the probe, except for vm-absent, whose probe handles it.
+func evaluate(ctx context.Context, p Provider, cond Condition, objs []Object) (Observation, error) {
+	def, ok := probeCatalogue[cond.Probe]
+	if !ok {
+		return Observation{}, fmt.Errorf("unknown probe %q", cond.Probe)
+	}
+	var obs Observation
+	details := make([]string, 0, len(objs))
+	for _, obj := range objs {
+		met, detail, err := def.eval(ctx, p, obj, cond.Args)
+		if err != nil {
+			if !errors.Is(err, ErrNotFound) {
+				return Observation{}, fmt.Errorf("probe %s on %s: %w", cond.Probe, obj, err)
+			}
+			met, detail = false, "not found"
+		}
+		details = append(details, obj.String()+": "+detail)
+		if met {
+			obs.Matched = append(obs.Matched, obj.ID)
+		}
+	}
+	if cond.Any {
+		obs.Met = len(obs.Matched) > 0
+	} else {
+		obs.Met = len(objs) > 0 && len(obs.Matched) == len(objs)
+	}
+	sort.Strings(details)
+	obs.Detail = strings.Join(details, "; ")
+	return obs, nil
+}
+
+func probeList() []string { return sortedKeys(probeCatalogue) }

@@ -1,0 +1,142 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Provider reaches the infrastructure and clusters a scenario runs against.
+// Everything a provider can break or observe is an optional capability
+// interface below; the runner checks for them before it starts.
+type Provider interface {
+	// Name is the provider's short name (vsphere, lab, fake), as recorded in
+	// results and journals.
+	Name() string
+	// Resolve returns every object the selector matches, sorted by name. A
+	// selector field the provider cannot evaluate is an error wrapping
+	// ErrUnsupported; no match is an empty list, not an error.
+	Resolve(ctx context.Context, sel Selector) ([]Object, error)
+}
+
+// Object is one thing a fault or condition acts on.
+type Object struct {
+	// Kind is what the object is (VirtualMachine, Machine, Node).
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// ID identifies the object across reconnections (a vSphere managed
+	// object reference, a Kubernetes UID).
+	ID string `json:"id"`
+	// Attributes hold provider facts worth recording (BIOS UUID, path).
+	Attributes map[string]string `json:"attributes,omitempty"`
+}
+
+func (o Object) String() string { return o.Kind + "/" + o.Name }
+
+// Capability names a group of faults and probes a provider may offer.
+type Capability string
+
+// The capabilities, each matching one interface below.
+const (
+	CapVMPower     Capability = "VMPower"
+	CapVMLifecycle Capability = "VMLifecycle"
+	CapVMNetwork   Capability = "VMNetwork"
+)
+
+var capabilities = []Capability{CapVMPower, CapVMLifecycle, CapVMNetwork}
+
+// PowerState is a VM's power state, as vSphere names it.
+type PowerState string
+
+// The power states of a VM.
+const (
+	PoweredOn  PowerState = "poweredOn"
+	PoweredOff PowerState = "poweredOff"
+	Suspended  PowerState = "suspended"
+)
+
+// VMPower changes and reads the power state of VMs. Every call waits for the
+// vSphere task to finish or ctx to end.
+type VMPower interface {
+	PowerOn(ctx context.Context, vm Object) error
+	// PowerOff is a hard power-off, like pulling the plug.
+	PowerOff(ctx context.Context, vm Object) error
+	// ShutdownGuest asks the guest OS to shut down; it returns once the
+	// request is accepted, not when the VM is off.
+	ShutdownGuest(ctx context.Context, vm Object) error
+	Reset(ctx context.Context, vm Object) error
+	Suspend(ctx context.Context, vm Object) error
+	PowerState(ctx context.Context, vm Object) (PowerState, error)
+}
+
+// VMLifecycle destroys VMs and tells whether they still exist.
+type VMLifecycle interface {
+	// Destroy powers the VM off if needed and deletes it from disk.
+	Destroy(ctx context.Context, vm Object) error
+	// Exists reports whether the VM is still in the inventory.
+	Exists(ctx context.Context, vm Object) (bool, error)
+}
+
+// VMNetwork connects and disconnects a VM's network adapters. nic is the
+// adapter's device label ("Network adapter 1") or "" for the first one.
+type VMNetwork interface {
+	SetNICConnected(ctx context.Context, vm Object, nic string, connected bool) error
+	NICConnected(ctx context.Context, vm Object, nic string) (bool, error)
+}
+
+// Watcher is optional: it notifies when an object may have changed, so waits
+// react at once instead of at the next poll. The channel is closed when ctx
+// ends or the watch breaks; waits then fall back to polling.
+type Watcher interface {
+	Watch(ctx context.Context, obj Object) (<-chan struct{}, error)
+}
+
+// Describer is optional: it tells how to reach the provider again, so that
+// `faultline recover` can undo a crashed run's faults. Secrets are never part
+// of a ProviderRef; they come from the environment at recovery time.
+type Describer interface {
+	Ref() ProviderRef
+}
+
+// ProviderRef is what a journal records about the provider.
+type ProviderRef struct {
+	Name   string            `json:"name"`
+	Config map[string]string `json:"config,omitempty"`
+}
+
+// HasCapability reports whether p implements the interface behind c.
+func HasCapability(p Provider, c Capability) bool {
+	switch c {
+	case CapVMPower:
+		_, ok := p.(VMPower)
+		return ok
+	case CapVMLifecycle:
+		_, ok := p.(VMLifecycle)
+		return ok
+	case CapVMNetwork:
+		_, ok := p.(VMNetwork)
+		return ok
+	}
+	return false
+}
+
+func knownCapability(c Capability) bool {
+	for _, k := range capabilities {
+		if k == c {
+			return true
+		}
+	}
+	return false
+}
+
+func capabilityList() string {
+	names := make([]string, len(capabilities))
+	for i, c := range capabilities {
+		names[i] = string(c)
+	}
+	return strings.Join(names, ", ")
+}
+
+func unsupported(p Provider, c Capability) error {
+	return fmt.Errorf("provider %s lacks capability %s: %w", p.Name(), c, ErrUnsupported)
+}

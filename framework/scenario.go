@@ -1,0 +1,215 @@
+package framework
+
+// APIVersion and Kind identify a scenario file.
+const (
+	APIVersion = "faultline.dev/v1alpha1"
+	Kind       = "Scenario"
+)
+
+// Scenario is one disaster scenario: what to break, what to watch, and what
+// must (or must not) happen, and when. The YAML form maps field for field onto
+// these types.
+type Scenario struct {
+	APIVersion string   `yaml:"apiVersion"`
+	Kind       string   `yaml:"kind"`
+	Metadata   Metadata `yaml:"metadata"`
+	Spec       Spec     `yaml:"spec"`
+
+	// Source names the file the scenario was read from, for messages.
+	Source string `yaml:"-"`
+	// positions maps a field path (spec.steps[2].inject.fault) to where it
+	// stands in Source, so validation errors can point at the line.
+	positions map[string]Pos
+}
+
+// Metadata describes a scenario for people and for selection by label.
+type Metadata struct {
+	Name        string            `yaml:"name"`
+	Description string            `yaml:"description"`
+	Labels      map[string]string `yaml:"labels"`
+	References  []Reference       `yaml:"references"`
+}
+
+// Reference ties a scenario to the incident or seed it reproduces.
+type Reference struct {
+	// Kind is one of seed, incident, url.
+	Kind string `yaml:"kind"`
+	ID   string `yaml:"id"`
+}
+
+// Spec is what a scenario does.
+type Spec struct {
+	// Requires lists the provider capabilities the scenario needs. A provider
+	// that lacks one makes the run end as skipped, with the reason.
+	Requires []Capability `yaml:"requires"`
+	// Parameters are named defaults referenced as ${name} anywhere in the
+	// file and overridden with --set name=value.
+	Parameters map[string]string `yaml:"parameters"`
+	// Timeout bounds the whole run; DefaultScenarioTimeout when unset.
+	Timeout Duration `yaml:"timeout"`
+	// PollInterval is how often conditions are re-read when no watch
+	// notification arrives; DefaultPollInterval when unset.
+	PollInterval Duration `yaml:"pollInterval"`
+	Targets      []Target `yaml:"targets"`
+	Steps        []Step   `yaml:"steps"`
+}
+
+// Target names a set of objects a fault or a condition applies to.
+type Target struct {
+	Name   string   `yaml:"name"`
+	Select Selector `yaml:"select"`
+	// Count picks this many of the matching objects; Percent picks a share
+	// (rounded up). With neither, every match is the target.
+	Count   int `yaml:"count"`
+	Percent int `yaml:"percent"`
+	// Random picks at random instead of the first matches in name order.
+	Random *Random `yaml:"random"`
+}
+
+// Random makes a pick replayable: the seed used is recorded in the result.
+type Random struct {
+	// Seed fixes the pick; when nil, a seed is drawn and recorded.
+	Seed *int64 `yaml:"seed"`
+}
+
+// Selector says which objects a target matches. Fields combine with AND.
+type Selector struct {
+	// Role is control-plane or worker (CAPI Machines).
+	Role string `yaml:"role"`
+	// Cluster is the CAPI Cluster, as namespace/name or name.
+	Cluster string `yaml:"cluster"`
+	// MachineDeployment selects the Machines of one MachineDeployment.
+	MachineDeployment string `yaml:"machineDeployment"`
+	// ControlPlane selects the Machines of one KubeadmControlPlane.
+	ControlPlane string `yaml:"controlPlane"`
+	// NodeName and NodeLabels select by the workload cluster's Node.
+	NodeName   string            `yaml:"nodeName"`
+	NodeLabels map[string]string `yaml:"nodeLabels"`
+	// VM is a vSphere inventory name or path; it may hold * and ? globs.
+	VM string `yaml:"vm"`
+	// UUID is a VM's BIOS UUID.
+	UUID string `yaml:"uuid"`
+	// ProviderID is a CAPI Machine.spec.providerID (vsphere://<uuid>).
+	ProviderID string `yaml:"providerID"`
+}
+
+// Step is one ordered step. Exactly one of the kinds is set.
+type Step struct {
+	Name string `yaml:"name"`
+	// Timeout bounds the step; it never outlives the scenario's deadline.
+	Timeout  Duration  `yaml:"timeout"`
+	Setup    *Baseline `yaml:"setup"`
+	Inject   *Inject   `yaml:"inject"`
+	Observe  *Observe  `yaml:"observe"`
+	Assert   *Assert   `yaml:"assert"`
+	Undo     *UndoStep `yaml:"undo"`
+	Teardown *Baseline `yaml:"teardown"`
+}
+
+// StepKind names the kind of step that is set.
+func (s Step) StepKind() string {
+	switch {
+	case s.Setup != nil:
+		return "setup"
+	case s.Inject != nil:
+		return "inject"
+	case s.Observe != nil:
+		return "observe"
+	case s.Assert != nil:
+		return "assert"
+	case s.Undo != nil:
+		return "undo"
+	case s.Teardown != nil:
+		return "teardown"
+	}
+	return ""
+}
+
+// Baseline is a set of conditions that must hold before faults (setup) or
+// after every undo (teardown). Setup failing ends the run as error, not
+// fail: the cluster was not healthy to begin with.
+type Baseline struct {
+	Require []Condition `yaml:"require"`
+}
+
+// Inject applies a fault to a target. The step name is the fault's id.
+type Inject struct {
+	Fault  string            `yaml:"fault"`
+	Target string            `yaml:"target"`
+	Params map[string]string `yaml:"params"`
+}
+
+// Observe waits for named phases. Phases are watched together; the step ends
+// when every phase is reached or its deadline passes.
+type Observe struct {
+	Phases []Phase `yaml:"phases"`
+}
+
+// Phase is a named moment: the first time its condition holds.
+type Phase struct {
+	Name string    `yaml:"name"`
+	When Condition `yaml:"when"`
+	// Within is the budget from From; the phase fails if reached later, and
+	// the wait ends when the budget is spent.
+	Within Duration `yaml:"within"`
+	// From is the anchor of Within; see Anchor.
+	From Anchor `yaml:"from"`
+}
+
+// Anchor names a moment of the run: "start", "inject" (the latest injection
+// before the step), "inject:<step>", "undo:<step>" or "phase:<name>".
+type Anchor string
+
+// Assert is one assertion. Exactly one kind is set.
+type Assert struct {
+	// Within: a phase was reached within a budget of an anchor.
+	Within *WithinAssertion `yaml:"within"`
+	// Never: a condition does not hold at any time in a window.
+	Never *WindowAssertion `yaml:"never"`
+	// Consistently: a condition holds at every observation in a window.
+	Consistently *WindowAssertion `yaml:"consistently"`
+	// Count: how many times a condition becomes true in a window.
+	Count *CountAssertion `yaml:"count"`
+}
+
+// WithinAssertion checks a recorded phase time against a budget.
+type WithinAssertion struct {
+	Phase  string   `yaml:"phase"`
+	Budget Duration `yaml:"budget"`
+	From   Anchor   `yaml:"from"`
+}
+
+// WindowAssertion watches a condition for a window that starts when the step
+// starts.
+type WindowAssertion struct {
+	Condition Condition `yaml:"condition"`
+	For       Duration  `yaml:"for"`
+}
+
+// CountAssertion counts occurrences of a condition in a window: distinct
+// objects when the condition reports them (e.g. replacement Machines),
+// otherwise false-to-true transitions.
+type CountAssertion struct {
+	Condition Condition `yaml:"condition"`
+	For       Duration  `yaml:"for"`
+	AtLeast   *int      `yaml:"atLeast"`
+	AtMost    *int      `yaml:"atMost"`
+}
+
+// UndoStep undoes one injected fault (by its inject step's name) or all
+// pending faults.
+type UndoStep struct {
+	Fault string `yaml:"fault"`
+	All   bool   `yaml:"all"`
+}
+
+// Condition is something that holds or not at a moment: a named probe over
+// a target's objects.
+type Condition struct {
+	Probe  string            `yaml:"probe"`
+	Target string            `yaml:"target"`
+	Args   map[string]string `yaml:"args"`
+	// Any makes the condition hold when one of the target's objects
+	// satisfies the probe; by default all of them must.
+	Any bool `yaml:"any"`
+}

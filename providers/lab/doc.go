@@ -1,0 +1,8 @@
+// Package lab is the embedded lab: infrastructure that runs inside the
+// faultline process, so a scenario runs end to end with no vCenter and no
+// cluster. Today it is govmomi's vCenter simulator (vcsim), served with TLS
+// on 127.0.0.1 and driven through the real vsphere provider over SOAP.
+//
+// vcsim-only code lives here so that production providers never import the
+// simulator.
+package lab

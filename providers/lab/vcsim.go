@@ -1,0 +1,136 @@
+package lab
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/url"
+
+	"github.com/vmware/govmomi/simulator"
+
+	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers/vsphere"
+)
+
+// VCSim is an in-process vCenter simulator listening on loopback with TLS.
+type VCSim struct {
+	model  *simulator.Model
+	server *simulator.Server
+	caFile string
+}
+
+// VCSimInput configures StartVCSim.
+type VCSimInput struct {
+	// Listen is a loopback host:port; "127.0.0.1:0" (any free port) when
+	// empty. Other addresses are refused: the lab never listens beyond the
+	// machine.
+	Listen string
+	// Model is the inventory to simulate; simulator.VPX() (one datacenter,
+	// a cluster, hosts and four powered-on VMs) when nil.
+	Model *simulator.Model
+}
+
+// Validate checks the input.
+func (in VCSimInput) Validate() error {
+	if in.Listen == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(in.Listen)
+	if err != nil {
+		return fmt.Errorf("listen address %q: expected host:port: %w", in.Listen, err)
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("listen address %q: the lab listens on loopback only (127.0.0.1)", in.Listen)
+	}
+	return nil
+}
+
+// StartVCSim creates the inventory and starts serving it.
+func StartVCSim(in VCSimInput) (*VCSim, error) {
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	m := in.Model
+	if m == nil {
+		m = simulator.VPX()
+	}
+	if err := m.Create(); err != nil {
+		return nil, fmt.Errorf("create vcsim inventory: %w", err)
+	}
+	listen := in.Listen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	m.Service.Listen = &url.URL{Host: listen}
+	m.Service.TLS = new(tls.Config)
+	s := m.Service.NewServer()
+	ca, err := s.CertificateFile()
+	if err != nil {
+		s.Close()
+		m.Remove()
+		return nil, fmt.Errorf("write vcsim certificate: %w", err)
+	}
+	return &VCSim{model: m, server: s, caFile: ca}, nil
+}
+
+// URL is the SDK endpoint, without credentials.
+func (v *VCSim) URL() *url.URL {
+	u := *v.server.URL
+	u.User = nil
+	return &u
+}
+
+// CAFile is the PEM file of the simulator's certificate, for verifying TLS.
+func (v *VCSim) CAFile() string { return v.caFile }
+
+// Service exposes the simulator, for fault rules and delays in tests.
+func (v *VCSim) Service() *simulator.Service { return v.model.Service }
+
+// Config returns vsphere settings that reach the simulator with TLS
+// verified against its own certificate.
+func (v *VCSim) Config() vsphere.Config {
+	pass, _ := simulator.DefaultLogin.Password()
+	return vsphere.Config{URL: v.URL().String(), Username: simulator.DefaultLogin.Username(), Password: pass, CAFile: v.caFile}
+}
+
+// Close stops the server and removes the inventory.
+func (v *VCSim) Close() {
+	v.server.Close()
+	v.model.Remove()
+}
+
+// Lab is the embedded lab: a simulator and a vsphere provider connected to
+// it, named "lab" in results.
+type Lab struct {
+	*vsphere.Provider
+	sim *VCSim
+}
+
+// Start starts the embedded lab.
+func Start(ctx context.Context, opts ...vsphere.Option) (*Lab, error) {
+	sim, err := StartVCSim(VCSimInput{})
+	if err != nil {
+		return nil, err
+	}
+	p, err := vsphere.New(ctx, sim.Config(), append([]vsphere.Option{vsphere.WithName("lab")}, opts...)...)
+	if err != nil {
+		sim.Close()
+		return nil, fmt.Errorf("connect to the embedded vcsim: %w", err)
+	}
+	return &Lab{Provider: p, sim: sim}, nil
+}
+
+// Sim is the lab's simulator.
+func (l *Lab) Sim() *VCSim { return l.sim }
+
+// Close logs out and stops the simulator.
+func (l *Lab) Close(ctx context.Context) error {
+	err := l.Provider.Close(ctx)
+	l.sim.Close()
+	return err
+}
+
+// Ref marks journals of the embedded lab: its simulator ends with the
+// process, so a crashed lab run leaves nothing to undo.
+func (l *Lab) Ref() framework.ProviderRef { return framework.ProviderRef{Name: "lab"} }

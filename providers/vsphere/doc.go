@@ -1,0 +1,8 @@
+// Package vsphere injects VM faults through the vSphere SOAP API with
+// govmomi: the same code drives a real vCenter and the vcsim simulator.
+//
+// Connection settings follow govc's environment (GOVC_URL, GOVC_USERNAME,
+// GOVC_PASSWORD, GOVC_INSECURE, GOVC_TLS_CA_CERTS, GOVC_TLS_KNOWN_HOSTS),
+// TLS is verified unless Insecure is set, and the password never appears in
+// an error, a log line or a ProviderRef.
+package vsphere

@@ -1,0 +1,292 @@
+package vsphere
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/session"
+	"github.com/vmware/govmomi/session/keepalive"
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/faultline-dev/faultline/framework"
+)
+
+// Compile-time checks of the capabilities this provider offers.
+var (
+	_ framework.Provider    = (*Provider)(nil)
+	_ framework.VMPower     = (*Provider)(nil)
+	_ framework.VMLifecycle = (*Provider)(nil)
+	_ framework.VMNetwork   = (*Provider)(nil)
+	_ framework.Watcher     = (*Provider)(nil)
+	_ framework.Describer   = (*Provider)(nil)
+)
+
+// keepAliveIdle keeps the session alive through long observation windows;
+// vCenter drops idle sessions after 30 minutes by default.
+const keepAliveIdle = 10 * time.Minute
+
+// Provider is a logged-in connection to one vCenter and datacenter.
+type Provider struct {
+	name     string
+	client   *vim25.Client
+	sessions *session.Manager
+	finder   *find.Finder
+	dc       *object.Datacenter
+	endpoint *url.URL
+	cfg      Config
+	log      logr.Logger
+}
+
+// Option configures New.
+type Option func(*Provider)
+
+// WithLogger sets the logger (discarded by default).
+func WithLogger(l logr.Logger) Option { return func(p *Provider) { p.log = l } }
+
+// WithName sets the provider name recorded in results (default "vsphere").
+func WithName(name string) Option { return func(p *Provider) { p.name = name } }
+
+// New connects to the vCenter in cfg, verifies its certificate unless
+// cfg.Insecure, logs in and selects the datacenter.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Provider, error) {
+	u, err := cfg.Endpoint()
+	if err != nil {
+		return nil, err
+	}
+	user, pass, err := cfg.credentials()
+	if err != nil {
+		return nil, err
+	}
+	p := &Provider{name: "vsphere", endpoint: u, cfg: cfg, log: logr.Discard()}
+	for _, o := range opts {
+		o(p)
+	}
+	sc := soap.NewClient(u, cfg.Insecure)
+	if cfg.CAFile != "" {
+		if err := sc.SetRootCAs(cfg.CAFile); err != nil {
+			return nil, fmt.Errorf("vCenter CA file %s: %w", cfg.CAFile, err)
+		}
+	}
+	if cfg.KnownHostsFile != "" {
+		if err := sc.LoadThumbprints(cfg.KnownHostsFile); err != nil {
+			return nil, fmt.Errorf("vCenter known-hosts file %s: %w", cfg.KnownHostsFile, err)
+		}
+	}
+	if cfg.Thumbprint != "" {
+		sc.SetThumbprint(u.Host, cfg.Thumbprint)
+	}
+	vc, err := vim25.NewClient(ctx, sc)
+	if err != nil {
+		return nil, connectError(u, err)
+	}
+	vc.RoundTripper = keepalive.NewHandlerSOAP(vc.RoundTripper, keepAliveIdle, nil)
+	p.client = vc
+	p.sessions = session.NewManager(vc)
+	if err := p.sessions.Login(ctx, url.UserPassword(user, pass)); err != nil {
+		// The error from vCenter does not hold the password; say who failed.
+		return nil, fmt.Errorf("log in to vCenter %s as %q: %w", u.Host, user, describe(err))
+	}
+	p.finder = find.NewFinder(vc, true)
+	if cfg.Datacenter != "" {
+		p.dc, err = p.finder.Datacenter(ctx, cfg.Datacenter)
+	} else {
+		p.dc, err = p.finder.DefaultDatacenter(ctx)
+	}
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("select datacenter on %s (set GOVC_DATACENTER or --vcenter-datacenter when there are several): %w", u.Host, err), p.Close(ctx))
+	}
+	p.finder.SetDatacenter(p.dc)
+	if cfg.Insecure {
+		p.log.Info("TLS verification of vCenter is off (insecure); use a CA file or thumbprint in production", "vcenter", u.Host)
+	}
+	return p, nil
+}
+
+// connectError explains a failed first contact, TLS failures above all.
+func connectError(u *url.URL, err error) error {
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	msg := fmt.Sprintf("connect to vCenter %s", u)
+	switch {
+	case errors.As(err, &unknownAuthority), errors.As(err, &hostname), strings.Contains(err.Error(), "x509:"), strings.Contains(err.Error(), "thumbprint"):
+		return fmt.Errorf("%s: TLS verification failed: %w; trust it with --vcenter-ca-file (GOVC_TLS_CA_CERTS) or --vcenter-thumbprint (GOVC_TLS_KNOWN_HOSTS), or pass --vcenter-insecure to skip verification", msg, err)
+	}
+	return fmt.Errorf("%s: %w", msg, err)
+}
+
+// Name is the provider's name.
+func (p *Provider) Name() string { return p.name }
+
+// Client is the underlying vim25 client, for callers that need more.
+func (p *Provider) Client() *vim25.Client { return p.client }
+
+// Ref describes how to reconnect, without credentials: recover reads them
+// from the environment again.
+func (p *Provider) Ref() framework.ProviderRef {
+	cfg := map[string]string{"url": p.endpoint.String(), "datacenter": p.dc.Name()}
+	if p.cfg.Insecure {
+		cfg["insecure"] = "true"
+	}
+	if p.cfg.CAFile != "" {
+		cfg["caFile"] = p.cfg.CAFile
+	}
+	if p.cfg.KnownHostsFile != "" {
+		cfg["knownHostsFile"] = p.cfg.KnownHostsFile
+	}
+	if p.cfg.Thumbprint != "" {
+		cfg["thumbprint"] = p.cfg.Thumbprint
+	}
+	return framework.ProviderRef{Name: "vsphere", Config: cfg}
+}
+
+// ConfigFromRef rebuilds a Config from a journal's ProviderRef; credentials
+// and anything the ref lacks come from base (the environment or flags).
+func ConfigFromRef(ref framework.ProviderRef, base Config) Config {
+	c := base
+	c.URL = ref.Config["url"]
+	if v := ref.Config["datacenter"]; v != "" {
+		c.Datacenter = v
+	}
+	if ref.Config["insecure"] == "true" {
+		c.Insecure = true
+	}
+	if v := ref.Config["caFile"]; v != "" && c.CAFile == "" {
+		c.CAFile = v
+	}
+	if v := ref.Config["knownHostsFile"]; v != "" && c.KnownHostsFile == "" {
+		c.KnownHostsFile = v
+	}
+	if v := ref.Config["thumbprint"]; v != "" && c.Thumbprint == "" {
+		c.Thumbprint = v
+	}
+	return c
+}
+
+// Close logs out.
+func (p *Provider) Close(ctx context.Context) error {
+	if p.sessions == nil {
+		return nil
+	}
+	if err := p.sessions.Logout(ctx); err != nil {
+		return fmt.Errorf("log out of vCenter %s: %w", p.endpoint.Host, err)
+	}
+	return nil
+}
+
+// Resolve finds VMs by inventory name or glob, BIOS UUID, or CAPI
+// providerID. Selectors that need a management cluster are unsupported.
+func (p *Provider) Resolve(ctx context.Context, sel framework.Selector) ([]framework.Object, error) {
+	if sel.Role != "" || sel.Cluster != "" || sel.MachineDeployment != "" || sel.ControlPlane != "" || sel.NodeName != "" || len(sel.NodeLabels) > 0 {
+		return nil, fmt.Errorf("select by role, cluster, machineDeployment, controlPlane or node needs a management cluster; the vsphere provider selects by vm, uuid or providerID: %w", framework.ErrUnsupported)
+	}
+	uuid := sel.UUID
+	if sel.ProviderID != "" {
+		id, err := UUIDFromProviderID(sel.ProviderID)
+		if err != nil {
+			return nil, err
+		}
+		if uuid != "" && !strings.EqualFold(uuid, id) {
+			return nil, nil // both set and disagreeing: nothing matches
+		}
+		uuid = id
+	}
+	var refs []types.ManagedObjectReference
+	switch {
+	case sel.VM != "":
+		vms, err := p.finder.VirtualMachineList(ctx, sel.VM)
+		var nf *find.NotFoundError
+		if errors.As(err, &nf) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("find vm %q: %w", sel.VM, describe(err))
+		}
+		for _, vm := range vms {
+			refs = append(refs, vm.Reference())
+		}
+	case uuid != "":
+		ref, err := p.findByUUID(ctx, uuid)
+		if err != nil {
+			return nil, err
+		}
+		if ref != nil {
+			refs = append(refs, *ref)
+		}
+	}
+	objs, err := p.objects(ctx, refs)
+	if err != nil {
+		return nil, err
+	}
+	if uuid != "" && sel.VM != "" {
+		objs = filterUUID(objs, uuid)
+	}
+	return objs, nil
+}
+
+func (p *Provider) findByUUID(ctx context.Context, uuid string) (*types.ManagedObjectReference, error) {
+	vmSearch := true
+	instanceUUID := false
+	ref, err := object.NewSearchIndex(p.client).FindByUuid(ctx, p.dc, uuid, vmSearch, &instanceUUID)
+	if err != nil {
+		return nil, fmt.Errorf("find vm by BIOS UUID %s: %w", uuid, describe(err))
+	}
+	if ref == nil {
+		return nil, nil
+	}
+	r := ref.Reference()
+	return &r, nil
+}
+
+// objects reads the name and BIOS UUID of each VM, sorted by name.
+func (p *Provider) objects(ctx context.Context, refs []types.ManagedObjectReference) ([]framework.Object, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	var vms []mo.VirtualMachine
+	if err := property.DefaultCollector(p.client).Retrieve(ctx, refs, []string{"name", "config.uuid"}, &vms); err != nil {
+		return nil, fmt.Errorf("read vm properties: %w", describe(err))
+	}
+	out := make([]framework.Object, 0, len(vms))
+	for _, vm := range vms {
+		o := framework.Object{Kind: "VirtualMachine", Name: vm.Name, ID: vm.Self.Value, Attributes: map[string]string{}}
+		if vm.Config != nil {
+			o.Attributes["uuid"] = vm.Config.Uuid
+		}
+		out = append(out, o)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func filterUUID(objs []framework.Object, uuid string) []framework.Object {
+	var out []framework.Object
+	for _, o := range objs {
+		if strings.EqualFold(o.Attributes["uuid"], uuid) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// UUIDFromProviderID extracts the BIOS UUID from a CAPV providerID
+// (vsphere://<uuid>).
+func UUIDFromProviderID(id string) (string, error) {
+	uuid, ok := strings.CutPrefix(id, "vsphere://")
+	if !ok || uuid == "" {
+		return "", fmt.Errorf("providerID %q: expected vsphere://<bios-uuid>", id)
+	}
+	return uuid, nil
+}

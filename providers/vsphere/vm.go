@@ -1,0 +1,177 @@
+package vsphere
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/faultline-dev/faultline/framework"
+)
+
+func (p *Provider) vm(obj framework.Object) *object.VirtualMachine {
+	return object.NewVirtualMachine(p.client, types.ManagedObjectReference{Type: "VirtualMachine", Value: obj.ID})
+}
+
+// task runs a vSphere task to completion or until ctx ends, and names the VM
+// and the fault when it fails.
+func (p *Provider) task(ctx context.Context, op string, obj framework.Object, start func(context.Context) (*object.Task, error)) error {
+	t, err := start(ctx)
+	if err == nil {
+		err = t.WaitEx(ctx)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s vm %q: gave up waiting for the vSphere task: %w", op, obj.Name, ctx.Err())
+		}
+		return fmt.Errorf("%s vm %q: %w", op, obj.Name, describe(err))
+	}
+	return nil
+}
+
+// PowerOn powers a VM on.
+func (p *Provider) PowerOn(ctx context.Context, obj framework.Object) error {
+	return p.task(ctx, "power on", obj, p.vm(obj).PowerOn)
+}
+
+// PowerOff powers a VM off hard.
+func (p *Provider) PowerOff(ctx context.Context, obj framework.Object) error {
+	return p.task(ctx, "power off", obj, p.vm(obj).PowerOff)
+}
+
+// Reset resets a VM hard.
+func (p *Provider) Reset(ctx context.Context, obj framework.Object) error {
+	return p.task(ctx, "reset", obj, p.vm(obj).Reset)
+}
+
+// Suspend suspends a VM.
+func (p *Provider) Suspend(ctx context.Context, obj framework.Object) error {
+	return p.task(ctx, "suspend", obj, p.vm(obj).Suspend)
+}
+
+// ShutdownGuest asks VMware Tools in the guest to shut the OS down.
+func (p *Provider) ShutdownGuest(ctx context.Context, obj framework.Object) error {
+	if err := p.vm(obj).ShutdownGuest(ctx); err != nil {
+		return fmt.Errorf("shut down guest of vm %q: %w", obj.Name, describe(err))
+	}
+	return nil
+}
+
+// PowerState reads a VM's power state.
+func (p *Provider) PowerState(ctx context.Context, obj framework.Object) (framework.PowerState, error) {
+	var vm mo.VirtualMachine
+	if err := p.vm(obj).Properties(ctx, p.vm(obj).Reference(), []string{"runtime.powerState"}, &vm); err != nil {
+		return "", fmt.Errorf("read power state of vm %q: %w", obj.Name, describe(err))
+	}
+	return framework.PowerState(vm.Runtime.PowerState), nil
+}
+
+// Destroy powers a VM off if needed and deletes it from disk.
+func (p *Provider) Destroy(ctx context.Context, obj framework.Object) error {
+	state, err := p.PowerState(ctx, obj)
+	if err != nil {
+		return err
+	}
+	if state != framework.PoweredOff {
+		if err := p.PowerOff(ctx, obj); err != nil {
+			return fmt.Errorf("destroy: %w", err)
+		}
+	}
+	return p.task(ctx, "destroy", obj, p.vm(obj).Destroy)
+}
+
+// Exists reports whether the VM is still in the inventory.
+func (p *Provider) Exists(ctx context.Context, obj framework.Object) (bool, error) {
+	_, err := p.PowerState(ctx, obj)
+	switch {
+	case err == nil:
+		return true, nil
+	case isNotFound(err):
+		return false, nil
+	}
+	return false, err
+}
+
+// SetNICConnected connects or disconnects a network adapter, chosen by its
+// label ("Network adapter 1"), its device name ("ethernet-0"), or the first
+// one when nic is "".
+func (p *Provider) SetNICConnected(ctx context.Context, obj framework.Object, nic string, connected bool) error {
+	vm := p.vm(obj)
+	dev, err := p.nic(ctx, obj, nic)
+	if err != nil {
+		return err
+	}
+	card := dev.GetVirtualDevice()
+	if card.Connectable == nil {
+		card.Connectable = &types.VirtualDeviceConnectInfo{}
+	}
+	card.Connectable.Connected = connected
+	card.Connectable.StartConnected = connected
+	op := map[bool]string{true: "connect", false: "disconnect"}[connected]
+	if err := vm.EditDevice(ctx, dev); err != nil {
+		return fmt.Errorf("%s nic %q of vm %q: %w", op, nicLabel(dev), obj.Name, describe(err))
+	}
+	return nil
+}
+
+// NICConnected reports whether the adapter is connected.
+func (p *Provider) NICConnected(ctx context.Context, obj framework.Object, nic string) (bool, error) {
+	dev, err := p.nic(ctx, obj, nic)
+	if err != nil {
+		return false, err
+	}
+	c := dev.GetVirtualDevice().Connectable
+	return c != nil && c.Connected, nil
+}
+
+func (p *Provider) nic(ctx context.Context, obj framework.Object, name string) (types.BaseVirtualDevice, error) {
+	devices, err := p.vm(obj).Device(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read devices of vm %q: %w", obj.Name, describe(err))
+	}
+	nics := devices.SelectByType((*types.VirtualEthernetCard)(nil))
+	var labels []string
+	for _, d := range nics {
+		if name == "" || name == devices.Name(d) || name == nicLabel(d) {
+			return d, nil
+		}
+		labels = append(labels, nicLabel(d))
+	}
+	if len(nics) == 0 {
+		return nil, fmt.Errorf("vm %q has no network adapter: %w", obj.Name, framework.ErrNotFound)
+	}
+	return nil, fmt.Errorf("vm %q has no network adapter %q; it has: %s: %w", obj.Name, name, strings.Join(labels, ", "), framework.ErrNotFound)
+}
+
+func nicLabel(d types.BaseVirtualDevice) string {
+	if info := d.GetVirtualDevice().DeviceInfo; info != nil {
+		return info.GetDescription().Label
+	}
+	return ""
+}
+
+// Watch notifies on every change of the VM's power or connection state,
+// through a property collector, until ctx ends or the VM disappears.
+func (p *Provider) Watch(ctx context.Context, obj framework.Object) (<-chan struct{}, error) {
+	ch := make(chan struct{}, 1)
+	pc := property.DefaultCollector(p.client)
+	ref := p.vm(obj).Reference()
+	go func() {
+		defer close(ch)
+		err := property.Wait(ctx, pc, ref, []string{"runtime.powerState", "runtime.connectionState"}, func([]types.PropertyChange) bool {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+			return false
+		})
+		if err != nil && ctx.Err() == nil {
+			p.log.V(1).Info("vm watch ended; waits fall back to polling", "vm", obj.Name, "error", describe(err).Error())
+		}
+	}()
+	return ch, nil
+}
