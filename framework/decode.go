@@ -24,9 +24,15 @@ type decoder struct {
 	file      string
 	errs      []FieldError
 	positions map[string]Pos
+	// reported holds nodes already blamed (an unknown ${param}), so they
+	// are not blamed again for the text left in them.
+	reported map[*yaml.Node]bool
 }
 
 func (d *decoder) fail(n *yaml.Node, field, format string, args ...any) {
+	if d.reported[n] {
+		return
+	}
 	d.errs = append(d.errs, FieldError{File: d.file, Pos: Pos{n.Line, n.Column}, Field: field, Msg: fmt.Sprintf(format, args...)})
 }
 

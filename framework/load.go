@@ -66,7 +66,7 @@ func Parse(name string, data []byte, overrides map[string]string) (*Scenario, er
 	}
 	root := doc.Content[0]
 
-	d := &decoder{file: name, positions: map[string]Pos{}}
+	d := &decoder{file: name, positions: map[string]Pos{}, reported: map[*yaml.Node]bool{}}
 	params, paramsNode := d.parameters(root, overrides)
 	d.substitute(root, paramsNode, params, "", 0)
 
@@ -134,6 +134,7 @@ func (d *decoder) substitute(n, skip *yaml.Node, params map[string]string, path 
 			v, ok := params[key]
 			if !ok {
 				d.fail(n, path, "unknown parameter %q; declare it under spec.parameters", key)
+				d.reported[n] = true
 				return ref
 			}
 			return v
@@ -145,8 +146,14 @@ func (d *decoder) substitute(n, skip *yaml.Node, params map[string]string, path 
 	}
 	for i, c := range n.Content {
 		childPath := path
-		if n.Kind == yaml.MappingNode && i%2 == 1 {
+		switch n.Kind {
+		case yaml.MappingNode:
+			if i%2 == 0 {
+				continue // keys are never substituted
+			}
 			childPath = join(path, n.Content[i-1].Value)
+		case yaml.SequenceNode:
+			childPath = fmt.Sprintf("%s[%d]", path, i)
 		}
 		d.substitute(c, skip, params, childPath, depth+1)
 	}
@@ -175,5 +182,7 @@ func yamlError(name string, err error) error {
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
-	return &ValidationError{Errors: []FieldError{{File: name, Pos: Pos{Line: line}, Msg: "invalid YAML: " + msg}}}
+	// The YAML parser counts some lines from 0 and some from 1, so the line
+	// can be one early; say so rather than point with false precision.
+	return &ValidationError{Errors: []FieldError{{File: name, Pos: Pos{Line: line}, Msg: "invalid YAML on this line or the next: " + msg}}}
 }

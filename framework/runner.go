@@ -575,25 +575,25 @@ func (r *run) assertWindow(ctx context.Context, name string, w WindowAssertion, 
 // condition names them, else transitions to true.
 func (r *run) assertCount(ctx context.Context, name string, c CountAssertion) (bool, string, error) {
 	start := time.Now()
-	seen := map[string]bool{}
 	count := 0
-	prev := false
+	var held map[string]bool // objects satisfying the condition at the last reading
 	satisfied := func() bool {
 		return (c.AtLeast == nil || count >= *c.AtLeast) && (c.AtMost == nil || count <= *c.AtMost)
 	}
 	_, err := r.watch(ctx, watchSpec{cond: c.Condition, deadline: start.Add(c.For.Duration), label: "assert " + name, start: start, budget: c.For.Duration},
 		func(o Observation, now time.Time) bool {
 			before := count
+			current := map[string]bool{}
 			for _, id := range o.Matched {
-				if !seen[id] {
-					seen[id] = true
+				current[id] = true
+				// The first reading is the baseline; after it, an object
+				// that starts satisfying the condition (or a new object
+				// that does) is one occurrence.
+				if held != nil && !held[id] {
 					count++
 				}
 			}
-			if len(o.Matched) == 0 && o.Met && !prev {
-				count++
-			}
-			prev = o.Met
+			held = current
 			if count > before {
 				r.tl.Record("runner", "assert/"+name, "occurrence", map[string]string{"count": fmt.Sprint(count), "detail": o.Detail})
 			}

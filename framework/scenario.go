@@ -186,9 +186,9 @@ type WindowAssertion struct {
 	For       Duration  `yaml:"for"`
 }
 
-// CountAssertion counts occurrences of a condition in a window: distinct
-// objects when the condition reports them (e.g. replacement Machines),
-// otherwise false-to-true transitions.
+// CountAssertion counts occurrences of a condition in a window: each time,
+// after the first reading, an object starts satisfying it (a VM powered on
+// again, a new replacement Machine that appears).
 type CountAssertion struct {
 	Condition Condition `yaml:"condition"`
 	For       Duration  `yaml:"for"`

@@ -1,0 +1,374 @@
+package framework_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers/fake"
+)
+
+// scenario builds a scenario around the given steps, on target "victim"
+// (vm-a), with every capability declared.
+func scenario(t *testing.T, steps string) *framework.Scenario {
+	t.Helper()
+	src := `apiVersion: faultline.dev/v1alpha1
+kind: Scenario
+metadata: {name: t}
+spec:
+  requires: [VMPower, VMLifecycle, VMNetwork]
+  pollInterval: 50ms
+  timeout: 20s
+  targets:
+    - name: victim
+      select: {vm: vm-a}
+  steps:
+` + steps
+	s, err := framework.Parse("t.yaml", []byte(src), nil)
+	if err != nil {
+		t.Fatalf("scenario: %v", err)
+	}
+	return s
+}
+
+const powerCycle = `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: see-off
+      observe:
+        phases:
+          - {name: vm-off, when: {probe: vm-powered-off, target: victim}, within: 5s}
+    - name: on
+      undo: {fault: off}
+    - name: see-on
+      observe:
+        phases:
+          - {name: vm-on, when: {probe: vm-powered-on, target: victim}, within: 5s, from: "undo:on"}
+`
+
+type harness struct {
+	fake    *fake.Provider
+	journal string
+}
+
+func run(t *testing.T, ctx context.Context, s *framework.Scenario, p framework.Provider, opts ...func(*framework.RunInput)) (*framework.Result, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := framework.OpenJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := j.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	in := framework.RunInput{Scenario: s, Provider: p, Journal: j}
+	for _, o := range opts {
+		o(&in)
+	}
+	res, err := framework.Run(ctx, in)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return res, path
+}
+
+func pending(t *testing.T, journal string) []framework.JournalEntry {
+	t.Helper()
+	entries, err := framework.ReadJournal(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return framework.Pending(entries)
+}
+
+func TestRunPass(t *testing.T) {
+	t.Parallel()
+	p := fake.New("vm-a", "vm-b")
+	tl := framework.NewTimeline(nil)
+	res, journal := run(t, context.Background(), scenario(t, powerCycle), p, func(in *framework.RunInput) { in.Timeline = tl })
+	if res.Verdict != framework.Pass {
+		t.Fatalf("verdict = %s (%s), want pass", res.Verdict, res.Reason)
+	}
+	if len(res.Phases) != 2 || !res.Phases[0].OK || res.Phases[0].SinceInject == nil || res.Phases[1].From != "undo:on" {
+		t.Errorf("phases = %+v", res.Phases)
+	}
+	if f := res.Faults[0]; f.ID != "off/vm-a" || f.InjectedAt == nil || f.UndoneAt == nil || f.Undo != "vm.power-on" {
+		t.Errorf("fault = %+v", f)
+	}
+	if got := p.VM("vm-a").State; got != framework.PoweredOn {
+		t.Errorf("vm-a is %s after the run, want poweredOn", got)
+	}
+	if p.VM("vm-b").State != framework.PoweredOn || callsTo(p, "vm-b", "PowerOff") != 0 {
+		t.Error("vm-b, not a target, was touched")
+	}
+	if n := len(pending(t, journal)); n != 0 {
+		t.Errorf("%d journal entries pending after a clean run", n)
+	}
+	var whats []string
+	for _, e := range tl.Events() {
+		whats = append(whats, e.What)
+	}
+	got := strings.Join(whats, ",")
+	for _, want := range []string{"fault-journaled,fault-injected", "phase-reached", "fault-undone", "run-finished"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("timeline %s lacks %s", got, want)
+		}
+	}
+}
+
+func callsTo(p *fake.Provider, vm, method string) int {
+	n := 0
+	for _, c := range p.Calls() {
+		if c.VM == vm && c.Method == method {
+			n++
+		}
+	}
+	return n
+}
+
+func TestRunVerdicts(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		steps       string
+		setup       func(*fake.Provider)
+		want        framework.Verdict
+		wantReason  string
+		wantVMState framework.PowerState
+	}{
+		{
+			name: "phase over budget fails",
+			steps: `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: see-off
+      observe:
+        phases:
+          - {name: vm-off, when: {probe: vm-powered-off, target: victim}, within: 100ms}
+`,
+			setup:       func(p *fake.Provider) { p.Delay("PowerOff", 2*time.Second) },
+			want:        framework.Fail,
+			wantReason:  "phase vm-off not reached within its budget 100ms of inject",
+			wantVMState: framework.PoweredOn,
+		},
+		{
+			name: "never violated fails",
+			steps: `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: never-off
+      assert:
+        never: {condition: {probe: vm-powered-off, target: victim}, for: 5s}
+`,
+			want:        framework.Fail,
+			wantReason:  "assertion never-off: never vm-powered-off: vm-powered-off held after",
+			wantVMState: framework.PoweredOn,
+		},
+		{
+			name: "consistently holds passes",
+			steps: `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: stays-off
+      assert:
+        consistently: {condition: {probe: vm-powered-off, target: victim}, for: 300ms}
+`,
+			want:        framework.Pass,
+			wantVMState: framework.PoweredOn,
+		},
+		{
+			name: "count too low fails",
+			steps: `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: loop
+      assert:
+        count: {condition: {probe: vm-powered-on, target: victim}, for: 300ms, atLeast: 1}
+`,
+			want:        framework.Fail,
+			wantReason:  "0 occurrence(s) of vm-powered-on",
+			wantVMState: framework.PoweredOn,
+		},
+		{
+			name: "inject failure is an error and still undoes",
+			steps: `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+`,
+			setup: func(p *fake.Provider) {
+				p.FailOn("PowerOff", "vm-a", errors.New("InvalidPowerState"))
+				p.Set("vm-a", framework.PoweredOff) // half-applied
+			},
+			want:        framework.Error,
+			wantReason:  "inject vm.power-off into VirtualMachine/vm-a: InvalidPowerState",
+			wantVMState: framework.PoweredOn,
+		},
+		{
+			name: "setup not met is an error, nothing injected",
+			steps: `
+    - name: baseline
+      timeout: 200ms
+      setup:
+        require: [{probe: vm-powered-off, target: victim}]
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+`,
+			want:        framework.Error,
+			wantReason:  "setup: vm-powered-off on target victim did not hold",
+			wantVMState: framework.PoweredOn,
+		},
+		{
+			name: "destroy has no undo",
+			steps: `
+    - name: gone
+      inject: {fault: vm.destroy, target: victim}
+    - name: see-gone
+      observe:
+        phases:
+          - {name: vm-gone, when: {probe: vm-absent, target: victim}, within: 2s}
+`,
+			want: framework.Pass,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := fake.New("vm-a")
+			if tt.setup != nil {
+				tt.setup(p)
+			}
+			res, journal := run(t, context.Background(), scenario(t, tt.steps), p)
+			if res.Verdict != tt.want || !strings.Contains(res.Reason, tt.wantReason) {
+				t.Errorf("verdict = %s (%s), want %s (%s)", res.Verdict, res.Reason, tt.want, tt.wantReason)
+			}
+			if tt.wantVMState != "" && p.VM("vm-a").State != tt.wantVMState {
+				t.Errorf("vm-a is %s after the run, want %s", p.VM("vm-a").State, tt.wantVMState)
+			}
+			if n := len(pending(t, journal)); n != 0 {
+				t.Errorf("%d journal entries pending", n)
+			}
+		})
+	}
+}
+
+// TestRunCountsRecreationLoop counts a VM that something else keeps powering
+// on and off, as a remediation loop would.
+func TestRunCountsRecreationLoop(t *testing.T) {
+	t.Parallel()
+	p := fake.New("vm-a")
+	s := scenario(t, `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: loop
+      assert:
+        count: {condition: {probe: vm-powered-on, target: victim}, for: 10s, atLeast: 2}
+`)
+	// The "controller": every time the VM is seen off, it is powered on,
+	// and every time on, off again, until the assertion has counted enough.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for i := 0; ctx.Err() == nil && i < 1000; i++ {
+			p.Set("vm-a", map[bool]framework.PowerState{true: framework.PoweredOn, false: framework.PoweredOff}[i%2 == 0])
+			select {
+			case <-ctx.Done():
+			case <-time.After(120 * time.Millisecond): // paces the simulated controller, not the test
+			}
+		}
+	}()
+	start := time.Now()
+	res, _ := run(t, context.Background(), s, p)
+	if res.Verdict != framework.Pass {
+		t.Fatalf("verdict = %s (%s), want pass", res.Verdict, res.Reason)
+	}
+	if !strings.Contains(res.Assertions[0].Message, "2 occurrence(s)") {
+		t.Errorf("assertion = %q", res.Assertions[0].Message)
+	}
+	if time.Since(start) > 9*time.Second {
+		t.Errorf("a satisfied lower bound did not end the window early")
+	}
+}
+
+func TestRunInterruptedUndoes(t *testing.T) {
+	t.Parallel()
+	p := fake.New("vm-a")
+	s := scenario(t, `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: wait-forever
+      observe:
+        phases:
+          - {name: never, when: {probe: vm-suspended, target: victim}}
+`)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	res, journal := run(t, ctx, s, p, func(in *framework.RunInput) {
+		in.Progress = func(framework.Progress) { cancel(errors.New("test interrupt")) }
+	})
+	if res.Verdict != framework.Error || !strings.Contains(res.Reason, "interrupted: test interrupt") {
+		t.Errorf("verdict = %s (%s), want error: interrupted", res.Verdict, res.Reason)
+	}
+	if p.VM("vm-a").State != framework.PoweredOn {
+		t.Error("vm-a was not powered back on after the interrupt")
+	}
+	if n := len(pending(t, journal)); n != 0 {
+		t.Errorf("%d journal entries pending", n)
+	}
+}
+
+func TestRunRetainKeepsFaultPending(t *testing.T) {
+	t.Parallel()
+	p := fake.New("vm-a")
+	s := scenario(t, `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+`)
+	res, journal := run(t, context.Background(), s, p, func(in *framework.RunInput) { in.Retain = true })
+	if res.Verdict != framework.Pass || res.Faults[0].Result != framework.ResultRetained {
+		t.Errorf("verdict %s, fault %+v", res.Verdict, res.Faults[0])
+	}
+	if p.VM("vm-a").State != framework.PoweredOff {
+		t.Error("retained fault was undone")
+	}
+	pend := pending(t, journal)
+	if len(pend) != 1 || pend[0].Undo.Action != "vm.power-on" || pend[0].Target.Name != "vm-a" {
+		t.Errorf("pending = %+v, want the power-off with its power-on undo", pend)
+	}
+}
+
+// limited is a provider with no capability at all.
+type limited struct{}
+
+func (limited) Name() string { return "limited" }
+func (limited) Resolve(context.Context, framework.Selector) ([]framework.Object, error) {
+	return nil, nil
+}
+
+func TestRunSkipsWithoutCapability(t *testing.T) {
+	t.Parallel()
+	res, _ := run(t, context.Background(), scenario(t, powerCycle), limited{})
+	if res.Verdict != framework.Skipped || !strings.Contains(res.Reason, "provider limited lacks capability VMPower") {
+		t.Errorf("verdict = %s (%s)", res.Verdict, res.Reason)
+	}
+}
+
+func TestRunTargetNotFound(t *testing.T) {
+	t.Parallel()
+	res, _ := run(t, context.Background(), scenario(t, powerCycle), fake.New("vm-z"))
+	if res.Verdict != framework.Error || !strings.Contains(res.Reason, "resolve target victim: no object matches") {
+		t.Errorf("verdict = %s (%s)", res.Verdict, res.Reason)
+	}
+}
+
+func TestRunInputValidate(t *testing.T) {
+	t.Parallel()
+	_, err := framework.Run(context.Background(), framework.RunInput{})
+	if err == nil || !strings.Contains(err.Error(), "journal is required") {
+		t.Errorf("Run with empty input = %v", err)
+	}
+}
