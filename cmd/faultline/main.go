@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -33,12 +34,15 @@ type exitCode int
 func (c exitCode) Error() string { return fmt.Sprintf("exit %d", int(c)) }
 
 func main() {
-	os.Exit(execute(os.Args[1:]))
+	os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func execute(args []string) int {
+// execute runs the CLI and returns its exit code.
+func execute(args []string, stdout, stderr io.Writer) int {
 	root := newRootCommand()
 	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	err := root.Execute()
 	var code exitCode
 	var ee *exitError
@@ -48,11 +52,11 @@ func execute(args []string) int {
 	case errors.As(err, &code):
 		return int(code)
 	case errors.As(err, &ee):
-		fmt.Fprintln(os.Stderr, "faultline:", ee.err)
+		fmt.Fprintln(stderr, "faultline:", ee.err)
 		return ee.code
 	}
 	// cobra's own errors: unknown flag, wrong number of arguments.
-	fmt.Fprintln(os.Stderr, "faultline:", err)
+	fmt.Fprintln(stderr, "faultline:", err)
 	return framework.ExitUsage
 }
 

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers/vsphere"
+)
+
+const catalogueScenario = "../../scenarios/vm-power-cycle.yaml"
+
+// TestIntegrationRunLab is README's first command: the catalogue scenario on
+// the embedded lab, with JSON output.
+func TestIntegrationRunLab(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: runs the embedded lab")
+	}
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	code := execute([]string{"run", catalogueScenario, "--artifacts", dir, "--output", "json"}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out.String(), errOut.String())
+	}
+	var res map[string]any
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("--output json is not JSON: %v\n%s", err, out.String())
+	}
+	for _, k := range []string{"scenario", "provider", "verdict", "startedAt", "finishedAt", "phases", "assertions", "faults"} {
+		if _, ok := res[k]; !ok {
+			t.Errorf("JSON lacks %q", k)
+		}
+	}
+	if res["verdict"] != "pass" || res["provider"] != "lab" {
+		t.Errorf("verdict %v on %v", res["verdict"], res["provider"])
+	}
+	phase := res["phases"].([]any)[0].(map[string]any)
+	for _, k := range []string{"name", "observedAt", "sinceInject", "budget", "ok"} {
+		if _, ok := phase[k]; !ok {
+			t.Errorf("phase lacks %q: %v", k, phase)
+		}
+	}
+	for _, f := range []string{"result.json", "timeline.jsonl", "journal.jsonl"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("artifact %s: %v", f, err)
+		}
+	}
+}
+
+func TestValidateExitCodes(t *testing.T) {
+	t.Parallel()
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("apiVersion: faultline.dev/v1alpha1\nkind: Scenario\nmetadata: {name: x}\nspec:\n  steps: [{name: a, undo: {fault: nope}}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args     []string
+		code     int
+		inStderr string
+	}{
+		{[]string{"validate", catalogueScenario}, 0, ""},
+		{[]string{"validate", "vm-power-cycle"}, 0, ""},
+		{[]string{"validate", bad}, 2, bad + `:5:28: spec.steps[0].undo.fault: no inject step "nope" before this step`},
+		{[]string{"validate", "no-such-scenario"}, 2, `no scenario "no-such-scenario" in the catalogue`},
+		{[]string{"run", catalogueScenario, "--output", "yaml"}, 2, `--output "yaml": expected text or json`},
+		{[]string{"run", catalogueScenario, "--set", "novalue"}, 2, `--set "novalue": expected name=value`},
+		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "https://vc.example.com"}, 2, "refusing a destructive run against vCenter vc.example.com"},
+		{[]string{"run", catalogueScenario, "--provider", "nope"}, 2, `--provider "nope"`},
+		{[]string{"run"}, 2, "accepts 1 arg"},
+		{[]string{"list"}, 0, ""},
+	}
+	for _, tt := range tests {
+		var out, errOut bytes.Buffer
+		code := execute(tt.args, &out, &errOut)
+		if code != tt.code || !strings.Contains(errOut.String(), tt.inStderr) {
+			t.Errorf("faultline %s: exit %d, stderr %q; want exit %d and %q", strings.Join(tt.args, " "), code, errOut.String(), tt.code, tt.inStderr)
+		}
+	}
+}
+
+// holdScenario powers a VM off and then waits for something that never
+// happens, so the run is still in flight when the test kills it.
+const holdScenario = `apiVersion: faultline.dev/v1alpha1
+kind: Scenario
+metadata: {name: hold}
+spec:
+  requires: [VMPower]
+  pollInterval: 200ms
+  targets:
+    - {name: victim, select: {vm: DC0_H0_VM0}}
+  steps:
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: wait
+      observe:
+        phases:
+          - {name: suspended, when: {probe: vm-suspended, target: victim}}
+`
+
+// TestIntegrationCrash kills a run mid-fault: with SIGKILL, 'faultline
+// recover' must power the VM back on; with SIGINT the run must undo by
+// itself. vcsim runs in its own process, as a vCenter would.
+func TestIntegrationCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: builds faultline and runs vcsim in another process")
+	}
+	bin := filepath.Join(t.TempDir(), "faultline")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	env := startVCSimProcess(t, bin)
+	scenario := filepath.Join(t.TempDir(), "hold.yaml")
+	if err := os.WriteFile(scenario, []byte(holdScenario), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := vsphere.ConfigFromEnv(func(k string) string { return envValue(env, k) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := vsphere.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(context.Background()); err != nil {
+			t.Log(err)
+		}
+	})
+	vms, err := p.Resolve(t.Context(), framework.Selector{VM: "DC0_H0_VM0"})
+	if err != nil || len(vms) != 1 {
+		t.Fatalf("resolve: %v %v", vms, err)
+	}
+	vm := vms[0]
+
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			artifacts := t.TempDir()
+			run := exec.Command(bin, "run", scenario, "--provider", "vsphere", "--allow-vcenter", "127.0.0.1", "--artifacts", artifacts)
+			run.Env = env
+			var runOut bytes.Buffer
+			run.Stdout, run.Stderr = &runOut, &runOut
+			if err := run.Start(); err != nil {
+				t.Fatal(err)
+			}
+			journal := filepath.Join(artifacts, "journal.jsonl")
+			waitFor(t, 30*time.Second, "the run to journal and apply its fault", func() bool {
+				entries, err := framework.ReadJournal(journal)
+				state, serr := p.PowerState(t.Context(), vm)
+				return err == nil && len(framework.Pending(entries)) == 1 && serr == nil && state == framework.PoweredOff
+			})
+			if err := run.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			err := run.Wait()
+			exit, _ := err.(*exec.ExitError)
+			switch sig {
+			case syscall.SIGKILL:
+				if state, _ := p.PowerState(t.Context(), vm); state != framework.PoweredOff {
+					t.Fatalf("after SIGKILL the VM is %s; the test needs it left off", state)
+				}
+				rec := exec.Command(bin, "recover", journal)
+				rec.Env = env
+				out, err := rec.CombinedOutput()
+				if err != nil {
+					t.Fatalf("recover: %v\n%s", err, out)
+				}
+				if !strings.Contains(string(out), "off/DC0_H0_VM0 vm.power-off: undone (vm.power-on)") {
+					t.Errorf("recover printed %q", out)
+				}
+			case syscall.SIGINT:
+				if exit == nil || exit.ExitCode() != framework.ExitInfra {
+					t.Errorf("interrupted run: %v, want exit %d\n%s", err, framework.ExitInfra, runOut.String())
+				}
+				b, rerr := os.ReadFile(filepath.Join(artifacts, "result.json"))
+				if rerr != nil || !strings.Contains(string(b), `"verdict": "error"`) || !strings.Contains(string(b), "interrupted") {
+					t.Errorf("result.json after SIGINT: %v\n%s", rerr, b)
+				}
+			}
+			if state, err := p.PowerState(t.Context(), vm); err != nil || state != framework.PoweredOn {
+				t.Errorf("VM is %s (%v) after %s, want poweredOn\n%s", state, err, sig, runOut.String())
+			}
+			entries, err := framework.ReadJournal(journal)
+			if err != nil || len(framework.Pending(entries)) != 0 {
+				t.Errorf("journal still pending after %s: %v %+v", sig, err, entries)
+			}
+		})
+	}
+}
+
+// startVCSimProcess runs 'faultline lab vcsim' and returns an environment
+// holding its GOVC_* settings.
+func startVCSimProcess(t *testing.T, bin string) []string {
+	t.Helper()
+	envFile := filepath.Join(t.TempDir(), "vcsim.env")
+	cmd := exec.Command(bin, "lab", "vcsim", "--env-file", envFile)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cmd.Process.Kill(); err != nil {
+			t.Log(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Log(err)
+		}
+	})
+	waitFor(t, 30*time.Second, "vcsim to write its settings", func() bool {
+		_, err := os.Stat(envFile)
+		return err == nil
+	})
+	f, err := os.Open(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	env := os.Environ()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		env = append(env, sc.Text())
+	}
+	return env
+}
+
+func envValue(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		<-tick.C
+	}
+}

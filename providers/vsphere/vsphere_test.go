@@ -1,0 +1,295 @@
+package vsphere_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmware/govmomi/simulator"
+
+	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers/lab"
+	"github.com/faultline-dev/faultline/providers/vsphere"
+)
+
+// startSim starts a vcsim on loopback with TLS for one test.
+func startSim(t *testing.T) *lab.VCSim {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: needs an in-process vcsim")
+	}
+	sim, err := lab.StartVCSim(lab.VCSimInput{})
+	if err != nil {
+		t.Fatalf("start vcsim: %v", err)
+	}
+	t.Cleanup(sim.Close)
+	return sim
+}
+
+func connect(t *testing.T, ctx context.Context, cfg vsphere.Config) *vsphere.Provider {
+	t.Helper()
+	p, err := vsphere.New(ctx, cfg)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return p
+}
+
+func resolveOne(t *testing.T, ctx context.Context, p *vsphere.Provider, sel framework.Selector) framework.Object {
+	t.Helper()
+	objs, err := p.Resolve(ctx, sel)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("Resolve(%+v) = %v, %v; want one VM", sel, objs, err)
+	}
+	return objs[0]
+}
+
+func TestIntegrationResolve(t *testing.T) {
+	sim := startSim(t)
+	ctx := t.Context()
+	p := connect(t, ctx, sim.Config())
+
+	vm := resolveOne(t, ctx, p, framework.Selector{VM: "DC0_H0_VM0"})
+	uuid := vm.Attributes["uuid"]
+	if uuid == "" || vm.ID == "" {
+		t.Fatalf("vm = %+v, want an ID and a BIOS UUID", vm)
+	}
+	if got := resolveOne(t, ctx, p, framework.Selector{UUID: uuid}); got.ID != vm.ID {
+		t.Errorf("by uuid: %+v, want %s", got, vm.ID)
+	}
+	if got := resolveOne(t, ctx, p, framework.Selector{ProviderID: "vsphere://" + uuid}); got.ID != vm.ID {
+		t.Errorf("by providerID: %+v, want %s", got, vm.ID)
+	}
+	all, err := p.Resolve(ctx, framework.Selector{VM: "DC0_*"})
+	if err != nil || len(all) != 4 {
+		t.Errorf("glob DC0_* = %d VMs, %v; want the 4 of simulator.VPX()", len(all), err)
+	}
+	none, err := p.Resolve(ctx, framework.Selector{VM: "no-such-vm"})
+	if err != nil || len(none) != 0 {
+		t.Errorf("missing vm = %v, %v; want no match and no error", none, err)
+	}
+	if _, err := p.Resolve(ctx, framework.Selector{Role: "worker"}); !errors.Is(err, framework.ErrUnsupported) {
+		t.Errorf("role selector = %v, want ErrUnsupported", err)
+	}
+	if _, err := p.Resolve(ctx, framework.Selector{ProviderID: "aws:///i-1"}); err == nil {
+		t.Error("non-vSphere providerID accepted")
+	}
+}
+
+func TestIntegrationFaults(t *testing.T) {
+	sim := startSim(t)
+	ctx := t.Context()
+	p := connect(t, ctx, sim.Config())
+	vm := resolveOne(t, ctx, p, framework.Selector{VM: "DC0_H0_VM1"})
+
+	state := func(want framework.PowerState) {
+		t.Helper()
+		got, err := p.PowerState(ctx, vm)
+		if err != nil || got != want {
+			t.Fatalf("power state = %s, %v; want %s", got, err, want)
+		}
+	}
+	steps := []struct {
+		name string
+		do   func(context.Context, framework.Object) error
+		want framework.PowerState
+	}{
+		{"power off", p.PowerOff, framework.PoweredOff},
+		{"power on", p.PowerOn, framework.PoweredOn},
+		{"suspend", p.Suspend, framework.Suspended},
+		{"power on after suspend", p.PowerOn, framework.PoweredOn},
+		{"reset", p.Reset, framework.PoweredOn},
+		{"shutdown guest", p.ShutdownGuest, framework.PoweredOff},
+	}
+	for _, s := range steps {
+		if err := s.do(ctx, vm); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if s.name == "shutdown guest" {
+			// The guest shuts down asynchronously, as on a real VM.
+			waitState(t, ctx, p, vm, s.want)
+			continue
+		}
+		state(s.want)
+	}
+
+	// A fault vCenter refuses names the VM and the vSphere fault.
+	err := p.PowerOff(ctx, vm)
+	var fe *vsphere.FaultError
+	if !errors.As(err, &fe) || fe.Fault != "InvalidPowerState" || !strings.Contains(err.Error(), `power off vm "DC0_H0_VM1": vSphere fault InvalidPowerState`) {
+		t.Errorf("power off of an off VM = %v, want a named InvalidPowerState fault", err)
+	}
+
+	if err := p.SetNICConnected(ctx, vm, "", false); err != nil {
+		t.Fatalf("disconnect nic: %v", err)
+	}
+	if on, err := p.NICConnected(ctx, vm, "ethernet-0"); err != nil || on {
+		t.Errorf("nic connected = %t, %v after disconnect", on, err)
+	}
+	if err := p.SetNICConnected(ctx, vm, "Network adapter 9", true); !errors.Is(err, framework.ErrNotFound) || !strings.Contains(err.Error(), "it has: ") {
+		t.Errorf("unknown nic = %v, want ErrNotFound listing the adapters", err)
+	}
+
+	if err := p.Destroy(ctx, vm); err != nil {
+		t.Fatalf("destroy: %v", err)
+	}
+	if ok, err := p.Exists(ctx, vm); err != nil || ok {
+		t.Errorf("exists after destroy = %t, %v", ok, err)
+	}
+	if _, err := p.PowerState(ctx, vm); !errors.Is(err, framework.ErrNotFound) {
+		t.Errorf("power state of a destroyed VM = %v, want ErrNotFound", err)
+	}
+}
+
+// waitState waits on the provider's watch, bounded by a deadline.
+func waitState(t *testing.T, ctx context.Context, p *vsphere.Provider, vm framework.Object, want framework.PowerState) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	changes, err := p.Watch(ctx, vm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		got, err := p.PowerState(ctx, vm)
+		if err == nil && got == want {
+			return
+		}
+		select {
+		case <-changes:
+		case <-ctx.Done():
+			t.Fatalf("vm never reached %s (last %s, %v)", want, got, err)
+		}
+	}
+}
+
+// TestIntegrationFaultRules drives vcsim's fault injection: a PowerOff task
+// that fails, and one that is slower than its deadline.
+func TestIntegrationFaultRules(t *testing.T) {
+	sim := startSim(t)
+	ctx := t.Context()
+	p := connect(t, ctx, sim.Config())
+	vm := resolveOne(t, ctx, p, framework.Selector{VM: "DC0_H0_VM0"})
+
+	sim.Service().AddFaultRule(&simulator.FaultInjectionRule{
+		MethodName: "PowerOffVM_Task", ObjectType: "VirtualMachine", ObjectName: "DC0_H0_VM0",
+		Probability: 1, FaultType: simulator.FaultTypeNoPermission, Message: "denied by test", Enabled: true,
+	})
+	err := p.PowerOff(ctx, vm)
+	var fe *vsphere.FaultError
+	if !errors.As(err, &fe) || fe.Fault != "NoPermission" || !strings.Contains(err.Error(), `power off vm "DC0_H0_VM0"`) {
+		t.Fatalf("power off under a NoPermission rule = %v, want a named NoPermission fault", err)
+	}
+	// Rules are cleared rather than limited with MaxCount: govmomi v0.53.0
+	// reads a rule's count without the write lock, a data race under -race.
+	sim.Service().ClearFaultRules()
+
+	sim.Service().AddFaultRule(&simulator.FaultInjectionRule{
+		MethodName: "PowerOffVM_Task", ObjectType: "VirtualMachine", ObjectName: "DC0_H0_VM0",
+		Probability: 1, FaultType: simulator.FaultTypeTimeout, Delay: 5000, Enabled: true,
+	})
+	deadline := 500 * time.Millisecond
+	dctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	start := time.Now()
+	err = p.PowerOff(dctx, vm)
+	took := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `power off vm "DC0_H0_VM0"`) {
+		t.Errorf("slow power off = %v, want a deadline error naming the VM", err)
+	}
+	if took > deadline+2*time.Second {
+		t.Errorf("slow power off returned after %s, long past its %s deadline", took, deadline)
+	}
+}
+
+func TestIntegrationTLS(t *testing.T) {
+	sim := startSim(t)
+	ctx := t.Context()
+	cfg := sim.Config()
+	cfg.Password = "s3cret-planted"
+
+	noCA := cfg
+	noCA.CAFile = ""
+	_, err := vsphere.New(ctx, noCA)
+	if err == nil || !strings.Contains(err.Error(), "TLS verification failed") || !strings.Contains(err.Error(), "--vcenter-ca-file") {
+		t.Errorf("connect without a CA = %v, want a TLS verification error with the fix", err)
+	}
+	if err != nil && strings.Contains(err.Error(), cfg.Password) {
+		t.Error("error leaks the password")
+	}
+
+	insecure := noCA
+	insecure.Insecure = true
+	connect(t, ctx, insecure)
+
+	connect(t, ctx, cfg)
+	withURLPassword := cfg
+	withURLPassword.Username, withURLPassword.Password = "", ""
+	u := sim.URL()
+	withURLPassword.URL = "https://user:s3cret-planted@" + u.Host + u.Path
+	p := connect(t, ctx, withURLPassword)
+	ref := p.Ref()
+	for k, v := range ref.Config {
+		if strings.Contains(v, "s3cret") {
+			t.Errorf("ProviderRef %s=%q holds the password", k, v)
+		}
+	}
+	if s := withURLPassword.String(); strings.Contains(s, "s3cret") {
+		t.Errorf("Config.String() = %q holds the password", s)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{vsphere.EnvURL: "vc.example.com", vsphere.EnvUsername: "admin", vsphere.EnvPassword: "pw", vsphere.EnvInsecure: "maybe"}
+	if _, err := vsphere.ConfigFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "GOVC_INSECURE") {
+		t.Errorf("GOVC_INSECURE=maybe: %v, want an error naming it", err)
+	}
+	tests := []struct {
+		url, want, wantErr string
+	}{
+		{url: "vc.example.com", want: "https://vc.example.com/sdk"},
+		{url: "https://u:p@vc.example.com:8443", want: "https://vc.example.com:8443/sdk"},
+		{url: "", wantErr: "vCenter URL is empty"},
+		{url: "ftp://vc", wantErr: `scheme "ftp"`},
+		{url: "https://u:hunter2@:443/sdk", wantErr: "has no host"},
+		{url: "https://u:hunter2@vc.example.com:bad", wantErr: "is not a URL"},
+	}
+	for _, tt := range tests {
+		u, err := vsphere.Config{URL: tt.url}.Endpoint()
+		switch {
+		case tt.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("Endpoint(%q) = %v, want error %q without the password", tt.url, err, tt.wantErr)
+			}
+		case err != nil || u.String() != tt.want:
+			t.Errorf("Endpoint(%q) = %v, %v; want %s", tt.url, u, err, tt.want)
+		}
+	}
+}
+
+func TestIntegrationKnownHosts(t *testing.T) {
+	sim := startSim(t)
+	ctx := t.Context()
+	u := sim.URL()
+	thumb, err := certThumbprint(sim.CAFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	if err := os.WriteFile(kh, []byte(u.Host+" "+thumb+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := sim.Config()
+	cfg.CAFile, cfg.KnownHostsFile = "", kh
+	connect(t, ctx, cfg)
+}
