@@ -1,0 +1,35 @@
+# faultline: thin wrapper over hack/*.sh. `make` or `make help` lists targets.
+.DEFAULT_GOAL := help
+SHELL := /usr/bin/env bash
+
+.PHONY: help build test test-unit test-integration lint verify fuzz bench clean
+
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## Build bin/faultline
+	hack/build.sh
+
+test: ## Unit and integration tests with -race (README's test command)
+	hack/test.sh
+
+test-unit: ## Unit tests only (-short)
+	hack/test.sh -short
+
+test-integration: ## Integration tests only (TestIntegration*: vcsim, CLI, crash)
+	hack/test.sh -run TestIntegration
+
+lint: ## gofmt and go vet
+	hack/lint.sh
+
+verify: ## lint, go.mod tidiness, and every catalogue scenario validates
+	hack/verify.sh
+
+fuzz: ## Fuzz the scenario loader (FUZZTIME, default 60s)
+	hack/fuzz.sh
+
+bench: ## Benchmarks, with medians and ratios
+	hack/bench.sh
+
+clean: ## Remove bin/ and _artifacts/
+	hack/clean.sh

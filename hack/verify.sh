@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# lint, go.mod/go.sum tidiness, and the catalogue validates.
+source "$(dirname "$0")/lib.sh"
+hack/lint.sh
+cp go.mod /tmp/faultline-go.mod.bak && cp go.sum /tmp/faultline-go.sum.bak
+go mod tidy
+if ! diff -q go.mod /tmp/faultline-go.mod.bak >/dev/null || ! diff -q go.sum /tmp/faultline-go.sum.bak >/dev/null; then
+  cp /tmp/faultline-go.mod.bak go.mod && cp /tmp/faultline-go.sum.bak go.sum
+  echo "go.mod or go.sum is not tidy: run go mod tidy" >&2
+  exit 1
+fi
+go run ./cmd/faultline validate scenarios/*.yaml
