@@ -12,8 +12,12 @@ import (
 )
 
 // maxDepth bounds recursion through nested or aliased nodes, so a hostile
-// file cannot exhaust the stack.
-const maxDepth = 64
+// file cannot exhaust the stack; maxNodes bounds the nodes decoded, so
+// aliases of aliases (a "billion laughs") cannot take exponential time.
+const (
+	maxDepth = 64
+	maxNodes = 20000
+)
 
 var durationType = reflect.TypeOf(Duration{})
 
@@ -24,6 +28,7 @@ type decoder struct {
 	file      string
 	errs      []FieldError
 	positions map[string]Pos
+	nodes     int
 	// reported holds nodes already blamed (an unknown ${param}), so they
 	// are not blamed again for the text left in them.
 	reported map[*yaml.Node]bool
@@ -39,6 +44,13 @@ func (d *decoder) fail(n *yaml.Node, field, format string, args ...any) {
 func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value, depth int) {
 	if depth > maxDepth {
 		d.fail(n, path, "nested deeper than %d levels", maxDepth)
+		return
+	}
+	d.nodes++
+	if d.nodes > maxNodes {
+		if d.nodes == maxNodes+1 {
+			d.fail(n, path, "more than %d nodes once aliases are expanded; a scenario is expected to be a page of YAML", maxNodes)
+		}
 		return
 	}
 	if n.Kind == yaml.AliasNode {

@@ -150,6 +150,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(valid))
 	f.Add([]byte("apiVersion: [\n"))
 	f.Add([]byte("a: &a [*a]\n"))
+	f.Add([]byte(laughs))
 	f.Add([]byte("spec:\n  parameters: {x: '${x}'}\n  steps: [{name: '${x}'}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := framework.Parse("fuzz.yaml", data, nil)
@@ -161,6 +162,28 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("error is %T, want *ValidationError: %v", err, err)
 		}
 	})
+}
+
+// laughs nests aliases ten deep, ten wide: 10^10 nodes if expanded.
+const laughs = `apiVersion: &a [x, x, x, x, x, x, x, x, x, x]
+kind: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]
+metadata: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]
+spec: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]
+x1: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]
+x2: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]
+x3: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]
+x4: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g, *g]
+x5: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h, *h]
+x6: [*i, *i, *i, *i, *i, *i, *i, *i, *i, *i]
+`
+
+func TestParseAliasBomb(t *testing.T) {
+	t.Parallel()
+	_, err := framework.Parse("bomb.yaml", []byte(laughs), nil)
+	var ve *framework.ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("alias bomb: %v, want a *ValidationError", err)
+	}
 }
 
 func BenchmarkParse(b *testing.B) {

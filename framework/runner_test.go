@@ -50,11 +50,6 @@ const powerCycle = `
           - {name: vm-on, when: {probe: vm-powered-on, target: victim}, within: 5s, from: "undo:on"}
 `
 
-type harness struct {
-	fake    *fake.Provider
-	journal string
-}
-
 func run(t *testing.T, ctx context.Context, s *framework.Scenario, p framework.Provider, opts ...func(*framework.RunInput)) (*framework.Result, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "journal.jsonl")
@@ -269,8 +264,8 @@ func TestRunCountsRecreationLoop(t *testing.T) {
       assert:
         count: {condition: {probe: vm-powered-on, target: victim}, for: 10s, atLeast: 2}
 `)
-	// The "controller": every time the VM is seen off, it is powered on,
-	// and every time on, off again, until the assertion has counted enough.
+	// The simulated controller flips the VM on and off until the run ends;
+	// the assertion must count its power-ons.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
