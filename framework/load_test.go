@@ -1,6 +1,7 @@
 package framework_test
 
 import (
+	"fmt"
 	"errors"
 	"os"
 	"path/filepath"
@@ -153,6 +154,17 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(laughs))
 	f.Add([]byte("spec:\n  parameters: {x: '${x}'}\n  steps: [{name: '${x}'}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// A hang is a bug the fuzzer cannot save on its own: turn it into
+		// a crash, which it records as a failing input.
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				panic(fmt.Sprintf("Parse still running after 10s on %q", data))
+			}
+		}()
 		s, err := framework.Parse("fuzz.yaml", data, nil)
 		if err == nil && s == nil {
 			t.Fatal("nil scenario without error")
