@@ -1,8 +1,8 @@
 package framework_test
 
 import (
-	"fmt"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
