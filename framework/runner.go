@@ -65,11 +65,13 @@ type run struct {
 
 	objects map[string][]Object
 
-	mu         sync.Mutex
-	anchors    map[Anchor]time.Time
-	lastInject time.Time
-	faults     []*activeFault
-	phaseIdx   map[string]int
+	mu      sync.Mutex
+	anchors map[Anchor]time.Time
+	// firstInject is the origin of every SinceInject; zero until a fault
+	// is applied. The latest injection is anchors["inject"].
+	firstInject time.Time
+	faults      []*activeFault
+	phaseIdx    map[string]int
 	// missed holds phase anchors whose wait ended unreached.
 	missed map[Anchor]bool
 
@@ -344,7 +346,9 @@ func (r *run) inject(ctx context.Context, step string, in Inject) error {
 		r.tl.Record(r.in.Provider.Name(), obj.String(), "fault-injected", map[string]string{"fault": in.Fault, "id": id})
 		r.mu.Lock()
 		f.result.InjectedAt = &now
-		r.lastInject = now
+		if r.firstInject.IsZero() {
+			r.firstInject = now
+		}
 		r.anchors[Anchor("inject:"+step)] = now
 		r.anchors["inject"] = now
 		r.mu.Unlock()
@@ -384,10 +388,10 @@ func (r *run) lookupAnchor(a Anchor) (time.Time, bool) {
 	a = anchorOrDefault(a)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if a == "inject" && r.lastInject.IsZero() {
+	t, ok := r.anchors[a]
+	if a == "inject" && !ok {
 		return r.anchors["start"], true
 	}
-	t, ok := r.anchors[a]
 	return t, ok
 }
 
@@ -471,7 +475,7 @@ func (r *run) phase(ctx context.Context, ph Phase) error {
 	}
 	r.mu.Lock()
 	r.anchors[Anchor("phase:"+ph.Name)] = at
-	inject := r.lastInject
+	firstInject := r.firstInject
 	r.mu.Unlock()
 	sinceAnchor := D(at.Sub(from))
 	details := map[string]string{"sinceAnchor": sinceAnchor.String(), "detail": seen.Detail}
@@ -479,23 +483,13 @@ func (r *run) phase(ctx context.Context, ph Phase) error {
 		p.ObservedAt = &at
 		p.SinceAnchor = &sinceAnchor
 		p.OK = true
-		if !inject.IsZero() {
-			d := D(at.Sub(r.firstInject()))
+		if !firstInject.IsZero() {
+			d := D(at.Sub(firstInject))
 			p.SinceInject = &d
 		}
 	})
 	r.tl.Record("runner", "phase/"+ph.Name, "phase-reached", details)
 	return nil
-}
-
-// firstInject is the origin of every SinceInject.
-func (r *run) firstInject() time.Time {
-	for _, f := range r.faults {
-		if f.result.InjectedAt != nil {
-			return *f.result.InjectedAt
-		}
-	}
-	return time.Time{}
 }
 
 func (r *run) assert(ctx context.Context, name string, a Assert) error {
@@ -571,8 +565,7 @@ func (r *run) assertWindow(ctx context.Context, name string, w WindowAssertion, 
 	return true, fmt.Sprintf("%s %s for %s (%d readings)", kind, w.Condition.Probe, w.For, readings), nil
 }
 
-// assertCount counts occurrences in the window: new matched objects when the
-// condition names them, else transitions to true.
+// assertCount counts occurrences in the window, as CountAssertion says.
 func (r *run) assertCount(ctx context.Context, name string, c CountAssertion) (bool, string, error) {
 	start := time.Now()
 	count := 0

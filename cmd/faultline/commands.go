@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -169,6 +170,9 @@ func recoverJournals(ctx context.Context, cmd *cobra.Command, paths []string, vc
 	out := cmd.OutOrStdout()
 	failed := 0
 	total := 0
+	// One login per vCenter, however many faults the journals hold.
+	conns := &recoverConns{flags: vc, byURL: map[string]*vsphere.Provider{}}
+	defer conns.close(cmd.ErrOrStderr())
 	for _, path := range paths {
 		entries, err := framework.ReadJournal(path)
 		if err != nil {
@@ -185,13 +189,13 @@ func recoverJournals(ctx context.Context, cmd *cobra.Command, paths []string, vc
 		for i := len(pending) - 1; i >= 0; i-- { // newest first, as the runner does
 			e := pending[i]
 			total++
-			result, err := recoverEntry(ctx, e, vc)
-			done := framework.JournalEntry{Op: framework.OpDone, FaultID: e.FaultID, Provider: e.Provider, Result: result}
+			result, err := conns.undo(ctx, e)
 			if err != nil {
 				failed++
 				fmt.Fprintf(out, "%s: %s %s: FAILED: %v\n", path, e.FaultID, e.Kind, err)
 				continue
 			}
+			done := framework.JournalEntry{Op: framework.OpDone, FaultID: e.FaultID, Provider: e.Provider, Result: result}
 			if err := j.Append(done); err != nil {
 				failed++
 				fmt.Fprintf(out, "%s: %s: undone, but the journal could not record it: %v\n", path, e.FaultID, err)
@@ -212,8 +216,14 @@ func recoverJournals(ctx context.Context, cmd *cobra.Command, paths []string, vc
 	return nil
 }
 
-// recoverEntry undoes one pending fault, reconnecting to its provider.
-func recoverEntry(ctx context.Context, e framework.JournalEntry, vc *vcenterFlags) (string, error) {
+// recoverConns undoes journal entries, reusing one connection per vCenter.
+type recoverConns struct {
+	flags *vcenterFlags
+	byURL map[string]*vsphere.Provider
+}
+
+// undo undoes one pending fault, reconnecting to its provider.
+func (c *recoverConns) undo(ctx context.Context, e framework.JournalEntry) (string, error) {
 	if e.Undo == nil {
 		return "", errors.New("journal entry has no undo action")
 	}
@@ -222,25 +232,34 @@ func recoverEntry(ctx context.Context, e framework.JournalEntry, vc *vcenterFlag
 		// The embedded simulator lived in the crashed process.
 		return framework.ResultAbandoned, nil
 	case "vsphere":
-		base, err := vc.merged()
-		if err != nil {
-			return "", err
-		}
-		p, err := vsphere.New(ctx, vsphere.ConfigFromRef(e.Provider, base))
-		if err != nil {
-			return "", err
-		}
-		defer func() {
-			if cerr := p.Close(context.WithoutCancel(ctx)); cerr != nil {
-				fmt.Fprintln(os.Stderr, "faultline:", cerr)
+		p, ok := c.byURL[e.Provider.Config["url"]]
+		if !ok {
+			base, err := c.flags.merged()
+			if err != nil {
+				return "", err
 			}
-		}()
+			if p, err = vsphere.New(ctx, vsphere.ConfigFromRef(e.Provider, base)); err != nil {
+				return "", err
+			}
+			c.byURL[e.Provider.Config["url"]] = p
+		}
 		if err := framework.RunUndo(ctx, p, *e.Undo); err != nil {
 			return "", err
 		}
 		return framework.ResultUndone, nil
 	}
 	return "", fmt.Errorf("provider %q in journal: faultline cannot reconnect to it", e.Provider.Name)
+}
+
+// close logs out of every vCenter, reporting failures on w.
+func (c *recoverConns) close(w io.Writer) {
+	for _, p := range c.byURL {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := p.Close(ctx); err != nil {
+			fmt.Fprintln(w, "faultline:", err)
+		}
+		cancel()
+	}
 }
 
 func newLabCommand() *cobra.Command {

@@ -134,11 +134,12 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 	defer journal.Close()
 
 	progress := newProgressPrinter(stderr)
+	timeline := framework.NewTimeline(out.Timeline())
 	res, err := framework.Run(ctx, framework.RunInput{
 		Scenario:   sc,
 		Provider:   provider,
 		Journal:    journal,
-		Timeline:   framework.NewTimeline(out.Timeline()),
+		Timeline:   timeline,
 		Parameters: sets,
 		Retain:     o.retain,
 		Progress:   progress.print,
@@ -159,6 +160,10 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 	} else {
 		printResult(stdout, res)
 		fmt.Fprintf(stdout, "artifacts: %s\n", dir)
+	}
+	// The timeline is evidence; a run that lost it did not fully work.
+	if err := timeline.Err(); err != nil {
+		return infraErr(fmt.Errorf("timeline %s is incomplete: %w", filepath.Join(dir, artifacts.TimelineFile), err))
 	}
 	if code := res.Verdict.ExitCode(); code != 0 {
 		return exitCode(code)
