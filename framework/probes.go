@@ -59,7 +59,20 @@ func nicConnected(want bool) func(context.Context, Provider, Object, map[string]
 }
 
 // probeCatalogue lists every named probe a condition can use.
-var probeCatalogue = map[string]probeDef{
+var probeCatalogue = mergeProbes(vmProbes, clusterAPIProbes)
+
+func mergeProbes(sets ...map[string]probeDef) map[string]probeDef {
+	out := map[string]probeDef{}
+	for _, set := range sets {
+		for k, v := range set {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// vmProbes are the named probes over vSphere VMs.
+var vmProbes = map[string]probeDef{
 	"vm-powered-on":       {capability: CapVMPower, summary: "the VM is powered on", eval: powerStateIs(PoweredOn)},
 	"vm-powered-off":      {capability: CapVMPower, summary: "the VM is powered off", eval: powerStateIs(PoweredOff)},
 	"vm-suspended":        {capability: CapVMPower, summary: "the VM is suspended", eval: powerStateIs(Suspended)},

@@ -43,7 +43,7 @@ const (
 	CapVMNetwork   Capability = "VMNetwork"
 )
 
-var capabilities = []Capability{CapVMPower, CapVMLifecycle, CapVMNetwork}
+var capabilities = []Capability{CapVMPower, CapVMLifecycle, CapVMNetwork, CapClusterAPI}
 
 // PowerState is a VM's power state, as vSphere names it.
 type PowerState string
@@ -115,6 +115,9 @@ func HasCapability(p Provider, c Capability) bool {
 		return ok
 	case CapVMNetwork:
 		_, ok := p.(VMNetwork)
+		return ok
+	case CapClusterAPI:
+		_, ok := p.(ClusterAPI)
 		return ok
 	}
 	return false

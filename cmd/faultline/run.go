@@ -175,7 +175,7 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 func (o *runOptions) openProvider(ctx context.Context, log logr.Logger) (framework.Provider, func(context.Context) error, error) {
 	switch o.provider {
 	case "lab":
-		l, err := lab.Start(ctx, vsphere.WithLogger(log))
+		l, err := lab.StartVCenter(ctx, vsphere.WithLogger(log))
 		if err != nil {
 			return nil, nil, infraErr(err)
 		}

@@ -8,6 +8,9 @@ import (
 	"net/url"
 
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/types"
+	// The vCenter REST API (sessions, tags), which CAPV logs in to.
+	_ "github.com/vmware/govmomi/vapi/simulator"
 
 	"github.com/faultline-dev/faultline/framework"
 	"github.com/faultline-dev/faultline/providers/vsphere"
@@ -64,6 +67,7 @@ func StartVCSim(in VCSimInput) (*VCSim, error) {
 	}
 	m.Service.Listen = &url.URL{Host: listen}
 	m.Service.TLS = new(tls.Config)
+	m.Service.RegisterEndpoints = true
 	s := m.Service.NewServer()
 	ca, err := s.CertificateFile()
 	if err != nil {
@@ -94,21 +98,47 @@ func (v *VCSim) Config() vsphere.Config {
 	return vsphere.Config{URL: v.URL().String(), Username: simulator.DefaultLogin.Username(), Password: pass, CAFile: v.caFile}
 }
 
+// SetGuestIP plays the guest's DHCP client: it reports ip on the VM's
+// first adapter in guest.net (with its IP configuration, which CAPV reads)
+// and guest.ipAddress, and notifies property collectors, as VMware Tools
+// would. vcsim has no API for this; its object is changed in process.
+func (v *VCSim) SetGuestIP(ref types.ManagedObjectReference, ip string) error {
+	base := v.model.Service.Context
+	vm, ok := base.Map.Get(ref).(*simulator.VirtualMachine)
+	if !ok {
+		return fmt.Errorf("vm %s is not in the simulator", ref)
+	}
+	ctx := &simulator.Context{Context: context.Background(), Map: base.Map, Session: base.Session}
+	var err error
+	ctx.WithLock(vm, func() {
+		if vm.Guest == nil || len(vm.Guest.Net) == 0 {
+			err = fmt.Errorf("vm %s has no network adapter", ref)
+			return
+		}
+		nets := append([]types.GuestNicInfo(nil), vm.Guest.Net...)
+		nets[0].IpAddress = []string{ip}
+		nets[0].IpConfig = &types.NetIpConfigInfo{IpAddress: []types.NetIpConfigInfoIpAddress{{IpAddress: ip, PrefixLength: 24, State: "preferred"}}}
+		ctx.Update(vm, []types.PropertyChange{{Name: "guest.net", Val: nets}, {Name: "guest.ipAddress", Val: ip}})
+	})
+	return err
+}
+
 // Close stops the server and removes the inventory.
 func (v *VCSim) Close() {
 	v.server.Close()
 	v.model.Remove()
 }
 
-// Lab is the embedded lab: a simulator and a vsphere provider connected to
-// it, named "lab" in results.
-type Lab struct {
+// VCenterLab is the vCenter-only lab: a simulator and a vsphere provider
+// connected to it, named "lab" in results. Scenarios that need no Cluster
+// API (vm-power-cycle) run on it.
+type VCenterLab struct {
 	*vsphere.Provider
 	sim *VCSim
 }
 
-// Start starts the embedded lab.
-func Start(ctx context.Context, opts ...vsphere.Option) (*Lab, error) {
+// StartVCenter starts the vCenter-only lab.
+func StartVCenter(ctx context.Context, opts ...vsphere.Option) (*VCenterLab, error) {
 	sim, err := StartVCSim(VCSimInput{})
 	if err != nil {
 		return nil, err
@@ -118,14 +148,14 @@ func Start(ctx context.Context, opts ...vsphere.Option) (*Lab, error) {
 		sim.Close()
 		return nil, fmt.Errorf("connect to the embedded vcsim: %w", err)
 	}
-	return &Lab{Provider: p, sim: sim}, nil
+	return &VCenterLab{Provider: p, sim: sim}, nil
 }
 
-// Sim is the lab's simulator.
-func (l *Lab) Sim() *VCSim { return l.sim }
+// Sim is the simulator.
+func (l *VCenterLab) Sim() *VCSim { return l.sim }
 
 // Close logs out and stops the simulator.
-func (l *Lab) Close(ctx context.Context) error {
+func (l *VCenterLab) Close(ctx context.Context) error {
 	err := l.Provider.Close(ctx)
 	l.sim.Close()
 	return err
@@ -133,4 +163,4 @@ func (l *Lab) Close(ctx context.Context) error {
 
 // Ref marks journals of the embedded lab: its simulator ends with the
 // process, so a crashed lab run leaves nothing to undo.
-func (l *Lab) Ref() framework.ProviderRef { return framework.ProviderRef{Name: "lab"} }
+func (l *VCenterLab) Ref() framework.ProviderRef { return framework.ProviderRef{Name: "lab"} }

@@ -1,0 +1,211 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ClusterAPI reads Cluster API state about the Machines a target resolved
+// to, and about their workload cluster. Objects passed in are Machines from
+// Resolve.
+type ClusterAPI interface {
+	// Machine reads the Machine's current state; a Machine that no longer
+	// exists is a MachineState with Gone set, not an error.
+	Machine(ctx context.Context, m Object) (MachineState, error)
+	// Replacements lists the Machines of m's owner (MachineSet of a
+	// MachineDeployment, or KubeadmControlPlane) that did not exist when m
+	// was resolved.
+	Replacements(ctx context.Context, m Object) ([]MachineState, error)
+	// Owner reads the desired and the healthy replica count of m's owner.
+	Owner(ctx context.Context, m Object) (OwnerState, error)
+	// APIServer tells whether m's workload cluster API server answers a
+	// read; the error says why not.
+	APIServer(ctx context.Context, m Object) error
+}
+
+// MachineState is one reading of a Machine and its Node.
+type MachineState struct {
+	Name string
+	Gone bool
+	// Phase is Machine.status.phase (Provisioning, Running, Deleting...).
+	Phase string
+	// Deleting is set once the Machine has a deletionTimestamp.
+	Deleting bool
+	// Unhealthy: a MachineHealthCheck or KCP found it unhealthy and asked
+	// for remediation (HealthCheckSucceeded=False or OwnerRemediated).
+	Unhealthy bool
+	// Node is the Machine's Node name, NodeReady its Ready condition
+	// ("True", "False", "Unknown", or "" when there is no Node) and
+	// NodeMessage the condition's message.
+	Node        string
+	NodeReady   string
+	NodeMessage string
+	// EtcdHealthy is the EtcdMemberHealthy condition of a control-plane
+	// Machine ("" on workers).
+	EtcdHealthy string
+	// Stamps are the objects' own timestamps (creationTimestamp,
+	// deletionTimestamp, the Ready condition's lastTransitionTime), recorded
+	// beside the time faultline observed the change.
+	Stamps map[string]time.Time
+}
+
+// OwnerState is one reading of a MachineDeployment or KubeadmControlPlane.
+type OwnerState struct {
+	Kind, Name string
+	Desired    int
+	// Healthy counts Machines that are Running, not deleting, with a
+	// Ready Node.
+	Healthy  int
+	Deleting int
+}
+
+// CapClusterAPI is the capability behind ClusterAPI.
+const CapClusterAPI Capability = "ClusterAPI"
+
+func machineProbe(f func(MachineState) (bool, string)) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
+	return func(ctx context.Context, p Provider, obj Object, _ map[string]string) (bool, string, error) {
+		c, err := as[ClusterAPI](p, CapClusterAPI)
+		if err != nil {
+			return false, "", err
+		}
+		st, err := c.Machine(ctx, obj)
+		if err != nil {
+			return false, "", err
+		}
+		ok, detail := f(st)
+		return ok, detail + stamps(st.Stamps), nil
+	}
+}
+
+func stamps(s map[string]time.Time) string {
+	if len(s) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(s))
+	for _, k := range sortedKeys(s) {
+		parts = append(parts, k+" "+s[k].UTC().Format(time.RFC3339))
+	}
+	return " [" + strings.Join(parts, ", ") + "]"
+}
+
+func nodeDetail(st MachineState) string {
+	switch {
+	case st.Gone:
+		return "Machine gone"
+	case st.Node == "":
+		return "no Node"
+	case st.NodeReady == "":
+		return "Node " + st.Node + " gone"
+	}
+	d := "Node " + st.Node + " Ready=" + st.NodeReady
+	if st.NodeMessage != "" {
+		d += " (" + st.NodeMessage + ")"
+	}
+	return d
+}
+
+func nodeNotReady(st MachineState) (bool, string) {
+	return st.NodeReady != "True", nodeDetail(st)
+}
+
+func nodeReady(st MachineState) (bool, string) {
+	return !st.Gone && st.NodeReady == "True", nodeDetail(st)
+}
+
+func machineUnhealthy(st MachineState) (bool, string) {
+	switch {
+	case st.Gone:
+		// Remediation deletes the Machine; gone implies it was found
+		// unhealthy or deleted, which machine-deleted tells apart.
+		return true, "Machine gone"
+	case st.Unhealthy:
+		return true, "marked unhealthy, phase " + st.Phase
+	}
+	return false, "HealthCheckSucceeded not reported false, phase " + st.Phase
+}
+
+func machineDeleted(st MachineState) (bool, string) {
+	switch {
+	case st.Gone:
+		return true, "Machine gone"
+	case st.Deleting:
+		return true, "Machine deleting, phase " + st.Phase
+	}
+	return false, "Machine present, phase " + st.Phase
+}
+
+func machineRunning(st MachineState) (bool, string) {
+	return !st.Gone && !st.Deleting && st.Phase == "Running", "phase " + st.Phase
+}
+
+// replacementRunning holds when a Machine that replaced the target's Machine
+// is Running with a Ready Node.
+func replacementRunning(ctx context.Context, p Provider, obj Object, _ map[string]string) (bool, string, error) {
+	c, err := as[ClusterAPI](p, CapClusterAPI)
+	if err != nil {
+		return false, "", err
+	}
+	reps, err := c.Replacements(ctx, obj)
+	if err != nil {
+		return false, "", err
+	}
+	if len(reps) == 0 {
+		return false, "no replacement Machine yet", nil
+	}
+	var seen []string
+	for _, r := range reps {
+		if !r.Gone && !r.Deleting && r.Phase == "Running" && r.NodeReady == "True" {
+			return true, "replacement " + r.Name + " Running, " + nodeDetail(r) + stamps(r.Stamps), nil
+		}
+		seen = append(seen, r.Name+" phase "+r.Phase+", "+nodeDetail(r))
+	}
+	return false, "replacements: " + strings.Join(seen, "; "), nil
+}
+
+// replicasRestored holds when the target's owner has its desired number of
+// healthy Machines and none deleting.
+func replicasRestored(ctx context.Context, p Provider, obj Object, _ map[string]string) (bool, string, error) {
+	c, err := as[ClusterAPI](p, CapClusterAPI)
+	if err != nil {
+		return false, "", err
+	}
+	o, err := c.Owner(ctx, obj)
+	if err != nil {
+		return false, "", err
+	}
+	detail := fmt.Sprintf("%s %s: %d of %d healthy, %d deleting", o.Kind, o.Name, o.Healthy, o.Desired, o.Deleting)
+	return o.Healthy >= o.Desired && o.Deleting == 0, detail, nil
+}
+
+func apiServer(want bool) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
+	return func(ctx context.Context, p Provider, obj Object, _ map[string]string) (bool, string, error) {
+		c, err := as[ClusterAPI](p, CapClusterAPI)
+		if err != nil {
+			return false, "", err
+		}
+		if err := c.APIServer(ctx, obj); err != nil {
+			if ctx.Err() != nil {
+				// The reading was cut by the end of its own wait: that
+				// says nothing about the API server.
+				return false, "", ctx.Err()
+			}
+			return !want, "API server unavailable: " + err.Error(), nil
+		}
+		return want, "API server answers", nil
+	}
+}
+
+// clusterAPIProbes are the named probes over Cluster API Machines.
+var clusterAPIProbes = map[string]probeDef{
+	"node-not-ready":      {capability: CapClusterAPI, summary: "the Machine's Node is not Ready (False, Unknown, or gone)", eval: machineProbe(nodeNotReady)},
+	"node-ready":          {capability: CapClusterAPI, summary: "the Machine's Node is Ready", eval: machineProbe(nodeReady)},
+	"machine-unhealthy":   {capability: CapClusterAPI, summary: "a MachineHealthCheck or KCP marked the Machine unhealthy (or it is gone)", eval: machineProbe(machineUnhealthy)},
+	"machine-deleted":     {capability: CapClusterAPI, summary: "the Machine is being deleted or is gone", eval: machineProbe(machineDeleted)},
+	"machine-running":     {capability: CapClusterAPI, summary: "the Machine is in phase Running", eval: machineProbe(machineRunning)},
+	"replacement-running": {capability: CapClusterAPI, summary: "a Machine that replaced it is Running with a Ready Node", eval: replacementRunning},
+	"replicas-restored":   {capability: CapClusterAPI, summary: "the Machine's MachineDeployment or control plane has all its replicas healthy again", eval: replicasRestored},
+	"api-available":       {capability: CapClusterAPI, summary: "the Machine's workload cluster API server answers", eval: apiServer(true)},
+	"api-unavailable":     {capability: CapClusterAPI, summary: "the Machine's workload cluster API server does not answer", eval: apiServer(false)},
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Copies the CRDs and webhook configurations of Cluster API (core, CABPK,
+# KCP) and CAPV (govmomi mode) from the module cache into
+# providers/lab/manifests/, where they are embedded into the faultline
+# binary: an installed binary then needs no module cache. The versions are
+# the ones go.mod requires; VERSIONS records them and hack/verify.sh checks
+# that it still matches go.mod.
+source "$(dirname "$0")/lib.sh"
+
+capi_version="$(go list -m -f '{{.Version}}' sigs.k8s.io/cluster-api)"
+capv_version="$(go list -m -f '{{.Version}}' sigs.k8s.io/cluster-api-provider-vsphere)"
+capi="$(go mod download -json "sigs.k8s.io/cluster-api@${capi_version}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+capv="$(go mod download -json "sigs.k8s.io/cluster-api-provider-vsphere@${capv_version}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+
+out=providers/lab/manifests
+rm -rf "${out}"
+mkdir -p "${out}"/{core,bootstrap,controlplane,infrastructure}/crd
+
+copy() { # copy <from-dir> <provider>
+  cp "$1"/crd/bases/*.yaml "${out}/$2/crd/"
+  cp "$1"/webhook/manifests.yaml "${out}/$2/webhooks.yaml"
+}
+copy "${capi}/config" core
+copy "${capi}/bootstrap/kubeadm/config" bootstrap
+copy "${capi}/controlplane/kubeadm/config" controlplane
+cp "${capv}"/config/default/crd/bases/*.yaml "${out}/infrastructure/crd/"
+cp "${capv}"/config/govmomi/webhook/manifests.yaml "${out}/infrastructure/webhooks.yaml"
+chmod -R u+w "${out}"
+
+printf 'sigs.k8s.io/cluster-api %s\nsigs.k8s.io/cluster-api-provider-vsphere %s\n' "${capi_version}" "${capv_version}" >"${out}/VERSIONS"
+echo "copied manifests of cluster-api ${capi_version} and cluster-api-provider-vsphere ${capv_version} into ${out}"

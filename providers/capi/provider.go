@@ -1,0 +1,530 @@
+package capi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/secret"
+
+	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers/vsphere"
+)
+
+// Object attributes set by Resolve, read back by every later call.
+const (
+	attrNamespace  = "namespace"
+	attrCluster    = "cluster"
+	attrProviderID = "providerID"
+	attrOwnerKind  = "ownerKind"
+	attrOwner      = "owner"
+	attrSiblings   = "siblings"
+	attrNode       = "node"
+	attrRole       = "role"
+)
+
+// Provider reaches a Cluster API management cluster, the workload clusters
+// it manages (through their kubeconfig Secrets) and, for VM faults, the
+// vCenter behind CAPV. Targets resolve to Machines; VM faults and probes act
+// on a Machine's VM, found from its providerID.
+type Provider struct {
+	name string
+	c    client.Client
+	vc   *vsphere.Provider
+	log  logr.Logger
+	// probeTimeout bounds one read of a workload cluster, so a dead API
+	// server costs a probe seconds, not client-go's default of forever.
+	probeTimeout time.Duration
+
+	mu        sync.Mutex
+	workloads map[types.NamespacedName]client.Client
+	vms       map[string]framework.Object // VM by Machine UID
+}
+
+var (
+	_ framework.Provider    = (*Provider)(nil)
+	_ framework.ClusterAPI  = (*Provider)(nil)
+	_ framework.VMPower     = (*Provider)(nil)
+	_ framework.VMLifecycle = (*Provider)(nil)
+	_ framework.Describer   = (*Provider)(nil)
+)
+
+// Option configures a Provider.
+type Option func(*Provider)
+
+// WithName sets the name results and journals record ("capi" by default).
+func WithName(name string) Option { return func(p *Provider) { p.name = name } }
+
+// WithLogger sets the logger.
+func WithLogger(l logr.Logger) Option { return func(p *Provider) { p.log = l } }
+
+// WithVCenter lets VM faults and probes reach the Machines' VMs.
+func WithVCenter(vc *vsphere.Provider) Option { return func(p *Provider) { p.vc = vc } }
+
+// New returns a provider over the management cluster c reads. c's scheme
+// must know Cluster API's core and KCP types.
+func New(c client.Client, opts ...Option) *Provider {
+	p := &Provider{
+		name: "capi", c: c, log: logr.Discard(), probeTimeout: 5 * time.Second,
+		workloads: map[types.NamespacedName]client.Client{}, vms: map[string]framework.Object{},
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// Name implements framework.Provider.
+func (p *Provider) Name() string { return p.name }
+
+// Ref implements framework.Describer: recovery needs the vCenter, since
+// only VM faults leave anything to undo.
+func (p *Provider) Ref() framework.ProviderRef {
+	if p.vc == nil {
+		return framework.ProviderRef{Name: p.name}
+	}
+	ref := p.vc.Ref()
+	ref.Name = p.name
+	return ref
+}
+
+// Resolve implements framework.Provider: it returns the Machines the
+// selector matches.
+func (p *Provider) Resolve(ctx context.Context, sel framework.Selector) ([]framework.Object, error) {
+	if sel.VM != "" || sel.UUID != "" {
+		return nil, fmt.Errorf("select by vm or uuid needs the vsphere provider; select Machines by role, machineDeployment, controlPlane, nodeName, nodeLabels or providerID: %w", framework.ErrUnsupported)
+	}
+	opts := []client.ListOption{}
+	ns, cluster := splitCluster(sel.Cluster)
+	if ns != "" {
+		opts = append(opts, client.InNamespace(ns))
+	}
+	labels := client.MatchingLabels{}
+	if cluster != "" {
+		labels[clusterv1.ClusterNameLabel] = cluster
+	}
+	if sel.MachineDeployment != "" {
+		labels[clusterv1.MachineDeploymentNameLabel] = sel.MachineDeployment
+	}
+	opts = append(opts, labels)
+	var list clusterv1.MachineList
+	if err := p.c.List(ctx, &list, opts...); err != nil {
+		return nil, fmt.Errorf("list Machines: %w", err)
+	}
+	var out []framework.Object
+	for i := range list.Items {
+		m := &list.Items[i]
+		ok, err := p.matches(ctx, m, sel)
+		if err != nil {
+			return nil, err
+		}
+		if ok && m.DeletionTimestamp.IsZero() {
+			out = append(out, p.object(m, list.Items))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func (p *Provider) matches(ctx context.Context, m *clusterv1.Machine, sel framework.Selector) (bool, error) {
+	_, isCP := m.Labels[clusterv1.MachineControlPlaneLabel]
+	switch sel.Role {
+	case "":
+	case "control-plane":
+		if !isCP {
+			return false, nil
+		}
+	case "worker":
+		if isCP {
+			return false, nil
+		}
+	default:
+		return false, fmt.Errorf("role %q: expected control-plane or worker", sel.Role)
+	}
+	if sel.ControlPlane != "" && (!isCP || m.Labels[clusterv1.MachineControlPlaneNameLabel] != sel.ControlPlane) {
+		return false, nil
+	}
+	if sel.ProviderID != "" && m.Spec.ProviderID != sel.ProviderID {
+		return false, nil
+	}
+	if sel.NodeName != "" && nodeName(m) != sel.NodeName {
+		return false, nil
+	}
+	if len(sel.NodeLabels) > 0 {
+		node, err := p.node(ctx, m)
+		if err != nil || node == nil {
+			return false, err
+		}
+		for k, v := range sel.NodeLabels {
+			if got, ok := node.Labels[k]; !ok || got != v {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
+}
+
+// object describes a Machine, with its owner and the owner's other
+// Machines at this moment, so replacements can be told apart later.
+func (p *Provider) object(m *clusterv1.Machine, all []clusterv1.Machine) framework.Object {
+	kind, owner := ownerOf(m)
+	var siblings []string
+	for _, o := range all {
+		if k, n := ownerOf(&o); k == kind && n == owner {
+			siblings = append(siblings, o.Name)
+		}
+	}
+	role := "worker"
+	if kind == "KubeadmControlPlane" {
+		role = "control-plane"
+	}
+	return framework.Object{
+		Kind: "Machine", Name: m.Name, ID: string(m.UID),
+		Attributes: map[string]string{
+			attrNamespace: m.Namespace, attrCluster: m.Spec.ClusterName, attrProviderID: m.Spec.ProviderID,
+			attrOwnerKind: kind, attrOwner: owner, attrSiblings: strings.Join(siblings, ","),
+			attrNode: nodeName(m), attrRole: role,
+		},
+	}
+}
+
+// ownerOf names the object that keeps a Machine's replica count: the
+// MachineDeployment (through its MachineSet) or the KubeadmControlPlane.
+func ownerOf(m *clusterv1.Machine) (kind, name string) {
+	if _, ok := m.Labels[clusterv1.MachineControlPlaneLabel]; ok {
+		return "KubeadmControlPlane", m.Labels[clusterv1.MachineControlPlaneNameLabel]
+	}
+	if md := m.Labels[clusterv1.MachineDeploymentNameLabel]; md != "" {
+		return "MachineDeployment", md
+	}
+	return "MachineSet", m.Labels[clusterv1.MachineSetNameLabel]
+}
+
+func nodeName(m *clusterv1.Machine) string { return m.Status.NodeRef.Name }
+
+func splitCluster(s string) (ns, name string) {
+	if a, b, ok := strings.Cut(s, "/"); ok {
+		return a, b
+	}
+	return "", s
+}
+
+// Machine implements framework.ClusterAPI.
+func (p *Provider) Machine(ctx context.Context, obj framework.Object) (framework.MachineState, error) {
+	m := &clusterv1.Machine{}
+	err := p.c.Get(ctx, client.ObjectKey{Namespace: obj.Attributes[attrNamespace], Name: obj.Name}, m)
+	if apierrors.IsNotFound(err) || (err == nil && string(m.UID) != obj.ID) {
+		return framework.MachineState{Name: obj.Name, Gone: true}, nil
+	}
+	if err != nil {
+		return framework.MachineState{}, fmt.Errorf("get Machine %s: %w", obj.Name, err)
+	}
+	return p.state(ctx, m)
+}
+
+func (p *Provider) state(ctx context.Context, m *clusterv1.Machine) (framework.MachineState, error) {
+	st := framework.MachineState{
+		Name: m.Name, Phase: m.Status.Phase, Deleting: !m.DeletionTimestamp.IsZero(), Node: nodeName(m),
+		Stamps: map[string]time.Time{"creationTimestamp": m.CreationTimestamp.Time},
+	}
+	if st.Deleting {
+		st.Stamps["deletionTimestamp"] = m.DeletionTimestamp.Time
+	}
+	for _, c := range m.Status.Conditions {
+		switch c.Type {
+		case clusterv1.MachineHealthCheckSucceededCondition:
+			if c.Status == "False" {
+				st.Unhealthy = true
+				st.Stamps["HealthCheckSucceeded.lastTransitionTime"] = c.LastTransitionTime.Time
+			}
+		case clusterv1.MachineOwnerRemediatedCondition:
+			st.Unhealthy = true
+		case controlplanev1.KubeadmControlPlaneMachineEtcdMemberHealthyCondition:
+			st.EtcdHealthy = string(c.Status)
+		}
+	}
+	if st.Node == "" {
+		return st, nil
+	}
+	node, err := p.node(ctx, m)
+	if err != nil {
+		// A workload cluster that cannot be read does not make the
+		// Machine's own state unreadable: report the Node as unknown.
+		st.NodeReady, st.NodeMessage = "Unknown", "workload cluster unreadable: "+err.Error()
+		return st, nil
+	}
+	if node == nil {
+		return st, nil
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			st.NodeReady, st.NodeMessage = string(c.Status), c.Message
+			st.Stamps["node.Ready.lastTransitionTime"] = c.LastTransitionTime.Time
+		}
+	}
+	return st, nil
+}
+
+// Replacements implements framework.ClusterAPI.
+func (p *Provider) Replacements(ctx context.Context, obj framework.Object) ([]framework.MachineState, error) {
+	machines, err := p.ownerMachines(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	known := map[string]bool{}
+	for _, s := range strings.Split(obj.Attributes[attrSiblings], ",") {
+		known[s] = true
+	}
+	var out []framework.MachineState
+	for i := range machines {
+		if known[machines[i].Name] {
+			continue
+		}
+		st, err := p.state(ctx, &machines[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// Owner implements framework.ClusterAPI.
+func (p *Provider) Owner(ctx context.Context, obj framework.Object) (framework.OwnerState, error) {
+	o := framework.OwnerState{Kind: obj.Attributes[attrOwnerKind], Name: obj.Attributes[attrOwner]}
+	key := client.ObjectKey{Namespace: obj.Attributes[attrNamespace], Name: o.Name}
+	switch o.Kind {
+	case "KubeadmControlPlane":
+		kcp := &controlplanev1.KubeadmControlPlane{}
+		if err := p.c.Get(ctx, key, kcp); err != nil {
+			return o, fmt.Errorf("get KubeadmControlPlane %s: %w", o.Name, err)
+		}
+		o.Desired = int(deref(kcp.Spec.Replicas))
+	case "MachineDeployment":
+		md := &clusterv1.MachineDeployment{}
+		if err := p.c.Get(ctx, key, md); err != nil {
+			return o, fmt.Errorf("get MachineDeployment %s: %w", o.Name, err)
+		}
+		o.Desired = int(deref(md.Spec.Replicas))
+	default:
+		ms := &clusterv1.MachineSet{}
+		if err := p.c.Get(ctx, key, ms); err != nil {
+			return o, fmt.Errorf("get MachineSet %s: %w", o.Name, err)
+		}
+		o.Desired = int(deref(ms.Spec.Replicas))
+	}
+	machines, err := p.ownerMachines(ctx, obj)
+	if err != nil {
+		return o, err
+	}
+	for i := range machines {
+		st, err := p.state(ctx, &machines[i])
+		if err != nil {
+			return o, err
+		}
+		switch {
+		case st.Deleting:
+			o.Deleting++
+		case st.Phase == "Running" && st.NodeReady == "True":
+			o.Healthy++
+		}
+	}
+	return o, nil
+}
+
+func (p *Provider) ownerMachines(ctx context.Context, obj framework.Object) ([]clusterv1.Machine, error) {
+	var list clusterv1.MachineList
+	if err := p.c.List(ctx, &list, client.InNamespace(obj.Attributes[attrNamespace]),
+		client.MatchingLabels{clusterv1.ClusterNameLabel: obj.Attributes[attrCluster]}); err != nil {
+		return nil, fmt.Errorf("list Machines of cluster %s: %w", obj.Attributes[attrCluster], err)
+	}
+	var out []clusterv1.Machine
+	for _, m := range list.Items {
+		if k, n := ownerOf(&m); k == obj.Attributes[attrOwnerKind] && n == obj.Attributes[attrOwner] {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// APIServer implements framework.ClusterAPI.
+func (p *Provider) APIServer(ctx context.Context, obj framework.Object) error {
+	c, err := p.workload(ctx, obj.Attributes[attrNamespace], obj.Attributes[attrCluster])
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.probeTimeout)
+	defer cancel()
+	var nodes corev1.NodeList
+	return c.List(ctx, &nodes, client.Limit(1))
+}
+
+// node reads a Machine's Node, or nil if it has none or it is gone.
+func (p *Provider) node(ctx context.Context, m *clusterv1.Machine) (*corev1.Node, error) {
+	if nodeName(m) == "" {
+		return nil, nil
+	}
+	c, err := p.workload(ctx, m.Namespace, m.Spec.ClusterName)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.probeTimeout)
+	defer cancel()
+	n := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKey{Name: nodeName(m)}, n); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("get Node %s: %w", nodeName(m), err)
+	}
+	return n, nil
+}
+
+// workload returns a client of a workload cluster, built once from the
+// kubeconfig Secret Cluster API keeps for it.
+func (p *Provider) workload(ctx context.Context, ns, cluster string) (client.Client, error) {
+	key := types.NamespacedName{Namespace: ns, Name: cluster}
+	p.mu.Lock()
+	c, ok := p.workloads[key]
+	p.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	s, err := secret.GetFromNamespacedName(ctx, p.c, key, secret.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("read kubeconfig Secret of cluster %s: %w", key, err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data[secret.KubeconfigDataName])
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig of cluster %s: %w", key, err)
+	}
+	cfg.Timeout = p.probeTimeout
+	c, err = client.New(cfg, client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("client for cluster %s: %w", key, err)
+	}
+	p.mu.Lock()
+	p.workloads[key] = c
+	p.mu.Unlock()
+	return c, nil
+}
+
+// vm finds the VM behind a Machine by its providerID. A Machine resolved
+// before it had one is read again.
+func (p *Provider) vm(ctx context.Context, obj framework.Object) (framework.Object, error) {
+	if p.vc == nil {
+		return framework.Object{}, fmt.Errorf("VM of %s: no vCenter configured: %w", obj, framework.ErrUnsupported)
+	}
+	p.mu.Lock()
+	vm, ok := p.vms[obj.ID]
+	p.mu.Unlock()
+	if ok {
+		return vm, nil
+	}
+	pid := obj.Attributes[attrProviderID]
+	if pid == "" {
+		m := &clusterv1.Machine{}
+		if err := p.c.Get(ctx, client.ObjectKey{Namespace: obj.Attributes[attrNamespace], Name: obj.Name}, m); err != nil {
+			return framework.Object{}, fmt.Errorf("get Machine %s: %w", obj.Name, err)
+		}
+		pid = m.Spec.ProviderID
+	}
+	if pid == "" {
+		return framework.Object{}, fmt.Errorf("Machine %s has no providerID yet: %w", obj.Name, framework.ErrNotFound)
+	}
+	vms, err := p.vc.Resolve(ctx, framework.Selector{ProviderID: pid})
+	if err != nil {
+		return framework.Object{}, fmt.Errorf("VM of Machine %s: %w", obj.Name, err)
+	}
+	if len(vms) == 0 {
+		return framework.Object{}, fmt.Errorf("VM of Machine %s (%s): %w", obj.Name, pid, framework.ErrNotFound)
+	}
+	p.mu.Lock()
+	p.vms[obj.ID] = vms[0]
+	p.mu.Unlock()
+	return vms[0], nil
+}
+
+func (p *Provider) onVM(ctx context.Context, obj framework.Object, f func(framework.Object) error) error {
+	vm, err := p.vm(ctx, obj)
+	if err != nil {
+		return err
+	}
+	return f(vm)
+}
+
+// PowerOn implements framework.VMPower on the Machine's VM.
+func (p *Provider) PowerOn(ctx context.Context, obj framework.Object) error {
+	return p.onVM(ctx, obj, func(vm framework.Object) error { return p.vc.PowerOn(ctx, vm) })
+}
+
+// PowerOff implements framework.VMPower on the Machine's VM.
+func (p *Provider) PowerOff(ctx context.Context, obj framework.Object) error {
+	return p.onVM(ctx, obj, func(vm framework.Object) error { return p.vc.PowerOff(ctx, vm) })
+}
+
+// ShutdownGuest implements framework.VMPower on the Machine's VM.
+func (p *Provider) ShutdownGuest(ctx context.Context, obj framework.Object) error {
+	return p.onVM(ctx, obj, func(vm framework.Object) error { return p.vc.ShutdownGuest(ctx, vm) })
+}
+
+// Reset implements framework.VMPower on the Machine's VM.
+func (p *Provider) Reset(ctx context.Context, obj framework.Object) error {
+	return p.onVM(ctx, obj, func(vm framework.Object) error { return p.vc.Reset(ctx, vm) })
+}
+
+// Suspend implements framework.VMPower on the Machine's VM.
+func (p *Provider) Suspend(ctx context.Context, obj framework.Object) error {
+	return p.onVM(ctx, obj, func(vm framework.Object) error { return p.vc.Suspend(ctx, vm) })
+}
+
+// PowerState implements framework.VMPower on the Machine's VM.
+func (p *Provider) PowerState(ctx context.Context, obj framework.Object) (framework.PowerState, error) {
+	var st framework.PowerState
+	err := p.onVM(ctx, obj, func(vm framework.Object) error {
+		var err error
+		st, err = p.vc.PowerState(ctx, vm)
+		return err
+	})
+	return st, err
+}
+
+// Destroy implements framework.VMLifecycle on the Machine's VM.
+func (p *Provider) Destroy(ctx context.Context, obj framework.Object) error {
+	return p.onVM(ctx, obj, func(vm framework.Object) error { return p.vc.Destroy(ctx, vm) })
+}
+
+// Exists implements framework.VMLifecycle: whether the Machine's VM is
+// still in the inventory.
+func (p *Provider) Exists(ctx context.Context, obj framework.Object) (bool, error) {
+	var ok bool
+	err := p.onVM(ctx, obj, func(vm framework.Object) error {
+		var err error
+		ok, err = p.vc.Exists(ctx, vm)
+		return err
+	})
+	if errors.Is(err, framework.ErrNotFound) {
+		return false, nil
+	}
+	return ok, err
+}
+
+func deref(p *int32) int32 {
+	if p == nil {
+		return 1 // Cluster API's default replica count
+	}
+	return *p
+}

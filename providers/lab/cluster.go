@@ -1,0 +1,207 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+)
+
+// KubernetesVersion is the version the lab's workload clusters report.
+const KubernetesVersion = "v1.35.4"
+
+// Namespace holds the lab's Cluster API objects.
+const Namespace = "default"
+
+// The vcsim inventory the lab's VMs are cloned into (simulator.VPX()).
+const (
+	vmTemplate   = "DC0_C0_RP0_VM0"
+	datacenter   = "DC0"
+	datastore    = "LocalDS_0"
+	resourcePool = "/DC0/host/DC0_C0/Resources"
+	vmFolder     = "/DC0/vm"
+	vmNetwork    = "VM Network"
+)
+
+// ClusterSpec is the shape of one workload cluster of the lab.
+type ClusterSpec struct {
+	Name          string
+	ControlPlanes int32
+	Workers       int32
+	// WorkerMHC and ControlPlaneMHC create MachineHealthChecks for the
+	// MachineDeployment's Machines and for the control plane's.
+	WorkerMHC       bool
+	ControlPlaneMHC bool
+}
+
+// Validate checks the shape.
+func (s ClusterSpec) Validate() error {
+	switch {
+	case s.Name == "":
+		return fmt.Errorf("cluster name is required")
+	case s.ControlPlanes < 1 || s.ControlPlanes%2 == 0:
+		return fmt.Errorf("cluster %s: control planes must be an odd number of at least 1, got %d", s.Name, s.ControlPlanes)
+	case s.Workers < 0:
+		return fmt.Errorf("cluster %s: workers must not be negative, got %d", s.Name, s.Workers)
+	}
+	return nil
+}
+
+// Object names derived from the cluster's name.
+func (s ClusterSpec) controlPlaneName() string      { return s.Name + "-control-plane" }
+func (s ClusterSpec) machineDeploymentName() string { return s.Name + "-md-0" }
+
+// clusterObjects returns the Cluster API objects of one workload cluster,
+// in creation order.
+func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpointPort int32, p Profile) []client.Object {
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: map[string]string{clusterv1.ClusterNameLabel: s.Name}}
+	}
+	machineTemplate := func(name string) *infrav1.VSphereMachineTemplate {
+		return &infrav1.VSphereMachineTemplate{
+			ObjectMeta: meta(name),
+			Spec: infrav1.VSphereMachineTemplateSpec{Template: infrav1.VSphereMachineTemplateResource{
+				Spec: infrav1.VSphereMachineSpec{VirtualMachineCloneSpec: infrav1.VirtualMachineCloneSpec{
+					Template: vmTemplate, CloneMode: infrav1.FullClone,
+					Server: vc.Host, Thumbprint: thumbprint,
+					Datacenter: datacenter, Datastore: datastore, ResourcePool: resourcePool, Folder: vmFolder,
+					Network: infrav1.NetworkSpec{Devices: []infrav1.NetworkDeviceSpec{{NetworkName: vmNetwork, DHCP4: ptrTo(true)}}},
+					NumCPUs: 2, MemoryMiB: 4096, DiskGiB: 20,
+				}},
+			}},
+		}
+	}
+	cpTemplate := machineTemplate(s.Name + "-control-plane")
+	workerTemplate := machineTemplate(s.Name + "-worker")
+
+	objs := []client.Object{
+		&infrav1.VSphereCluster{
+			ObjectMeta: meta(s.Name),
+			Spec: infrav1.VSphereClusterSpec{
+				Server: vc.Host, Thumbprint: thumbprint,
+				ControlPlaneEndpoint: infrav1.APIEndpoint{Host: "127.0.0.1", Port: endpointPort},
+				DisableClusterModule: ptrTo(true),
+			},
+		},
+		cpTemplate, workerTemplate,
+		&controlplanev1.KubeadmControlPlane{
+			ObjectMeta: meta(s.controlPlaneName()),
+			Spec: controlplanev1.KubeadmControlPlaneSpec{
+				Replicas: ptrTo(s.ControlPlanes),
+				Version:  KubernetesVersion,
+				MachineTemplate: controlplanev1.KubeadmControlPlaneMachineTemplate{
+					Spec: controlplanev1.KubeadmControlPlaneMachineTemplateSpec{
+						InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+							APIGroup: infrav1.GroupVersion.Group, Kind: "VSphereMachineTemplate", Name: cpTemplate.Name,
+						},
+					},
+				},
+			},
+		},
+		&bootstrapv1.KubeadmConfigTemplate{ObjectMeta: meta(s.Name + "-worker")},
+		&clusterv1.Cluster{
+			ObjectMeta: meta(s.Name),
+			Spec: clusterv1.ClusterSpec{
+				ClusterNetwork: clusterv1.ClusterNetwork{
+					Pods:     clusterv1.NetworkRanges{CIDRBlocks: []string{"192.168.0.0/16"}},
+					Services: clusterv1.NetworkRanges{CIDRBlocks: []string{"10.128.0.0/12"}},
+				},
+				ControlPlaneRef: clusterv1.ContractVersionedObjectReference{
+					APIGroup: controlplanev1.GroupVersion.Group, Kind: "KubeadmControlPlane", Name: s.controlPlaneName(),
+				},
+				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+					APIGroup: infrav1.GroupVersion.Group, Kind: "VSphereCluster", Name: s.Name,
+				},
+			},
+		},
+	}
+	if s.Workers > 0 {
+		mdLabels := map[string]string{clusterv1.ClusterNameLabel: s.Name, clusterv1.MachineDeploymentNameLabel: s.machineDeploymentName()}
+		objs = append(objs, &clusterv1.MachineDeployment{
+			ObjectMeta: meta(s.machineDeploymentName()),
+			Spec: clusterv1.MachineDeploymentSpec{
+				ClusterName: s.Name,
+				Replicas:    ptrTo(s.Workers),
+				Selector:    metav1.LabelSelector{MatchLabels: mdLabels},
+				Template: clusterv1.MachineTemplateSpec{
+					ObjectMeta: clusterv1.ObjectMeta{Labels: mdLabels},
+					Spec: clusterv1.MachineSpec{
+						ClusterName: s.Name,
+						Version:     KubernetesVersion,
+						Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
+							APIGroup: bootstrapv1.GroupVersion.Group, Kind: "KubeadmConfigTemplate", Name: s.Name + "-worker",
+						}},
+						InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+							APIGroup: infrav1.GroupVersion.Group, Kind: "VSphereMachineTemplate", Name: workerTemplate.Name,
+						},
+					},
+				},
+			},
+		})
+	}
+	if s.WorkerMHC && s.Workers > 0 {
+		objs = append(objs, healthCheck(meta(s.Name+"-workers"), s.Name, map[string]string{clusterv1.MachineDeploymentNameLabel: s.machineDeploymentName()}, p))
+	}
+	if s.ControlPlaneMHC {
+		objs = append(objs, healthCheck(meta(s.Name+"-control-plane"), s.Name, map[string]string{clusterv1.MachineControlPlaneLabel: ""}, p))
+	}
+	return objs
+}
+
+// healthCheck is a MachineHealthCheck on Node Ready Unknown or False, with
+// the profile's timeouts and Cluster API's default maxUnhealthy of 100%.
+func healthCheck(meta metav1.ObjectMeta, cluster string, selector map[string]string, p Profile) *clusterv1.MachineHealthCheck {
+	secs := func(d time.Duration) *int32 { return ptrTo(int32(d / time.Second)) }
+	return &clusterv1.MachineHealthCheck{
+		ObjectMeta: meta,
+		Spec: clusterv1.MachineHealthCheckSpec{
+			ClusterName: cluster,
+			Selector:    metav1.LabelSelector{MatchLabels: selector},
+			Checks: clusterv1.MachineHealthCheckChecks{
+				NodeStartupTimeoutSeconds: secs(p.MHCNodeStartup),
+				UnhealthyNodeConditions: []clusterv1.UnhealthyNodeCondition{
+					{Type: "Ready", Status: "Unknown", TimeoutSeconds: secs(p.MHCUnhealthy)},
+					{Type: "Ready", Status: "False", TimeoutSeconds: secs(p.MHCUnhealthy)},
+				},
+			},
+			Remediation: clusterv1.MachineHealthCheckRemediation{
+				TriggerIf: clusterv1.MachineHealthCheckRemediationTriggerIf{
+					UnhealthyLessThanOrEqualTo: ptrTo(intstr.FromString("100%")),
+				},
+			},
+		},
+	}
+}
+
+// createCluster creates the cluster's objects, retrying while the webhooks
+// that default and validate them come up.
+func createCluster(ctx context.Context, c client.Client, objs []client.Object) error {
+	for _, o := range objs {
+		var last error
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			last = c.Create(ctx, o)
+			if last == nil || time.Now().After(deadline) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		if last != nil {
+			return fmt.Errorf("create %T %s: %w", o, o.GetName(), last)
+		}
+	}
+	return nil
+}

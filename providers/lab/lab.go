@@ -1,0 +1,365 @@
+package lab
+
+import (
+	"context"
+	"crypto/sha1" //nolint:gosec // vSphere thumbprints are SHA-1 by definition
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/vmware/govmomi/simulator"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
+	"sigs.k8s.io/cluster-api/util/secret"
+
+	"github.com/faultline-dev/faultline/providers/capi"
+	"github.com/faultline-dev/faultline/providers/vsphere"
+)
+
+// Input configures Start.
+type Input struct {
+	// Assets is the folder holding kube-apiserver and etcd; FindAssets
+	// looks in the usual places when it is empty.
+	Assets string
+	// Dir is the lab's folder (kubeconfigs, etcd data, certificates); a
+	// new temporary folder, removed by Stop, when empty.
+	Dir      string
+	Profile  Profile
+	Clusters []ClusterSpec
+	Log      logr.Logger
+}
+
+// Validate checks the input.
+func (in Input) Validate() error {
+	var errs []error
+	if len(in.Clusters) == 0 {
+		errs = append(errs, errors.New("at least one cluster is required"))
+	}
+	seen := map[string]bool{}
+	for _, c := range in.Clusters {
+		if err := c.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if seen[c.Name] {
+			errs = append(errs, fmt.Errorf("cluster %s: named twice", c.Name))
+		}
+		seen[c.Name] = true
+	}
+	if in.Profile.Name == "" {
+		errs = append(errs, fmt.Errorf("profile is required: one of %s", strings.Join(ProfileNames(), ", ")))
+	}
+	return errors.Join(errs...)
+}
+
+// Lab is the embedded Cluster API lab: a real management cluster with the
+// real Cluster API and CAPV controllers, vcsim as vCenter, and workload
+// clusters whose Nodes, etcd members and API servers the node simulator
+// runs from their VMs' state.
+type Lab struct {
+	in        Input
+	dir       string
+	ownDir    bool
+	sim       *VCSim
+	vc        *vsphere.Provider
+	mgmt      *management
+	mem       inmemoryruntime.Manager
+	workloads map[string]*workloadServer
+	nodes     *nodeSim
+	provider  *capi.Provider
+	cancel    context.CancelFunc
+	done      chan struct{}
+}
+
+// Start brings the lab up and returns once its clusters' objects are
+// created; WaitReady waits for their Machines.
+func Start(ctx context.Context, in Input) (l *Lab, err error) {
+	if in.Log.GetSink() == nil {
+		in.Log = logr.Discard()
+	}
+	if err := in.Validate(); err != nil {
+		return nil, fmt.Errorf("lab: %w", err)
+	}
+	assets, err := FindAssets(in.Assets)
+	if err != nil {
+		return nil, err
+	}
+	l = &Lab{in: in, dir: in.Dir, workloads: map[string]*workloadServer{}, done: make(chan struct{})}
+	if l.dir == "" {
+		if l.dir, err = os.MkdirTemp("", "faultline-lab-"); err != nil {
+			return nil, fmt.Errorf("lab folder: %w", err)
+		}
+		l.ownDir = true
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, l.Stop(context.WithoutCancel(ctx)))
+			l = nil
+		}
+	}()
+	m, err := loadManifests()
+	if err != nil {
+		return l, err
+	}
+	if l.sim, err = StartVCSim(VCSimInput{}); err != nil {
+		return l, err
+	}
+	if l.vc, err = vsphere.New(ctx, l.sim.Config(), vsphere.WithName("lab"), vsphere.WithLogger(in.Log)); err != nil {
+		return l, fmt.Errorf("connect to the embedded vcsim: %w", err)
+	}
+	thumbprint, err := certThumbprint(l.sim.CAFile())
+	if err != nil {
+		return l, err
+	}
+	if l.mem, err = newInMemory(ctx); err != nil {
+		return l, err
+	}
+	for _, c := range in.Clusters {
+		l.mem.AddResourceGroup(resourceGroup(c.Name))
+		w, err := newWorkloadServer(l.mem, resourceGroup(c.Name), in.Log.WithName("workload"))
+		if err != nil {
+			return l, err
+		}
+		l.workloads[c.Name] = w
+	}
+	user, pass := l.sim.Config().Username, l.sim.Config().Password
+	if l.mgmt, err = startManagement(ctx, managementInput{
+		assets: assets, dir: l.dir, profile: in.Profile, vcUser: user, vcPass: pass,
+		log: in.Log.WithName("controllers"), manifests: m,
+	}); err != nil {
+		return l, err
+	}
+	c := l.mgmt.mgr.GetClient()
+	for _, cs := range in.Clusters {
+		objs := clusterObjects(cs, l.sim.URL(), thumbprint, int32(l.workloads[cs.Name].Addr().Port), in.Profile)
+		if err := createCluster(ctx, c, objs); err != nil {
+			return l, fmt.Errorf("create cluster %s: %w", cs.Name, err)
+		}
+	}
+	l.nodes = newNodeSim(l.vc.Client(), l.sim.SetGuestIP, c, l.mem, l.workloads, in.Profile, in.Log.WithName("nodes"))
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	l.cancel = cancel
+	go func() {
+		defer close(l.done)
+		l.nodes.run(sctx, 200*time.Millisecond)
+	}()
+	l.provider = capi.New(c, capi.WithName("lab"), capi.WithVCenter(l.vc), capi.WithLogger(in.Log))
+	return l, nil
+}
+
+func newInMemory(ctx context.Context) (inmemoryruntime.Manager, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("in-memory scheme: %w", err)
+		}
+	}
+	m := inmemoryruntime.NewManager(s)
+	if err := m.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start in-memory clusters: %w", err)
+	}
+	return m, nil
+}
+
+// WaitReady waits until every cluster has all its Machines Running with
+// Ready Nodes, or ctx ends.
+func (l *Lab) WaitReady(ctx context.Context) error {
+	c := l.mgmt.mgr.GetClient()
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	var last string
+	for {
+		ok, status, err := l.ready(ctx, c)
+		if err == nil && ok {
+			return nil
+		}
+		if err != nil {
+			status = err.Error()
+		}
+		last = status
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("lab not ready: %s: %w", last, context.Cause(ctx))
+		case <-t.C:
+		}
+	}
+}
+
+func (l *Lab) ready(ctx context.Context, c client.Client) (bool, string, error) {
+	var list clusterv1.MachineList
+	if err := c.List(ctx, &list, client.InNamespace(Namespace)); err != nil {
+		return false, "", err
+	}
+	running := map[string]int{}
+	var pending []string
+	for _, m := range list.Items {
+		if m.Status.Phase == "Running" && m.DeletionTimestamp.IsZero() && m.Status.NodeRef.Name != "" {
+			running[m.Spec.ClusterName]++
+			continue
+		}
+		why := m.Name + " " + m.Status.Phase
+		for _, c := range m.Status.Conditions {
+			if c.Status != "True" && c.Message != "" {
+				why += " (" + c.Type + ": " + c.Message + ")"
+				break
+			}
+		}
+		pending = append(pending, why)
+	}
+	var waiting []string
+	for _, cs := range l.in.Clusters {
+		want := int(cs.ControlPlanes + cs.Workers)
+		if running[cs.Name] < want {
+			waiting = append(waiting, fmt.Sprintf("cluster %s: %d of %d Machines Running", cs.Name, running[cs.Name], want))
+			continue
+		}
+		kcp := &controlplanev1.KubeadmControlPlane{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: cs.controlPlaneName()}, kcp); err != nil {
+			return false, "", err
+		}
+		if deref(kcp.Status.ReadyReplicas) < cs.ControlPlanes {
+			waiting = append(waiting, fmt.Sprintf("cluster %s: %d of %d control planes ready", cs.Name, deref(kcp.Status.ReadyReplicas), cs.ControlPlanes))
+		}
+	}
+	if len(pending) > 0 {
+		waiting = append(waiting, "pending: "+strings.Join(pending, "; "))
+	}
+	return len(waiting) == 0, strings.Join(waiting, "; "), nil
+}
+
+func deref(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// Provider is the lab's Cluster API provider, named "lab": targets resolve
+// to the lab's Machines and VM faults go to vcsim through the vSphere API.
+func (l *Lab) Provider() *capi.Provider { return l.provider }
+
+// Client reads and writes the management cluster.
+func (l *Lab) Client() client.Client { return l.mgmt.mgr.GetClient() }
+
+// Sim is the lab's vCenter simulator.
+func (l *Lab) Sim() *VCSim { return l.sim }
+
+// Profile is the time profile the lab runs with.
+func (l *Lab) Profile() Profile { return l.in.Profile }
+
+// Dir is the lab's folder.
+func (l *Lab) Dir() string { return l.dir }
+
+// WriteKubeconfigs writes the management cluster's kubeconfig and each
+// workload cluster's into the lab folder and returns their paths, the
+// management one first.
+func (l *Lab) WriteKubeconfigs(ctx context.Context) ([]string, error) {
+	mgmt := filepath.Join(l.dir, "management.kubeconfig")
+	if err := writeRESTKubeconfig(mgmt, l.mgmt); err != nil {
+		return nil, err
+	}
+	paths := []string{mgmt}
+	for _, cs := range l.in.Clusters {
+		s, err := secret.GetFromNamespacedName(ctx, l.Client(), client.ObjectKey{Namespace: Namespace, Name: cs.Name}, secret.Kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig of cluster %s: %w", cs.Name, err)
+		}
+		p := filepath.Join(l.dir, cs.Name+".kubeconfig")
+		if err := os.WriteFile(p, s.Data[secret.KubeconfigDataName], 0o600); err != nil {
+			return nil, fmt.Errorf("write %s: %w", p, err)
+		}
+		paths = append(paths, p)
+	}
+	return paths, nil
+}
+
+func writeRESTKubeconfig(path string, m *management) error {
+	user, err := m.env.AddUser(envtestAdmin(), nil)
+	if err != nil {
+		return fmt.Errorf("management cluster admin user: %w", err)
+	}
+	b, err := user.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("management cluster kubeconfig: %w", err)
+	}
+	cfg, err := clientcmd.Load(b)
+	if err != nil {
+		return fmt.Errorf("management cluster kubeconfig: %w", err)
+	}
+	renameContext(cfg, "faultline-lab")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func renameContext(cfg *clientcmdapi.Config, name string) {
+	for old, ctx := range cfg.Contexts {
+		delete(cfg.Contexts, old)
+		cfg.Contexts[name] = ctx
+	}
+	cfg.CurrentContext = name
+}
+
+// Stop stops the node simulator, the controllers, the management cluster,
+// the workload endpoints and vcsim, and removes the lab folder it made.
+func (l *Lab) Stop(ctx context.Context) error {
+	var errs []error
+	if l.cancel != nil {
+		l.cancel()
+		<-l.done
+	}
+	if l.mgmt != nil {
+		errs = append(errs, l.mgmt.stop())
+	}
+	for name, w := range l.workloads {
+		if err := w.close(); err != nil {
+			errs = append(errs, fmt.Errorf("stop workload cluster %s endpoint: %w", name, err))
+		}
+	}
+	if l.vc != nil {
+		errs = append(errs, l.vc.Close(ctx))
+	}
+	if l.sim != nil {
+		l.sim.Close()
+	}
+	if l.ownDir {
+		errs = append(errs, os.RemoveAll(l.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// certThumbprint is the SHA-1 thumbprint of a PEM certificate, the form
+// CAPV's VSphereCluster.spec.thumbprint takes.
+func certThumbprint(file string) (string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("read vcsim certificate: %w", err)
+	}
+	block, _ := pem.Decode(b)
+	if block == nil {
+		return "", fmt.Errorf("vcsim certificate %s: no PEM block", file)
+	}
+	sum := sha1.Sum(block.Bytes) //nolint:gosec // see import
+	hex := fmt.Sprintf("%X", sum[:])
+	parts := make([]string, 0, len(sum))
+	for i := 0; i < len(hex); i += 2 {
+		parts = append(parts, hex[i:i+2])
+	}
+	return strings.Join(parts, ":"), nil
+}
+
+var _ = simulator.VPX // vcsim-only code stays in this package

@@ -1,0 +1,316 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	capvcontrollers "sigs.k8s.io/cluster-api-provider-vsphere/controllers"
+	infrav1beta1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta1"
+	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
+	capvcontext "sigs.k8s.io/cluster-api-provider-vsphere/pkg/context"
+	capvwebhooks "sigs.k8s.io/cluster-api-provider-vsphere/webhooks"
+	bootstrapv1beta1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta1"
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	controlplanev1beta1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta1"
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/api/core/v1beta2/index"
+	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
+	cabpkcontrollers "sigs.k8s.io/cluster-api/bootstrap/kubeadm/controllers"
+	cabpkwebhooks "sigs.k8s.io/cluster-api/bootstrap/kubeadm/webhooks"
+	kcpcontrollers "sigs.k8s.io/cluster-api/controlplane/kubeadm/controllers"
+	kcpwebhooks "sigs.k8s.io/cluster-api/controlplane/kubeadm/webhooks"
+	capicontrollers "sigs.k8s.io/cluster-api/controllers"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	capiwebhooks "sigs.k8s.io/cluster-api/webhooks"
+)
+
+// newScheme registers every API the management cluster serves: the hub
+// versions the controllers use and the older versions conversion needs.
+func newScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme,
+		clusterv1.AddToScheme, clusterv1beta1.AddToScheme,
+		bootstrapv1.AddToScheme, bootstrapv1beta1.AddToScheme,
+		controlplanev1.AddToScheme, controlplanev1beta1.AddToScheme,
+		infrav1.AddToScheme, infrav1beta1.AddToScheme,
+		ipamv1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("build scheme: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// management is the lab's management cluster: a real kube-apiserver and etcd
+// (envtest) with the Cluster API and CAPV controllers and webhooks of one
+// controller-runtime manager.
+type management struct {
+	env     *envtest.Environment
+	cfg     *rest.Config
+	mgr     ctrl.Manager
+	cache   clustercache.ClusterCache
+	stopped chan struct{}
+	cancel  context.CancelFunc
+	mgrErr  error
+}
+
+type managementInput struct {
+	assets    string
+	dir       string
+	profile   Profile
+	vcUser    string
+	vcPass    string
+	log       logr.Logger
+	manifests *manifests
+}
+
+// startManagement starts envtest, installs the CRDs and webhooks, and runs
+// every controller until stop.
+func startManagement(ctx context.Context, in managementInput) (*management, error) {
+	scheme, err := newScheme()
+	if err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{
+		Scheme:                scheme,
+		BinaryAssetsDirectory: in.assets,
+		CRDInstallOptions: envtest.CRDInstallOptions{
+			CRDs:   in.manifests.crds,
+			Scheme: scheme,
+		},
+		WebhookInstallOptions: envtest.WebhookInstallOptions{
+			MutatingWebhooks:    in.manifests.mutating,
+			ValidatingWebhooks:  in.manifests.validating,
+			LocalServingHost:    "127.0.0.1",
+			LocalServingCertDir: filepath.Join(in.dir, "webhook-certs"),
+		},
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	// etcd and kube-apiserver keep their data under the lab folder, so a
+	// crashed lab leaves one folder to remove.
+	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(in.dir, "etcd")}
+	if err := os.MkdirAll(env.ControlPlane.Etcd.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create etcd folder: %w", err)
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("start the management cluster (kube-apiserver and etcd from %s): %w", in.assets, err)
+	}
+	m := &management{env: env, cfg: cfg, stopped: make(chan struct{})}
+	if err := m.setup(ctx, scheme, in); err != nil {
+		return nil, errors.Join(err, env.Stop())
+	}
+	return m, nil
+}
+
+func (m *management) setup(ctx context.Context, scheme *runtime.Scheme, in managementInput) error {
+	sync := in.profile.SyncPeriod
+	wo := m.env.WebhookInstallOptions
+	mgr, err := ctrl.NewManager(m.cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Logger:                 in.log,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
+		}),
+		Cache: cache.Options{SyncPeriod: &sync},
+		Client: client.Options{Cache: &client.CacheOptions{
+			// As the real managers do: Secrets and ConfigMaps are read live.
+			DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}},
+		}},
+		Controller: config.Controller{
+			// Every controller of the four real managers runs in this one;
+			// names only have to be unique per manager.
+			SkipNameValidation: ptrTo(true),
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("create controller manager: %w", err)
+	}
+	m.mgr = mgr
+	if err := index.AddDefaultIndexes(ctx, mgr); err != nil {
+		return fmt.Errorf("add Cluster API indexes: %w", err)
+	}
+	secretReader, err := client.New(mgr.GetConfig(), client.Options{
+		Scheme: scheme, HTTPClient: mgr.GetHTTPClient(),
+		Cache: &client.CacheOptions{Reader: mgr.GetCache()},
+	})
+	if err != nil {
+		return fmt.Errorf("create secret caching client: %w", err)
+	}
+	cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+		SecretClient: secretReader,
+		Cache: clustercache.CacheOptions{
+			Indexes: []clustercache.CacheOptionsIndex{clustercache.NodeProviderIDIndex},
+		},
+		Client: clustercache.ClientOptions{
+			UserAgent: "faultline-lab",
+			Cache: clustercache.ClientCacheOptions{
+				// The list from Cluster API's own setup: without it a
+				// remediated Machine hangs in drain on a missing index.
+				DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Pod{}},
+			},
+		},
+	}, concurrency(10))
+	if err != nil {
+		return fmt.Errorf("create ClusterCache: %w", err)
+	}
+	if s, ok := cc.(interface{ SetConnectionCreationRetryInterval(time.Duration) }); ok {
+		s.SetConnectionCreationRetryInterval(in.profile.ConnectRetry)
+	}
+	m.cache = cc
+
+	apiVersionGetter := func(gk schema.GroupKind) (string, error) {
+		crd := in.manifests.crdFor(gk.Group, gk.Kind)
+		if crd == nil {
+			return "", fmt.Errorf("no CRD for %s", gk)
+		}
+		if v, ok := crd.Labels["cluster.x-k8s.io/v1beta2"]; ok {
+			return schema.GroupVersion{Group: gk.Group, Version: v}.String(), nil
+		}
+		for _, v := range crd.Spec.Versions {
+			if v.Storage {
+				return schema.GroupVersion{Group: gk.Group, Version: v.Name}.String(), nil
+			}
+		}
+		return "", fmt.Errorf("CRD %s has no storage version", crd.Name)
+	}
+	clusterv1beta1.SetAPIVersionGetter(apiVersionGetter)
+	controlplanev1beta1.SetAPIVersionGetter(apiVersionGetter)
+
+	return errors.Join(
+		m.addWebhooks(mgr, cc),
+		m.addControllers(ctx, mgr, cc, secretReader, in),
+		m.run(ctx),
+	)
+}
+
+func (m *management) addWebhooks(mgr ctrl.Manager, cc clustercache.ClusterCache) error {
+	return errors.Join(
+		(&capiwebhooks.Cluster{Client: mgr.GetClient(), ClusterCacheReader: cc}).SetupWebhookWithManager(mgr),
+		(&capiwebhooks.ClusterClass{Client: mgr.GetClient()}).SetupWebhookWithManager(mgr),
+		(&capiwebhooks.Machine{}).SetupWebhookWithManager(mgr),
+		(&capiwebhooks.MachineSet{}).SetupWebhookWithManager(mgr),
+		(&capiwebhooks.MachineDeployment{}).SetupWebhookWithManager(mgr),
+		(&capiwebhooks.MachineHealthCheck{}).SetupWebhookWithManager(mgr),
+		(&capiwebhooks.MachineDrainRule{}).SetupWebhookWithManager(mgr),
+		(&cabpkwebhooks.KubeadmConfig{}).SetupWebhookWithManager(mgr),
+		(&cabpkwebhooks.KubeadmConfigTemplate{}).SetupWebhookWithManager(mgr),
+		(&kcpwebhooks.KubeadmControlPlane{}).SetupWebhookWithManager(mgr),
+		(&kcpwebhooks.ScaleValidator{Client: mgr.GetClient()}).SetupWebhookWithManager(mgr),
+		(&kcpwebhooks.KubeadmControlPlaneTemplate{}).SetupWebhookWithManager(mgr),
+		(&capvwebhooks.VSphereClusterTemplate{}).SetupWebhookWithManager(mgr),
+		(&capvwebhooks.VSphereMachine{}).SetupWebhookWithManager(mgr),
+		(&capvwebhooks.VSphereMachineTemplate{}).SetupWebhookWithManager(mgr),
+		(&capvwebhooks.VSphereVM{}).SetupWebhookWithManager(mgr),
+		(&capvwebhooks.VSphereDeploymentZone{}).SetupWebhookWithManager(mgr),
+		(&capvwebhooks.VSphereFailureDomain{}).SetupWebhookWithManager(mgr),
+	)
+}
+
+func (m *management) addControllers(ctx context.Context, mgr ctrl.Manager, cc clustercache.ClusterCache, secretReader client.Client, in managementInput) error {
+	p := in.profile
+	capv := &capvcontext.ControllerManagerContext{
+		Namespace: "capv-system", Name: "faultline-lab", LeaderElectionID: "faultline-lab",
+		Client: mgr.GetClient(), Logger: in.log.WithName("capv"), Scheme: mgr.GetScheme(),
+		Username: in.vcUser, Password: in.vcPass,
+	}
+	return errors.Join(
+		(&capicontrollers.ClusterReconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cc,
+			RemoteConnectionGracePeriod: p.RemoteGrace,
+		}).SetupWithManager(ctx, mgr, concurrency(10)),
+		(&capicontrollers.MachineReconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cc,
+			RemoteConditionsGracePeriod: p.RemoteGrace,
+		}).SetupWithManager(ctx, mgr, concurrency(10)),
+		(&capicontrollers.MachineSetReconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cc,
+		}).SetupWithManager(ctx, mgr, concurrency(10)),
+		(&capicontrollers.MachineDeploymentReconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		}).SetupWithManager(ctx, mgr, concurrency(10)),
+		(&capicontrollers.MachineHealthCheckReconciler{
+			Client: mgr.GetClient(), ClusterCache: cc,
+		}).SetupWithManager(ctx, mgr, concurrency(10)),
+		(&cabpkcontrollers.KubeadmConfigReconciler{
+			Client: mgr.GetClient(), SecretCachingClient: secretReader, ClusterCache: cc,
+			TokenTTL: 15 * time.Minute,
+		}).SetupWithManager(ctx, mgr, concurrency(10)),
+		(&kcpcontrollers.KubeadmControlPlaneReconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), SecretCachingClient: secretReader,
+			ClusterCache: cc, EtcdDialTimeout: p.EtcdDialTimeout, EtcdCallTimeout: p.EtcdCallTimeout,
+			RemoteConditionsGracePeriod: p.RemoteGrace,
+		}).SetupWithManager(ctx, mgr, concurrency(10)),
+		capvcontrollers.AddClusterControllerToManager(ctx, capv, mgr, false, concurrency(10)),
+		capvcontrollers.AddMachineControllerToManager(ctx, capv, mgr, false, concurrency(10)),
+		capvcontrollers.AddVMControllerToManager(ctx, capv, mgr, cc, concurrency(10)),
+		capvcontrollers.AddVsphereClusterIdentityControllerToManager(ctx, capv, mgr, concurrency(10)),
+	)
+}
+
+// run starts the manager and waits for its caches.
+func (m *management) run(ctx context.Context) error {
+	mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	m.cancel = cancel
+	go func() {
+		defer close(m.stopped)
+		m.mgrErr = m.mgr.Start(mctx)
+	}()
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	defer wcancel()
+	if !m.mgr.GetCache().WaitForCacheSync(wctx) {
+		return fmt.Errorf("controller caches did not sync within a minute")
+	}
+	return nil
+}
+
+// stop stops the controllers, then the API server and etcd.
+func (m *management) stop() error {
+	var errs []error
+	if m.cancel != nil {
+		m.cancel()
+		select {
+		case <-m.stopped:
+			if m.mgrErr != nil {
+				errs = append(errs, fmt.Errorf("controller manager: %w", m.mgrErr))
+			}
+		case <-time.After(30 * time.Second):
+			errs = append(errs, errors.New("controller manager did not stop within 30s"))
+		}
+	}
+	if err := m.env.Stop(); err != nil {
+		errs = append(errs, fmt.Errorf("stop the management cluster: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+func concurrency(n int) controller.Options { return controller.Options{MaxConcurrentReconciles: n} }
+
+func ptrTo[T any](v T) *T { return &v }

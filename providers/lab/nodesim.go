@@ -1,0 +1,659 @@
+package lab
+
+import (
+	"context"
+	"crypto/rsa"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/vmware/govmomi/view"
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	cloudv1 "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/cloud/api/v1alpha1"
+	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
+	inmemoryclient "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime/client"
+	"sigs.k8s.io/cluster-api/util/certs"
+	"sigs.k8s.io/cluster-api/util/secret"
+)
+
+// The messages a real kubelet and node lifecycle controller write, as the
+// seeds quote them.
+const (
+	msgKubeletReady   = "kubelet is posting ready status"
+	msgNodeUnknown    = "Kubelet stopped posting node status."
+	msgCNINotReady    = "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"
+	reasonNodeUnknown = "NodeStatusUnknown"
+)
+
+// nodeSim plays kubelet, kubeadm and the node lifecycle controller for every
+// VM that backs a Machine; nothing upstream ties a vcsim VM to its Node. It
+// reads the VMs' power state through the vSphere API, so a fault injected
+// there (power off, destroy) reaches the workload cluster the way it would
+// on a real one.
+type nodeSim struct {
+	vc        *vim25.Client
+	setIP     func(types.ManagedObjectReference, string) error
+	mc        client.Client
+	mem       inmemoryruntime.Manager
+	workloads map[string]*workloadServer // by cluster name
+	profile   Profile
+	log       logr.Logger
+
+	view *view.ContainerView
+
+	mu             sync.Mutex
+	vms            map[string]*simVM // by VM (and Node) name
+	kubeletStopped map[string]bool
+	cniBroken      map[string]bool
+	addons         map[string]bool // clusters whose kubeadm objects exist
+	nextIP         int
+}
+
+// simVM is what the simulator knows of one VM and its Node.
+type simVM struct {
+	name, cluster string
+	controlPlane  bool
+	uuid          string
+	ref           types.ManagedObjectReference
+	// on: the VM's power state as last read; upAt: when its kubelet and
+	// static pods start after the last power-on.
+	on   bool
+	upAt time.Time
+	// booted: the VM has run its kubelet before (a power-on is a reboot).
+	booted bool
+	// beatAt is the last time the kubelet was up.
+	beatAt      time.Time
+	destroyedAt time.Time
+	// podsUp: the control plane's static pods were started.
+	podsUp bool
+}
+
+func newNodeSim(vc *vim25.Client, setIP func(types.ManagedObjectReference, string) error, mc client.Client, mem inmemoryruntime.Manager, workloads map[string]*workloadServer, p Profile, log logr.Logger) *nodeSim {
+	return &nodeSim{
+		vc: vc, setIP: setIP, mc: mc, mem: mem, workloads: workloads, profile: p, log: log,
+		vms: map[string]*simVM{}, kubeletStopped: map[string]bool{}, cniBroken: map[string]bool{}, addons: map[string]bool{},
+	}
+}
+
+// run ticks until ctx ends.
+func (s *nodeSim) run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := s.tick(ctx); err != nil && ctx.Err() == nil {
+			s.log.V(1).Info("node simulator tick", "error", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			if s.view != nil {
+				_ = s.view.Destroy(context.WithoutCancel(ctx))
+			}
+			return
+		case <-t.C:
+		}
+	}
+}
+
+type vmState struct {
+	ref   types.ManagedObjectReference
+	on    bool
+	hasIP bool
+}
+
+// inventory reads every VM's BIOS UUID, power state and IP in one call.
+func (s *nodeSim) inventory(ctx context.Context) (map[string]vmState, error) {
+	if s.view == nil {
+		v, err := view.NewManager(s.vc).CreateContainerView(ctx, s.vc.ServiceContent.RootFolder, []string{"VirtualMachine"}, true)
+		if err != nil {
+			return nil, fmt.Errorf("create VM view: %w", err)
+		}
+		s.view = v
+	}
+	var vms []mo.VirtualMachine
+	if err := s.view.Retrieve(ctx, []string{"VirtualMachine"}, []string{"config.uuid", "config.hardware.device", "runtime.powerState", "guest.net"}, &vms); err != nil {
+		return nil, fmt.Errorf("read VMs: %w", err)
+	}
+	out := make(map[string]vmState, len(vms))
+	for _, vm := range vms {
+		if vm.Config == nil {
+			continue
+		}
+		st := vmState{ref: vm.Reference(), on: vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn}
+		st.hasIP = nicsHaveIP(vm)
+		out[vm.Config.Uuid] = st
+	}
+	return out, nil
+}
+
+// nicsHaveIP tells whether every network adapter has an IP in guest.net,
+// matched by MAC address as CAPV matches them.
+func nicsHaveIP(vm mo.VirtualMachine) bool {
+	ips := map[string]bool{}
+	if vm.Guest != nil {
+		for _, n := range vm.Guest.Net {
+			ips[strings.ToLower(n.MacAddress)] = len(n.IpAddress) > 0
+		}
+	}
+	for _, d := range vm.Config.Hardware.Device {
+		if nic, ok := d.(types.BaseVirtualEthernetCard); ok && !ips[strings.ToLower(nic.GetVirtualEthernetCard().MacAddress)] {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *nodeSim) tick(ctx context.Context) error {
+	inv, err := s.inventory(ctx)
+	if err != nil {
+		return err
+	}
+	var vsvms infrav1.VSphereVMList
+	if err := s.mc.List(ctx, &vsvms, client.InNamespace(Namespace)); err != nil {
+		return fmt.Errorf("list VSphereVMs: %w", err)
+	}
+	var machines clusterv1.MachineList
+	if err := s.mc.List(ctx, &machines, client.InNamespace(Namespace)); err != nil {
+		return fmt.Errorf("list Machines: %w", err)
+	}
+	// A VSphereVM is named after its VSphereMachine, which is the
+	// Machine's infrastructure.
+	owner := map[string]*clusterv1.Machine{}
+	for i := range machines.Items {
+		owner[machines.Items[i].Spec.InfrastructureRef.Name] = &machines.Items[i]
+	}
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, v := range vsvms.Items {
+		if v.Spec.BiosUUID == "" {
+			continue // not cloned yet
+		}
+		m := owner[v.Name]
+		if _, ok := s.vms[v.Name]; !ok && m != nil {
+			_, isCP := m.Labels[clusterv1.MachineControlPlaneLabel]
+			s.vms[v.Name] = &simVM{name: v.Name, cluster: m.Spec.ClusterName, controlPlane: isCP, uuid: v.Spec.BiosUUID}
+		}
+	}
+	var errs []error
+	for name, vm := range s.vms {
+		st, exists := inv[vm.uuid]
+		vm.ref = st.ref
+		switch {
+		case !exists && vm.destroyedAt.IsZero():
+			vm.destroyedAt = now
+			vm.on = false
+		case exists && st.on && !vm.on:
+			boot := s.profile.Boot
+			if vm.booted {
+				boot = s.profile.Reboot
+			}
+			vm.on, vm.upAt = true, now.Add(boot)
+		case exists && !st.on:
+			vm.on = false
+		}
+		if exists && st.on && !st.hasIP {
+			errs = append(errs, s.assignIP(vm))
+		}
+		gone, err := s.reconcileVM(ctx, vm, now)
+		errs = append(errs, err)
+		if gone {
+			delete(s.vms, name)
+		}
+	}
+	for cluster := range s.workloads {
+		errs = append(errs, s.electLeader(ctx, cluster))
+	}
+	return errors.Join(errs...)
+}
+
+// assignIP plays DHCP. The addresses come from TEST-NET-1 (RFC 5737),
+// which no host has: CAPV ignores loopback addresses, and nothing in the
+// lab ever dials a node address.
+func (s *nodeSim) assignIP(vm *simVM) error {
+	s.nextIP++
+	ip := fmt.Sprintf("192.0.2.%d", 1+s.nextIP%250)
+	if err := s.setIP(vm.ref, ip); err != nil {
+		return fmt.Errorf("assign IP to %s: %w", vm.name, err)
+	}
+	return nil
+}
+
+// kubeletUp tells whether the VM's kubelet runs now.
+func (s *nodeSim) kubeletUp(vm *simVM, now time.Time) bool {
+	return vm.on && s.podsStarted(vm, now) && !s.kubeletStopped[vm.name]
+}
+
+// podsStarted tells whether the VM has booted far enough to run its
+// kubelet and, on a control plane, its static pods.
+func (s *nodeSim) podsStarted(vm *simVM, now time.Time) bool {
+	return vm.on && !now.Before(vm.upAt)
+}
+
+// reconcileVM moves one Node towards what its VM's state implies. It
+// reports gone once the VM and its Node no longer exist.
+func (s *nodeSim) reconcileVM(ctx context.Context, vm *simVM, now time.Time) (bool, error) {
+	w := s.workloads[vm.cluster]
+	if w == nil {
+		return false, nil
+	}
+	c := s.mem.GetResourceGroup(resourceGroup(vm.cluster)).GetClient()
+	if vm.controlPlane {
+		if err := s.reconcileStaticPods(ctx, c, w, vm, now); err != nil {
+			return false, err
+		}
+	}
+	node, err := getNode(ctx, c, vm.name)
+	if err != nil {
+		return false, err
+	}
+	if s.kubeletUp(vm, now) {
+		vm.booted = true
+		vm.beatAt = now
+		if vm.controlPlane && !vm.podsUp {
+			return false, nil // kubeadm init/join first
+		}
+		if node == nil {
+			return false, createNode(ctx, c, vm, s.cniBroken[vm.name], now)
+		}
+		return false, s.setReady(ctx, c, node, vm, now)
+	}
+	if node == nil {
+		if !vm.destroyedAt.IsZero() {
+			s.forget(ctx, c, w, vm)
+			return true, nil
+		}
+		return false, nil
+	}
+	if !vm.destroyedAt.IsZero() && now.Sub(vm.destroyedAt) >= s.profile.NodeDelete+s.profile.NodeGrace {
+		// The cloud provider's node lifecycle controller deletes Nodes
+		// whose instance is gone.
+		if err := c.Delete(ctx, node); err != nil && !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("delete node %s: %w", vm.name, err)
+		}
+		return false, nil
+	}
+	if vm.beatAt.IsZero() {
+		vm.beatAt = now
+	}
+	if now.Sub(vm.beatAt) >= s.profile.NodeGrace {
+		return false, s.setUnknown(ctx, c, node, now)
+	}
+	return false, nil
+}
+
+// reconcileStaticPods runs or stops a control plane's etcd member and API
+// server with its VM; kubeadm's init or join happens on first boot.
+func (s *nodeSim) reconcileStaticPods(ctx context.Context, c inmemoryclient.Client, w *workloadServer, vm *simVM, now time.Time) error {
+	etcdPod, apiPod := "etcd-"+vm.name, "kube-apiserver-"+vm.name
+	if !s.podsStarted(vm, now) {
+		if vm.podsUp {
+			w.removeAPIServer(apiPod)
+			w.removeEtcdMember(etcdPod)
+			vm.podsUp = false
+		}
+		return nil
+	}
+	if vm.podsUp && w.hasAPIServer(apiPod) && w.hasEtcdMember(etcdPod) {
+		return nil
+	}
+	ca, caKey, err := s.clusterCA(ctx, vm.cluster, secret.ClusterCA)
+	if err != nil {
+		return err
+	}
+	etcdCA, etcdKey, err := s.clusterCA(ctx, vm.cluster, secret.EtcdCA)
+	if err != nil {
+		return err
+	}
+	if err := s.ensureEtcdPod(ctx, c, vm); err != nil {
+		return err
+	}
+	for _, component := range []string{"kube-apiserver", "kube-scheduler", "kube-controller-manager"} {
+		if err := createIfMissing(ctx, c, staticPod(component, vm.name)); err != nil {
+			return err
+		}
+	}
+	if err := s.ensureAddons(ctx, c, vm.cluster); err != nil {
+		return err
+	}
+	if err := w.addEtcdMember(etcdPod, etcdCA, etcdKey); err != nil {
+		return err
+	}
+	if err := w.addAPIServer(apiPod, ca, caKey); err != nil {
+		return err
+	}
+	vm.podsUp = true
+	return nil
+}
+
+// ensureEtcdPod creates the member's pod, annotated as the in-memory etcd
+// expects: cluster ID, member ID, and leadership for the first member.
+func (s *nodeSim) ensureEtcdPod(ctx context.Context, c inmemoryclient.Client, vm *simVM) error {
+	pod := staticPod("etcd", vm.name)
+	err := c.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})
+	if err == nil || !apierrors.IsNotFound(err) {
+		return err
+	}
+	members, err := etcdPods(ctx, c)
+	if err != nil {
+		return err
+	}
+	clusterID, leader := "", false
+	for _, p := range members {
+		clusterID = p.Annotations[cloudv1.EtcdClusterIDAnnotationName]
+		_, isLeader := p.Annotations[cloudv1.EtcdLeaderFromAnnotationName]
+		leader = leader || isLeader
+	}
+	if clusterID == "" {
+		clusterID = strconv.FormatUint(uint64(rand.Uint32()|1), 10)
+	}
+	pod.Annotations = map[string]string{
+		cloudv1.EtcdClusterIDAnnotationName: clusterID,
+		cloudv1.EtcdMemberIDAnnotationName:  strconv.FormatUint(uint64(rand.Uint32()|1), 10),
+	}
+	if !leader {
+		pod.Annotations[cloudv1.EtcdLeaderFromAnnotationName] = time.Now().Format(time.RFC3339)
+	}
+	return createIfMissing(ctx, c, pod)
+}
+
+// electLeader plays etcd's election: when the leader's member is down and
+// a quorum of members is still up, one of them becomes leader. Without it
+// KCP never removes a dead leader's Machine.
+func (s *nodeSim) electLeader(ctx context.Context, cluster string) error {
+	c := s.mem.GetResourceGroup(resourceGroup(cluster)).GetClient()
+	pods, err := etcdPods(ctx, c)
+	if err != nil || len(pods) == 0 {
+		return err
+	}
+	w := s.workloads[cluster]
+	var live []corev1.Pod
+	leaderUp := false
+	var leaderFrom time.Time
+	leaderName := ""
+	for _, p := range pods {
+		if t, err := time.Parse(time.RFC3339, p.Annotations[cloudv1.EtcdLeaderFromAnnotationName]); err == nil && !t.Before(leaderFrom) {
+			leaderFrom, leaderName = t, p.Name
+		}
+	}
+	for _, p := range pods {
+		if w.hasEtcdMember(p.Name) {
+			live = append(live, p)
+			leaderUp = leaderUp || p.Name == leaderName
+		}
+	}
+	if leaderUp || len(live)*2 <= len(pods) || len(live) == 0 {
+		return nil // a leader serves, or no quorum elects one
+	}
+	next := live[0]
+	// RFC3339 has second resolution: the new leader's time must sort after
+	// the old one's.
+	at := time.Now()
+	if !at.After(leaderFrom) {
+		at = leaderFrom.Add(time.Second)
+	}
+	next.Annotations[cloudv1.EtcdLeaderFromAnnotationName] = at.Format(time.RFC3339)
+	s.log.V(1).Info("etcd leader elected", "cluster", cluster, "member", next.Name, "previous", leaderName)
+	return c.Update(ctx, &next)
+}
+
+// forget removes what was left of a destroyed VM whose Node is gone: its
+// static pods and its endpoints.
+func (s *nodeSim) forget(ctx context.Context, c inmemoryclient.Client, w *workloadServer, vm *simVM) {
+	if !vm.controlPlane {
+		return
+	}
+	w.removeAPIServer("kube-apiserver-" + vm.name)
+	w.removeEtcdMember("etcd-" + vm.name)
+	for _, component := range []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager"} {
+		if err := c.Delete(ctx, staticPod(component, vm.name)); err != nil && !apierrors.IsNotFound(err) {
+			s.log.V(1).Info("delete static pod", "pod", component+"-"+vm.name, "error", err.Error())
+		}
+	}
+}
+
+func (s *nodeSim) clusterCA(ctx context.Context, cluster string, purpose secret.Purpose) (*x509.Certificate, *rsa.PrivateKey, error) {
+	sec, err := secret.GetFromNamespacedName(ctx, s.mc, client.ObjectKey{Namespace: Namespace, Name: cluster}, purpose)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s of cluster %s (KCP creates it): %w", purpose, cluster, err)
+	}
+	cert, err := certs.DecodeCertPEM(sec.Data[secret.TLSCrtDataName])
+	if err != nil || cert == nil {
+		return nil, nil, fmt.Errorf("decode %s certificate of cluster %s: %v", purpose, cluster, err)
+	}
+	key, err := certs.DecodePrivateKeyPEM(sec.Data[secret.TLSKeyDataName])
+	if err != nil {
+		return nil, nil, fmt.Errorf("decode %s key of cluster %s: %w", purpose, cluster, err)
+	}
+	rsaKey, ok := key.(*rsa.PrivateKey)
+	if !ok {
+		return nil, nil, fmt.Errorf("%s key of cluster %s is not RSA", purpose, cluster)
+	}
+	return cert, rsaKey, nil
+}
+
+// ensureAddons creates, once per cluster, what kubeadm init leaves behind
+// and KCP reads: the kubeadm-config ConfigMap, RBAC, kube-proxy and CoreDNS.
+func (s *nodeSim) ensureAddons(ctx context.Context, c inmemoryclient.Client, cluster string) error {
+	if s.addons[cluster] {
+		return nil
+	}
+	ks := metav1.NamespaceSystem
+	objs := []client.Object{
+		&rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: "kubeadm:get-nodes"},
+			Rules:      []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"nodes"}}},
+		},
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "kubeadm:get-nodes"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kubeadm:get-nodes"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, Name: "system:bootstrappers:kubeadm:default-node-token"}},
+		},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kubeadm-config", Namespace: ks}, Data: map[string]string{"ClusterConfiguration": ""}},
+		&appsv1.DaemonSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy", Namespace: ks, Labels: map[string]string{"component": "kube-proxy"}},
+			Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "kube-proxy", Image: "registry.k8s.io/kube-proxy:" + KubernetesVersion}},
+			}}},
+		},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: ks}, Data: map[string]string{"Corefile": "ANG"}},
+		&appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: ks},
+			Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "coredns", Image: "registry.k8s.io/coredns/coredns:v1.12.1"}},
+			}}},
+		},
+	}
+	for _, o := range objs {
+		if err := createIfMissing(ctx, c, o); err != nil {
+			return err
+		}
+	}
+	s.addons[cluster] = true
+	return nil
+}
+
+func staticPod(component, node string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: metav1.NamespaceSystem, Name: component + "-" + node,
+			Labels: map[string]string{"component": component, "tier": "control-plane"},
+		},
+		Spec: corev1.PodSpec{NodeName: node},
+		Status: corev1.PodStatus{
+			Phase:      corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+		},
+	}
+}
+
+func etcdPods(ctx context.Context, c inmemoryclient.Client) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{"component": "etcd", "tier": "control-plane"}); err != nil {
+		return nil, fmt.Errorf("list etcd pods: %w", err)
+	}
+	var out []corev1.Pod
+	for _, p := range pods.Items {
+		if _, removed := p.Annotations[cloudv1.EtcdMemberRemoved]; !removed {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func createIfMissing(ctx context.Context, c inmemoryclient.Client, o client.Object) error {
+	if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create %T %s: %w", o, o.GetName(), err)
+	}
+	return nil
+}
+
+// getNode reads a Node, or nil if there is none. Nodes patched through the
+// in-memory API server are stored unstructured, so they are read that way
+// and converted.
+func getNode(ctx context.Context, c inmemoryclient.Client, name string) (*corev1.Node, error) {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("Node")
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("get node %s: %w", name, err)
+	}
+	n := &corev1.Node{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, n); err != nil {
+		return nil, fmt.Errorf("decode node %s: %w", name, err)
+	}
+	return n, nil
+}
+
+func createNode(ctx context.Context, c inmemoryclient.Client, vm *simVM, cniBroken bool, now time.Time) error {
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: vm.name, Labels: map[string]string{corev1.LabelHostname: vm.name, corev1.LabelOSStable: "linux"}},
+		Spec:       corev1.NodeSpec{ProviderID: "vsphere://" + vm.uuid},
+		Status: corev1.NodeStatus{
+			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: KubernetesVersion, OperatingSystem: "linux", Architecture: "amd64"},
+		},
+	}
+	if vm.controlPlane {
+		n.Labels["node-role.kubernetes.io/control-plane"] = ""
+		n.Spec.Taints = []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}
+	}
+	t := metav1.NewTime(now)
+	n.Status.Conditions = []corev1.NodeCondition{
+		readyCondition(cniBroken, t),
+		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", LastHeartbeatTime: t, LastTransitionTime: t},
+		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", LastHeartbeatTime: t, LastTransitionTime: t},
+		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", LastHeartbeatTime: t, LastTransitionTime: t},
+	}
+	if cniBroken {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
+	}
+	return createIfMissing(ctx, c, n)
+}
+
+// readyCondition is what a running kubelet reports: Ready, or, without a
+// CNI, Ready=False with seed 000's message.
+func readyCondition(cniBroken bool, t metav1.Time) corev1.NodeCondition {
+	if cniBroken {
+		return corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady", Message: msgCNINotReady, LastHeartbeatTime: t, LastTransitionTime: t}
+	}
+	return corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: msgKubeletReady, LastHeartbeatTime: t, LastTransitionTime: t}
+}
+
+// setReady writes what a running kubelet reports, if it differs.
+func (s *nodeSim) setReady(ctx context.Context, c inmemoryclient.Client, n *corev1.Node, vm *simVM, now time.Time) error {
+	want := readyCondition(s.cniBroken[vm.name], metav1.NewTime(now))
+	changed := false
+	for i := range n.Status.Conditions {
+		cond := &n.Status.Conditions[i]
+		if cond.Type == corev1.NodeReady {
+			if cond.Status != want.Status || cond.Message != want.Message {
+				*cond = want
+				changed = true
+			}
+			continue
+		}
+		if cond.Status == corev1.ConditionUnknown {
+			cond.Status, cond.LastTransitionTime, cond.LastHeartbeatTime = corev1.ConditionFalse, want.LastTransitionTime, want.LastHeartbeatTime
+			cond.Message = ""
+			changed = true
+		}
+	}
+	taints := withoutTaints(n.Spec.Taints, corev1.TaintNodeUnreachable, corev1.TaintNodeNotReady)
+	if s.cniBroken[vm.name] {
+		taints = append(taints, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
+	}
+	if len(taints) != len(n.Spec.Taints) {
+		changed = true
+	}
+	n.Spec.Taints = taints
+	if !changed {
+		return nil
+	}
+	return updateNode(ctx, c, n)
+}
+
+// setUnknown is the node lifecycle controller's verdict on a Node whose
+// kubelet went silent for longer than the grace period.
+func (s *nodeSim) setUnknown(ctx context.Context, c inmemoryclient.Client, n *corev1.Node, now time.Time) error {
+	changed := false
+	t := metav1.NewTime(now)
+	for i := range n.Status.Conditions {
+		cond := &n.Status.Conditions[i]
+		if cond.Status != corev1.ConditionUnknown {
+			cond.Status, cond.Reason, cond.Message, cond.LastTransitionTime = corev1.ConditionUnknown, reasonNodeUnknown, msgNodeUnknown, t
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	n.Spec.Taints = append(withoutTaints(n.Spec.Taints, corev1.TaintNodeUnreachable, corev1.TaintNodeNotReady),
+		corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule},
+		corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &t},
+	)
+	return updateNode(ctx, c, n)
+}
+
+func updateNode(ctx context.Context, c inmemoryclient.Client, n *corev1.Node) error {
+	if err := c.Update(ctx, n); err != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("update node %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+func withoutTaints(in []corev1.Taint, keys ...string) []corev1.Taint {
+	var out []corev1.Taint
+next:
+	for _, t := range in {
+		for _, k := range keys {
+			if t.Key == k {
+				continue next
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func resourceGroup(cluster string) string { return Namespace + "/" + cluster }

@@ -1,0 +1,239 @@
+package lab
+
+import (
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
+	inmemoryapi "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/server/api"
+	inmemoryetcd "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/server/etcd"
+	"sigs.k8s.io/cluster-api/util/certs"
+)
+
+// workloadServer is one workload cluster's control-plane endpoint: Cluster
+// API's in-memory API server and etcd members behind a TLS listener on
+// 127.0.0.1. Upstream's WorkloadClustersMux is not used because it and its
+// debug server listen on every interface.
+//
+// The endpoint answers only while at least one control plane's API server
+// runs: with none, connections are closed at once, as a load balancer in
+// front of dead API servers would.
+type workloadServer struct {
+	rg       string
+	listener net.Listener
+	srv      *http.Server
+	key      *rsa.PrivateKey
+
+	mu         sync.Mutex
+	apiServers map[string]bool
+	apiCert    *tls.Certificate
+	etcdCerts  map[string]*tls.Certificate
+	conns      map[net.Conn]bool
+}
+
+// newWorkloadServer reserves the endpoint's port; it serves once the first
+// API server is added.
+func newWorkloadServer(mgr inmemoryruntime.Manager, rg string, log logr.Logger) (*workloadServer, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen for workload cluster %s: %w", rg, err)
+	}
+	key, err := certs.NewPrivateKey()
+	if err != nil {
+		_ = l.Close()
+		return nil, fmt.Errorf("workload cluster %s: serving key: %w", rg, err)
+	}
+	w := &workloadServer{
+		rg: rg, key: key, apiServers: map[string]bool{},
+		etcdCerts: map[string]*tls.Certificate{}, conns: map[net.Conn]bool{},
+	}
+	w.listener = &gatedListener{Listener: l, w: w}
+	resolve := func(string) (string, error) { return rg, nil }
+	api := inmemoryapi.NewAPIServerHandler(mgr, log, resolve)
+	etcd := inmemoryetcd.NewEtcdServerHandler(mgr, log, resolve)
+	w.srv = &http.Server{
+		Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("content-type"), "application/grpc") {
+				etcd.ServeHTTP(rw, r)
+				return
+			}
+			api.ServeHTTP(rw, r)
+		}),
+		TLSConfig:         &tls.Config{GetCertificate: w.certificate, MinVersion: tls.VersionTLS12},
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          nil,
+	}
+	go func() { _ = w.srv.ServeTLS(w.listener, "", "") }()
+	return w, nil
+}
+
+// Addr is host:port of the endpoint.
+func (w *workloadServer) Addr() *net.TCPAddr { return w.listener.Addr().(*net.TCPAddr) }
+
+// certificate picks the etcd member's serving certificate when a port
+// forward names that member, the API server's otherwise.
+func (w *workloadServer) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c, ok := w.etcdCerts[hello.ServerName]; ok {
+		return c, nil
+	}
+	if w.apiCert == nil {
+		return nil, errors.New("no API server")
+	}
+	return w.apiCert, nil
+}
+
+// addAPIServer registers a control plane's API server; the first one makes
+// the endpoint answer.
+func (w *workloadServer) addAPIServer(pod string, ca *x509.Certificate, caKey *rsa.PrivateKey) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.apiCert == nil {
+		cfg := &certs.Config{
+			CommonName: "kube-apiserver",
+			AltNames:   certs.AltNames{DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}},
+			Usages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		}
+		c, err := signed(cfg, w.key, ca, caKey)
+		if err != nil {
+			return fmt.Errorf("API server certificate of %s: %w", w.rg, err)
+		}
+		w.apiCert = c
+	}
+	w.apiServers[pod] = true
+	return nil
+}
+
+// removeAPIServer unregisters an API server; when none is left every open
+// connection is cut.
+func (w *workloadServer) removeAPIServer(pod string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.apiServers, pod)
+	if len(w.apiServers) == 0 {
+		for c := range w.conns {
+			_ = c.Close()
+		}
+	}
+}
+
+func (w *workloadServer) hasAPIServer(pod string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.apiServers[pod]
+}
+
+// addEtcdMember makes an etcd member reachable through port forwards.
+func (w *workloadServer) addEtcdMember(pod string, ca *x509.Certificate, caKey *rsa.PrivateKey) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.etcdCerts[pod]; ok {
+		return nil
+	}
+	cfg := &certs.Config{
+		CommonName: pod,
+		AltNames:   certs.AltNames{DNSNames: []string{"localhost", pod}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}},
+		Usages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	c, err := signed(cfg, w.key, ca, caKey)
+	if err != nil {
+		return fmt.Errorf("etcd certificate of %s: %w", pod, err)
+	}
+	w.etcdCerts[pod] = c
+	return nil
+}
+
+// removeEtcdMember makes a member unreachable: a port forward to it fails
+// the TLS handshake, as a dial to a dead etcd would fail.
+func (w *workloadServer) removeEtcdMember(pod string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.etcdCerts, pod)
+}
+
+func (w *workloadServer) hasEtcdMember(pod string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.etcdCerts[pod]
+	return ok
+}
+
+// close stops serving and cuts every connection, watches and port
+// forwards included: the lab is going away, nothing is drained.
+func (w *workloadServer) close() error {
+	err := w.srv.Close()
+	w.mu.Lock()
+	for c := range w.conns {
+		_ = c.Close()
+	}
+	w.mu.Unlock()
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+func signed(cfg *certs.Config, key *rsa.PrivateKey, ca *x509.Certificate, caKey *rsa.PrivateKey) (*tls.Certificate, error) {
+	cert, err := cfg.NewSignedCert(key, ca, caKey)
+	if err != nil {
+		return nil, err
+	}
+	c, err := tls.X509KeyPair(certs.EncodeCertPEM(cert), certs.EncodePrivateKeyPEM(key))
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// gatedListener refuses connections while no API server runs and tracks
+// the accepted ones, so they can be cut when the last one stops.
+type gatedListener struct {
+	net.Listener
+	w *workloadServer
+}
+
+func (g *gatedListener) Accept() (net.Conn, error) {
+	for {
+		c, err := g.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		g.w.mu.Lock()
+		up := len(g.w.apiServers) > 0
+		if up {
+			g.w.conns[c] = true
+		}
+		g.w.mu.Unlock()
+		if !up {
+			_ = c.Close()
+			continue
+		}
+		return &trackedConn{Conn: c, w: g.w}, nil
+	}
+}
+
+type trackedConn struct {
+	net.Conn
+	w    *workloadServer
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.w.mu.Lock()
+		delete(c.w.conns, c.Conn)
+		c.w.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
