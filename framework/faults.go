@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -94,6 +95,11 @@ var undoCatalogue = map[string]func(ctx context.Context, p Provider, u UndoActio
 			return err
 		}
 		state, err := v.PowerState(ctx, u.Target)
+		if errors.Is(err, ErrNotFound) {
+			// Deleted since (a remediated Machine's VM): nothing is left
+			// to power on.
+			return nil
+		}
 		if err != nil {
 			return err
 		}

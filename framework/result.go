@@ -46,6 +46,9 @@ func (v Verdict) ExitCode() int {
 type Result struct {
 	Scenario   string            `json:"scenario"`
 	Provider   string            `json:"provider"`
+	// Profile names the lab's time profile (compressed or real); empty on
+	// real infrastructure.
+	Profile    string            `json:"profile,omitempty"`
 	Verdict    Verdict           `json:"verdict"`
 	Reason     string            `json:"reason,omitempty"`
 	StartedAt  time.Time         `json:"startedAt"`

@@ -52,6 +52,21 @@ type Spec struct {
 	PollInterval Duration `yaml:"pollInterval"`
 	Targets      []Target `yaml:"targets"`
 	Steps        []Step   `yaml:"steps"`
+	// Lab is the cluster the embedded lab starts for this scenario when
+	// no provider is named. Without it the lab is vCenter only.
+	Lab *LabSpec `yaml:"lab"`
+}
+
+// LabSpec shapes the one workload cluster the embedded lab runs a scenario
+// against.
+type LabSpec struct {
+	ControlPlanes int `yaml:"controlPlanes"`
+	Workers       int `yaml:"workers"`
+	// WorkerMHC and ControlPlaneMHC create MachineHealthChecks on the
+	// workers and on the control plane; workers have one unless told not
+	// to, the control plane has none unless told (as in seed 002's TKGS).
+	WorkerMHC       *bool `yaml:"workerMHC"`
+	ControlPlaneMHC bool  `yaml:"controlPlaneMHC"`
 }
 
 // Target names a set of objects a fault or a condition applies to.

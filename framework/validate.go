@@ -95,6 +95,14 @@ func (v *validator) spec() {
 	if len(sp.Steps) == 0 {
 		v.errf("spec.steps", "required: at least one step")
 	}
+	if l := sp.Lab; l != nil {
+		if l.ControlPlanes < 1 || l.ControlPlanes%2 == 0 {
+			v.errf("spec.lab.controlPlanes", "got %d, expected an odd number of at least 1 (etcd needs a majority)", l.ControlPlanes)
+		}
+		if l.Workers < 0 {
+			v.errf("spec.lab.workers", "got %d, expected 0 or more", l.Workers)
+		}
+	}
 	names := map[string]bool{}
 	for i, st := range sp.Steps {
 		path := fmt.Sprintf("spec.steps[%d]", i)

@@ -13,7 +13,11 @@ import (
 
 // printResult writes the human summary of a run.
 func printResult(w io.Writer, res *framework.Result) {
-	fmt.Fprintf(w, "scenario %s on %s: %s", res.Scenario, res.Provider, strings.ToUpper(string(res.Verdict)))
+	on := res.Provider
+	if res.Profile != "" {
+		on += " (" + res.Profile + " time profile)"
+	}
+	fmt.Fprintf(w, "scenario %s on %s: %s", res.Scenario, on, strings.ToUpper(string(res.Verdict)))
 	if res.Reason != "" {
 		fmt.Fprintf(w, " (%s)", res.Reason)
 	}
@@ -74,26 +78,27 @@ func undone(f framework.FaultResult) string {
 }
 
 // progressPrinter prints what the runner waits for, at most every few
-// seconds and whenever the thing waited for changes.
+// seconds for each thing waited for.
 type progressPrinter struct {
 	mu    sync.Mutex
 	w     io.Writer
-	last  string
-	at    time.Time
+	at    map[string]time.Time // last line printed per thing waited for
 	every time.Duration
 }
 
 func newProgressPrinter(w io.Writer) *progressPrinter {
-	return &progressPrinter{w: w, every: 5 * time.Second}
+	return &progressPrinter{w: w, at: map[string]time.Time{}, every: 5 * time.Second}
 }
 
+// print prints one line per thing waited for every few seconds; phases of
+// one step are waited for together, each with its own line.
 func (p *progressPrinter) print(pr framework.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if pr.Waiting == p.last && time.Since(p.at) < p.every {
+	if at, ok := p.at[pr.Waiting]; ok && time.Since(at) < p.every {
 		return
 	}
-	p.last, p.at = pr.Waiting, time.Now()
+	p.at[pr.Waiting] = time.Now()
 	budget := "no budget"
 	if pr.Budget > 0 {
 		budget = "budget " + pr.Budget.String()

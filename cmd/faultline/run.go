@@ -25,6 +25,8 @@ import (
 
 type runOptions struct {
 	provider  string
+	lab       labFlags
+	cluster   clusterFlags
 	sets      []string
 	artifacts string
 	output    string
@@ -48,7 +50,7 @@ vCenter (--provider vsphere) the vCenter must be named in --allow-vcenter.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.provider, "provider", "lab", "where to run: lab (embedded vcsim) or vsphere")
+	fs.StringVar(&o.provider, "provider", "lab", "where to run: lab (embedded Cluster API lab, or vcsim alone for scenarios without spec.lab), capi (a Cluster API management cluster) or vsphere")
 	fs.StringArrayVar(&o.sets, "set", nil, "override a scenario parameter, name=value; repeatable")
 	fs.StringVar(&o.artifacts, "artifacts", "", "folder for result.json, timeline.jsonl and journal.jsonl (default $ARTIFACTS or _artifacts, then <scenario>-<timestamp>)")
 	fs.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
@@ -56,6 +58,8 @@ vCenter (--provider vsphere) the vCenter must be named in --allow-vcenter.`,
 	fs.BoolVar(&o.retain, "retain", false, "leave injected faults in place at the end (undo later with 'faultline recover')")
 	fs.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity on stderr (0 users, 1+ debugging)")
 	o.vcenter.register(fs, true)
+	o.lab.register(fs)
+	o.cluster.register(fs)
 	return cmd
 }
 
@@ -106,7 +110,7 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	provider, closeProvider, err := o.openProvider(ctx, log)
+	provider, profile, closeProvider, err := o.openProvider(ctx, sc, stderr, log)
 	if err != nil {
 		return err
 	}
@@ -148,6 +152,7 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 	if err != nil {
 		return infraErr(err)
 	}
+	res.Profile = profile
 	if err := out.WriteResult(res); err != nil {
 		return infraErr(err)
 	}
@@ -171,33 +176,53 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 	return nil
 }
 
-// openProvider connects the chosen provider and returns how to close it.
-func (o *runOptions) openProvider(ctx context.Context, log logr.Logger) (framework.Provider, func(context.Context) error, error) {
+// openProvider connects the chosen provider and returns it, the lab's time
+// profile (empty elsewhere) and how to close it.
+func (o *runOptions) openProvider(ctx context.Context, sc *framework.Scenario, stderr io.Writer, log logr.Logger) (framework.Provider, string, func(context.Context) error, error) {
 	switch o.provider {
 	case "lab":
-		l, err := lab.StartVCenter(ctx, vsphere.WithLogger(log))
-		if err != nil {
-			return nil, nil, infraErr(err)
+		if sc.Spec.Lab == nil {
+			l, err := lab.StartVCenter(ctx, vsphere.WithLogger(log))
+			if err != nil {
+				return nil, "", nil, infraErr(err)
+			}
+			return l, "", l.Close, nil
 		}
-		return l, l.Close, nil
+		l, err := o.lab.start(ctx, labCluster(*sc.Spec.Lab), stderr, log)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		return l.Provider(), l.Profile().Name, l.Stop, nil
+	case "capi":
+		p, closeFn, err := o.cluster.open(ctx, &o.vcenter, log)
+		return p, "", closeFn, err
 	case "vsphere":
 		cfg, err := o.vcenter.config()
 		if err != nil {
-			return nil, nil, err
+			return nil, "", nil, err
 		}
 		if err := o.vcenter.checkAllowed(cfg); err != nil {
-			return nil, nil, err
+			return nil, "", nil, err
 		}
 		if cfg.Insecure {
 			log.Info("WARNING: TLS verification of vCenter is disabled (--vcenter-insecure / GOVC_INSECURE)")
 		}
 		p, err := vsphere.New(ctx, cfg, vsphere.WithLogger(log))
 		if err != nil {
-			return nil, nil, infraErr(err)
+			return nil, "", nil, infraErr(err)
 		}
-		return p, p.Close, nil
+		return p, "", p.Close, nil
 	}
-	return nil, nil, usageErr("--provider %q: expected lab or vsphere", o.provider)
+	return nil, "", nil, usageErr("--provider %q: expected lab, capi or vsphere", o.provider)
+}
+
+// labCluster is the lab cluster a scenario's spec.lab asks for.
+func labCluster(s framework.LabSpec) lab.ClusterSpec {
+	workerMHC := s.WorkerMHC == nil || *s.WorkerMHC
+	return lab.ClusterSpec{
+		Name: "lab", ControlPlanes: int32(s.ControlPlanes), Workers: int32(s.Workers),
+		WorkerMHC: workerMHC, ControlPlaneMHC: s.ControlPlaneMHC,
+	}
 }
 
 func newLogger(w io.Writer, verbosity int) logr.Logger {

@@ -6,6 +6,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	stdlog "log"
 	"net"
 	"net/http"
 	"strings"
@@ -71,7 +73,9 @@ func newWorkloadServer(mgr inmemoryruntime.Manager, rg string, log logr.Logger) 
 		}),
 		TLSConfig:         &tls.Config{GetCertificate: w.certificate, MinVersion: tls.VersionTLS12},
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          nil,
+		// Clients that give up on a stopped API server fail handshakes;
+		// that is the fault working, not news.
+		ErrorLog: stdlog.New(io.Discard, "", 0),
 	}
 	go func() { _ = w.srv.ServeTLS(w.listener, "", "") }()
 	return w, nil
