@@ -59,6 +59,9 @@ type OwnerState struct {
 	// Ready Node.
 	Healthy  int
 	Deleting int
+	// EtcdHealthy counts control-plane Machines, not deleting, whose etcd
+	// member KCP reports healthy.
+	EtcdHealthy int
 }
 
 // CapClusterAPI is the capability behind ClusterAPI.
@@ -179,6 +182,23 @@ func replicasRestored(ctx context.Context, p Provider, obj Object, _ map[string]
 	return o.Healthy >= o.Desired && o.Deleting == 0, detail, nil
 }
 
+// etcdHealthy holds when the target's control plane has as many healthy
+// etcd members as it wants replicas.
+func etcdHealthy(ctx context.Context, p Provider, obj Object, _ map[string]string) (bool, string, error) {
+	c, err := as[ClusterAPI](p, CapClusterAPI)
+	if err != nil {
+		return false, "", err
+	}
+	o, err := c.Owner(ctx, obj)
+	if err != nil {
+		return false, "", err
+	}
+	if o.Kind != "KubeadmControlPlane" {
+		return false, "", fmt.Errorf("etcd-healthy needs a control-plane Machine, %s belongs to %s %s", obj, o.Kind, o.Name)
+	}
+	return o.EtcdHealthy >= o.Desired, fmt.Sprintf("%s %s: %d of %d etcd members healthy", o.Kind, o.Name, o.EtcdHealthy, o.Desired), nil
+}
+
 func apiServer(want bool) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
 	return func(ctx context.Context, p Provider, obj Object, _ map[string]string) (bool, string, error) {
 		c, err := as[ClusterAPI](p, CapClusterAPI)
@@ -206,6 +226,7 @@ var clusterAPIProbes = map[string]probeDef{
 	"machine-running":     {capability: CapClusterAPI, summary: "the Machine is in phase Running", eval: machineProbe(machineRunning)},
 	"replacement-running": {capability: CapClusterAPI, summary: "a Machine that replaced it is Running with a Ready Node", eval: replacementRunning},
 	"replicas-restored":   {capability: CapClusterAPI, summary: "the Machine's MachineDeployment or control plane has all its replicas healthy again", eval: replicasRestored},
+	"etcd-healthy":        {capability: CapClusterAPI, summary: "the Machine's control plane has all its etcd members healthy (KCP's EtcdMemberHealthy)", eval: etcdHealthy},
 	"api-available":       {capability: CapClusterAPI, summary: "the Machine's workload cluster API server answers", eval: apiServer(true)},
 	"api-unavailable":     {capability: CapClusterAPI, summary: "the Machine's workload cluster API server does not answer", eval: apiServer(false)},
 }

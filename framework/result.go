@@ -44,8 +44,8 @@ func (v Verdict) ExitCode() int {
 // Result is the outcome of one run. Its JSON form is faultline's stable
 // output (--output json, result.json); fields are only ever added.
 type Result struct {
-	Scenario   string            `json:"scenario"`
-	Provider   string            `json:"provider"`
+	Scenario string `json:"scenario"`
+	Provider string `json:"provider"`
 	// Profile names the lab's time profile (compressed or real); empty on
 	// real infrastructure.
 	Profile    string            `json:"profile,omitempty"`

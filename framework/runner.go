@@ -356,8 +356,22 @@ func (r *run) inject(ctx context.Context, step string, in Inject) error {
 	return nil
 }
 
-// observe watches every phase of the step at once.
+// observe watches every phase of the step at once, and its guards until the
+// phases are settled.
 func (r *run) observe(ctx context.Context, o Observe) error {
+	gctx, stopGuards := context.WithCancel(ctx)
+	var guards sync.WaitGroup
+	for _, g := range o.While {
+		guards.Add(1)
+		go func() {
+			defer guards.Done()
+			r.guard(gctx, ctx, g)
+		}()
+	}
+	defer func() {
+		stopGuards()
+		guards.Wait()
+	}()
 	var wg sync.WaitGroup
 	errs := make([]error, len(o.Phases))
 	for i, ph := range o.Phases {
@@ -373,6 +387,46 @@ func (r *run) observe(ctx context.Context, o Observe) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// guard checks a condition at every reading until gctx ends (the phases are
+// settled). A reading cut short by that end is not a failure.
+func (r *run) guard(gctx, stepCtx context.Context, g Guard) {
+	start := time.Now()
+	deadline, ok := stepCtx.Deadline()
+	if !ok {
+		deadline = start.Add(DefaultScenarioTimeout)
+	}
+	var broke *Observation
+	var brokeAt time.Time
+	readings := 0
+	lastErr, _ := r.watch(gctx, watchSpec{cond: g.Condition, deadline: deadline, label: "guard " + g.Name, start: start},
+		func(o Observation, now time.Time) bool {
+			readings++
+			if !o.Met {
+				broke, brokeAt = &o, now
+				return true
+			}
+			return false
+		})
+	var res AssertionResult
+	switch {
+	case broke != nil:
+		res = AssertionResult{Name: g.Name, Message: fmt.Sprintf("while %s: stopped holding after %s (%s)", g.Condition.Probe, brokeAt.Sub(start).Round(time.Millisecond), broke.Detail)}
+	case readings == 0:
+		res = AssertionResult{Name: g.Name, Message: fmt.Sprintf("while %s: never read: %v", g.Condition.Probe, lastErr)}
+	default:
+		res = AssertionResult{Name: g.Name, OK: true, Message: fmt.Sprintf("while %s: held for %s (%d readings)", g.Condition.Probe, time.Since(start).Round(time.Millisecond), readings)}
+	}
+	r.mu.Lock()
+	r.res.Assertions = append(r.res.Assertions, res)
+	r.mu.Unlock()
+	what := "assertion-passed"
+	if !res.OK {
+		what = "assertion-failed"
+		r.fail("guard %s: %s", g.Name, res.Message)
+	}
+	r.tl.Record("runner", "guard/"+g.Name, what, map[string]string{"message": res.Message})
 }
 
 func anchorOrDefault(a Anchor) Anchor {

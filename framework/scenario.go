@@ -158,6 +158,16 @@ type Inject struct {
 // when every phase is reached or its deadline passes.
 type Observe struct {
 	Phases []Phase `yaml:"phases"`
+	// While lists conditions that must hold at every reading for as long
+	// as the step watches its phases ("the API server stayed available
+	// throughout the remediation"). Each is recorded as an assertion.
+	While []Guard `yaml:"while"`
+}
+
+// Guard is a named condition an observe step checks while it waits.
+type Guard struct {
+	Name      string    `yaml:"name"`
+	Condition Condition `yaml:"condition"`
 }
 
 // Phase is a named moment: the first time its condition holds.

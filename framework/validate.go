@@ -219,6 +219,13 @@ func (v *validator) observe(path string, o Observe) {
 		v.anchor(pp+".from", ph.From)
 		v.phases[ph.Name] = true
 	}
+	for i, g := range o.While {
+		gp := fmt.Sprintf("%s.while[%d]", path, i)
+		if !dnsLabel.MatchString(g.Name) {
+			v.errf(gp+".name", "required: lower-case letters, digits and '-', got %q", g.Name)
+		}
+		v.condition(gp+".condition", g.Condition)
+	}
 }
 
 func (v *validator) assert(path string, a Assert) {

@@ -335,11 +335,15 @@ func (p *Provider) Owner(ctx context.Context, obj framework.Object) (framework.O
 		if err != nil {
 			return o, err
 		}
-		switch {
-		case st.Deleting:
+		if st.Deleting {
 			o.Deleting++
-		case st.Phase == "Running" && st.NodeReady == "True":
+			continue
+		}
+		if st.Phase == "Running" && st.NodeReady == "True" {
 			o.Healthy++
+		}
+		if st.EtcdHealthy == "True" {
+			o.EtcdHealthy++
 		}
 	}
 	return o, nil

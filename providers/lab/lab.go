@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,13 +14,16 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/vmware/govmomi/simulator"
+	"google.golang.org/grpc/grpclog"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -93,6 +97,7 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	if err := in.Validate(); err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
+	routeLibraryLogs(in.Log)
 	assets, err := FindAssets(in.Assets)
 	if err != nil {
 		return nil, err
@@ -340,6 +345,15 @@ func (l *Lab) Stop(ctx context.Context) error {
 		errs = append(errs, os.RemoveAll(l.dir))
 	}
 	return errors.Join(errs...)
+}
+
+// routeLibraryLogs sends the process-wide loggers of the libraries the lab
+// runs (controller-runtime, klog, gRPC) to the lab's logger, so a lab
+// process prints only what its user asked for.
+func routeLibraryLogs(log logr.Logger) {
+	ctrllog.SetLogger(log)
+	klog.SetLogger(log)
+	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
 }
 
 // certThumbprint is the SHA-1 thumbprint of a PEM certificate, the form

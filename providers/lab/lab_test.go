@@ -25,7 +25,7 @@ func startLab(t *testing.T, spec lab.ClusterSpec) *lab.Lab {
 		}
 		t.Skipf("lab skipped: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	p, err := lab.ProfileNamed(lab.DefaultProfile)
 	if err != nil {
@@ -33,7 +33,7 @@ func startLab(t *testing.T, spec lab.ClusterSpec) *lab.Lab {
 	}
 	log := logr.Discard()
 	if os.Getenv("LAB_DEBUG") != "" {
-		log = funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{Verbosity: 3})
+		log = funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{Verbosity: 1})
 	}
 	start := time.Now()
 	l, err := lab.Start(ctx, lab.Input{Profile: p, Clusters: []lab.ClusterSpec{spec}, Log: log})
@@ -52,6 +52,3 @@ func startLab(t *testing.T, spec lab.ClusterSpec) *lab.Lab {
 	return l
 }
 
-func TestIntegrationLabStarts(t *testing.T) {
-	startLab(t, lab.ClusterSpec{Name: "w1", ControlPlanes: 3, Workers: 2, WorkerMHC: true})
-}

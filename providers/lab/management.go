@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,9 +25,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	capvcontrollers "sigs.k8s.io/cluster-api-provider-vsphere/controllers"
 	infrav1beta1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta1"
 	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
+	capvcontrollers "sigs.k8s.io/cluster-api-provider-vsphere/controllers"
 	capvcontext "sigs.k8s.io/cluster-api-provider-vsphere/pkg/context"
 	capvwebhooks "sigs.k8s.io/cluster-api-provider-vsphere/webhooks"
 	bootstrapv1beta1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta1"
@@ -39,10 +40,10 @@ import (
 	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	cabpkcontrollers "sigs.k8s.io/cluster-api/bootstrap/kubeadm/controllers"
 	cabpkwebhooks "sigs.k8s.io/cluster-api/bootstrap/kubeadm/webhooks"
-	kcpcontrollers "sigs.k8s.io/cluster-api/controlplane/kubeadm/controllers"
-	kcpwebhooks "sigs.k8s.io/cluster-api/controlplane/kubeadm/webhooks"
 	capicontrollers "sigs.k8s.io/cluster-api/controllers"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	kcpcontrollers "sigs.k8s.io/cluster-api/controlplane/kubeadm/controllers"
+	kcpwebhooks "sigs.k8s.io/cluster-api/controlplane/kubeadm/webhooks"
 	capiwebhooks "sigs.k8s.io/cluster-api/webhooks"
 )
 
@@ -266,6 +267,7 @@ func (m *management) addControllers(ctx context.Context, mgr ctrl.Manager, cc cl
 		(&kcpcontrollers.KubeadmControlPlaneReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), SecretCachingClient: secretReader,
 			ClusterCache: cc, EtcdDialTimeout: p.EtcdDialTimeout, EtcdCallTimeout: p.EtcdCallTimeout,
+			EtcdLogger:                  zap.NewNop(),
 			RemoteConditionsGracePeriod: p.RemoteGrace,
 		}).SetupWithManager(ctx, mgr, concurrency(10)),
 		capvcontrollers.AddClusterControllerToManager(ctx, capv, mgr, false, concurrency(10)),

@@ -1,0 +1,107 @@
+package lab_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers/lab"
+	"github.com/faultline-dev/faultline/scenarios"
+)
+
+// runScenario runs a catalogue scenario against the lab and returns its
+// result; sets override parameters.
+func runScenario(t *testing.T, l *lab.Lab, name string, sets map[string]string) *framework.Result {
+	t.Helper()
+	data, err := scenarios.Read(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := framework.Parse("scenarios/"+name+".yaml", data, sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := framework.OpenJournal(filepath.Join(t.TempDir(), "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	res, err := framework.Run(ctx, framework.RunInput{Scenario: sc, Provider: l.Provider(), Journal: j})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res.Phases {
+		if p.SinceAnchor != nil {
+			t.Logf("%s: phase %s reached %s after %s", name, p.Name, p.SinceAnchor, p.From)
+		} else {
+			t.Logf("%s: phase %s not reached: %s", name, p.Name, p.Message)
+		}
+	}
+	for _, a := range res.Assertions {
+		t.Logf("%s: assertion %s ok=%t: %s", name, a.Name, a.OK, a.Message)
+	}
+	entries, err := framework.ReadJournal(j.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pending := framework.Pending(entries); len(pending) > 0 {
+		t.Errorf("%s: %d faults still pending in the journal after the run", name, len(pending))
+	}
+	return res
+}
+
+// TestIntegrationLabScenarios runs seed 002's first scenarios end to end on
+// one lab, then shows that the framework says no: with the workers'
+// MachineHealthCheck removed, power-off-worker fails, naming the phase that
+// was never reached.
+func TestIntegrationLabScenarios(t *testing.T) {
+	l := startLab(t, lab.ClusterSpec{Name: "lab", ControlPlanes: 3, Workers: 2, WorkerMHC: true, ControlPlaneMHC: true})
+
+	t.Run("power-off-worker", func(t *testing.T) {
+		res := runScenario(t, l, "power-off-worker", nil)
+		if res.Verdict != framework.Pass {
+			t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
+		}
+	})
+	t.Run("delete-cp-vm", func(t *testing.T) {
+		res := runScenario(t, l, "delete-cp-vm", nil)
+		if res.Verdict != framework.Pass {
+			t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
+		}
+		if len(res.Assertions) != 1 || !res.Assertions[0].OK || !strings.Contains(res.Assertions[0].Message, "readings") {
+			t.Errorf("api-stayed-available: %+v", res.Assertions)
+		}
+	})
+	t.Run("power-off-worker-without-mhc", func(t *testing.T) {
+		ctx := context.Background()
+		mhc := &clusterv1.MachineHealthCheck{}
+		if err := l.Client().Get(ctx, client.ObjectKey{Namespace: lab.Namespace, Name: "lab-workers"}, mhc); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Client().Delete(ctx, mhc); err != nil {
+			t.Fatal(err)
+		}
+		res := runScenario(t, l, "power-off-worker", map[string]string{"budget.unhealthy": "30s", "budget.deleted": "30s", "budget.destroyed": "30s", "budget.replacement": "30s"})
+		if res.Verdict != framework.Fail {
+			t.Fatalf("verdict %s, want fail: %s", res.Verdict, res.Reason)
+		}
+		want := "phase machine-unhealthy not reached within its budget 30s of inject"
+		if !strings.Contains(res.Reason, want) {
+			t.Errorf("reason %q does not say %q", res.Reason, want)
+		}
+		for _, p := range res.Phases {
+			if p.Name == "node-not-ready" && !p.OK {
+				t.Errorf("node-not-ready should still be reached: %s", p.Message)
+			}
+		}
+	})
+}
