@@ -2,21 +2,32 @@
 .DEFAULT_GOAL := help
 SHELL := /usr/bin/env bash
 
-.PHONY: help build test test-unit test-integration lint verify fuzz bench clean
+.PHONY: help demo build envtest lab-manifests test test-unit test-integration lint verify fuzz bench clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+demo: ## Build what the lab needs, then run power-off-worker on it (README's first command)
+	hack/envtest.sh
+	hack/build.sh
+	bin/faultline run power-off-worker
+
+envtest: ## Build kube-apiserver and etcd from source into bin/envtest (cached by version)
+	hack/envtest.sh
+
+lab-manifests: ## Copy Cluster API and CAPV CRDs and webhooks from the module cache into providers/lab/manifests
+	hack/lab-manifests.sh
+
 build: ## Build bin/faultline
 	hack/build.sh
 
-test: ## Unit and integration tests with -race (README's test command)
+test: ## Unit and integration tests: -race, then the lab's tests (README's test command)
 	hack/test.sh
 
 test-unit: ## Unit tests only (-short)
 	hack/test.sh -short
 
-test-integration: ## Integration tests only (TestIntegration*: vcsim, CLI, crash)
+test-integration: ## Integration tests only (TestIntegration*: vcsim, the lab, CLI, crash)
 	hack/test.sh -run TestIntegration
 
 lint: ## gofmt and go vet

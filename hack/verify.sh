@@ -10,3 +10,10 @@ if ! diff -q go.mod /tmp/faultline-go.mod.bak >/dev/null || ! diff -q go.sum /tm
   exit 1
 fi
 go run ./cmd/faultline validate scenarios/*.yaml
+# The embedded lab manifests must come from the versions go.mod requires.
+want="$(printf 'sigs.k8s.io/cluster-api %s\nsigs.k8s.io/cluster-api-provider-vsphere %s\n' \
+  "$(go list -m -f '{{.Version}}' sigs.k8s.io/cluster-api)" "$(go list -m -f '{{.Version}}' sigs.k8s.io/cluster-api-provider-vsphere)")"
+if [[ "${want}" != "$(cat providers/lab/manifests/VERSIONS)" ]]; then
+  echo "providers/lab/manifests are not from the versions in go.mod: run hack/lab-manifests.sh" >&2
+  exit 1
+fi
