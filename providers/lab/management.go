@@ -113,10 +113,14 @@ func startManagement(ctx context.Context, in managementInput) (*management, erro
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
 	// etcd and kube-apiserver keep their data under the lab folder, so a
-	// crashed lab leaves one folder to remove.
+	// crashed lab leaves one folder to remove, and its processes can be
+	// found by that folder on their command lines (faultline lab down).
 	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(in.dir, "etcd")}
-	if err := os.MkdirAll(env.ControlPlane.Etcd.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create etcd folder: %w", err)
+	env.ControlPlane.APIServer = &envtest.APIServer{CertDir: filepath.Join(in.dir, "apiserver")}
+	for _, d := range []string{env.ControlPlane.Etcd.DataDir, env.ControlPlane.APIServer.CertDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("create lab folder: %w", err)
+		}
 	}
 	cfg, err := env.Start()
 	if err != nil {

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+)
+
+// TestIntegrationLabUpDown starts `faultline lab up` in its own process,
+// reads Machines through the kubeconfig it prints, and checks that both
+// `lab down` and SIGKILL followed by `lab down` leave no process and no
+// folder behind.
+func TestIntegrationLabUpDown(t *testing.T) {
+	requireLab(t)
+	bin := filepath.Join(t.TempDir(), "faultline")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cache := t.TempDir()
+	env := append(os.Environ(), "XDG_CACHE_HOME="+cache)
+	down := func(t *testing.T) string {
+		cmd := exec.Command(bin, "lab", "down")
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("lab down: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	for _, how := range []string{"lab-down", "sigkill"} {
+		t.Run(how, func(t *testing.T) {
+			up := exec.Command(bin, "lab", "up", "--control-planes", "1", "--workers", "1")
+			up.Env = env
+			stdout, err := up.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			up.Stderr = os.Stderr
+			if err := up.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- up.Wait() }()
+			lines := make(chan string)
+			go func() {
+				sc := bufio.NewScanner(stdout)
+				for sc.Scan() {
+					lines <- sc.Text()
+				}
+				close(lines)
+			}()
+			var kubeconfig, dir string
+			deadline := time.After(4 * time.Minute)
+		read:
+			for {
+				select {
+				case l, ok := <-lines:
+					if !ok {
+						t.Fatal("lab up ended before printing its kubeconfigs")
+					}
+					t.Log(l)
+					if v, ok := strings.CutPrefix(l, "management kubeconfig: "); ok {
+						kubeconfig = v
+					}
+					if _, v, ok := strings.Cut(l, "folder "); ok && strings.HasPrefix(l, "lab up in") {
+						dir = v
+					}
+					if strings.HasPrefix(l, "Ctrl-C") {
+						break read
+					}
+				case <-deadline:
+					_ = up.Process.Kill()
+					t.Fatal("lab up did not come up within 4 minutes")
+				}
+			}
+			go func() {
+				for range lines { // drain
+				}
+			}()
+			// What `kubectl get machines -A` does from another shell.
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			scheme := runtime.NewScheme()
+			if err := clusterv1.AddToScheme(scheme); err != nil {
+				t.Fatal(err)
+			}
+			c, err := client.New(cfg, client.Options{Scheme: scheme})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var machines clusterv1.MachineList
+			if err := c.List(context.Background(), &machines); err != nil {
+				t.Fatal(err)
+			}
+			if len(machines.Items) != 2 {
+				t.Errorf("%d Machines, want 2", len(machines.Items))
+			}
+			if how == "sigkill" {
+				_ = up.Process.Signal(syscall.SIGKILL)
+				<-exited
+				if len(processesNaming(dir)) == 0 {
+					t.Log("no kube-apiserver/etcd left after SIGKILL (envtest children died with it)")
+				}
+			}
+			t.Log(down(t))
+			select {
+			case <-exited:
+			case <-time.After(time.Minute):
+				t.Fatal("lab up still running after lab down")
+			}
+			if left := processesNaming(dir); len(left) > 0 {
+				t.Errorf("processes naming %s left: %v", dir, left)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("lab folder %s still there: %v", dir, err)
+			}
+		})
+	}
+}
