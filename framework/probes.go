@@ -14,6 +14,8 @@ type probeDef struct {
 	args       []string
 	summary    string
 	eval       func(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error)
+	// check, when set, validates the args when the file loads.
+	check func(args map[string]string) []argError
 }
 
 func powerStateIs(want PowerState) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
@@ -59,7 +61,7 @@ func nicConnected(want bool) func(context.Context, Provider, Object, map[string]
 }
 
 // probeCatalogue lists every named probe a condition can use.
-var probeCatalogue = mergeProbes(vmProbes, clusterAPIProbes)
+var probeCatalogue = mergeProbes(vmProbes, clusterAPIProbes, objectProbes)
 
 func mergeProbes(sets ...map[string]probeDef) map[string]probeDef {
 	out := map[string]probeDef{}

@@ -43,7 +43,7 @@ const (
 	CapVMNetwork   Capability = "VMNetwork"
 )
 
-var capabilities = []Capability{CapVMPower, CapVMLifecycle, CapVMNetwork, CapClusterAPI}
+var capabilities = []Capability{CapVMPower, CapVMLifecycle, CapVMNetwork, CapClusterAPI, CapObjects}
 
 // PowerState is a VM's power state, as vSphere names it.
 type PowerState string
@@ -118,6 +118,9 @@ func HasCapability(p Provider, c Capability) bool {
 		return ok
 	case CapClusterAPI:
 		_, ok := p.(ClusterAPI)
+		return ok
+	case CapObjects:
+		_, ok := p.(Objects)
 		return ok
 	}
 	return false

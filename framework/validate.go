@@ -305,6 +305,11 @@ func (v *validator) condition(path string, c Condition) {
 	v.targetRef(path+".target", c.Target)
 	if ok {
 		v.args(path+".args", c.Args, def.args)
+		if def.check != nil {
+			for _, e := range def.check(c.Args) {
+				v.errf(path+".args."+e.arg, "%s", e.msg)
+			}
+		}
 	}
 }
 

@@ -17,3 +17,5 @@ END {
   printf "%-40s %14s %10s\n", "benchmark", "median ns/op", "ratio"
   for (i = 0; i < n; i++) printf "%-40s %14.0f %9.2fx\n", order[i], med[i], med[i] / med[0]
 }'
+echo
+hack/bench-lab.sh

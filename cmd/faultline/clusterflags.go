@@ -78,7 +78,7 @@ func (f *clusterFlags) open(ctx context.Context, vc *vcenterFlags, log logr.Logg
 			return nil, nil, infraErr(err)
 		}
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, nil, infraErr(err)
 	}

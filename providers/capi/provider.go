@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,6 +61,8 @@ var (
 	_ framework.VMPower     = (*Provider)(nil)
 	_ framework.VMLifecycle = (*Provider)(nil)
 	_ framework.Describer   = (*Provider)(nil)
+	_ framework.Watcher     = (*Provider)(nil)
+	_ framework.Objects     = (*Provider)(nil)
 )
 
 // Option configures a Provider.
@@ -75,7 +78,9 @@ func WithLogger(l logr.Logger) Option { return func(p *Provider) { p.log = l } }
 func WithVCenter(vc *vsphere.Provider) Option { return func(p *Provider) { p.vc = vc } }
 
 // New returns a provider over the management cluster c reads. c's scheme
-// must know Cluster API's core and KCP types.
+// must know Cluster API's core and KCP types. A c that can also watch
+// (client.WithWatch) makes waits react to Machine changes at once instead
+// of at the next poll.
 func New(c client.Client, opts ...Option) *Provider {
 	p := &Provider{
 		name: "capi", c: c, log: logr.Discard(), probeTimeout: 5 * time.Second,
@@ -220,6 +225,66 @@ func splitCluster(s string) (ns, name string) {
 		return a, b
 	}
 	return "", s
+}
+
+// Watch implements framework.Watcher: it notifies on every change to a
+// Machine of obj's cluster (a replacement appearing is a change to another
+// Machine than obj). The channel closes when ctx ends or the watch breaks;
+// waits then poll.
+func (p *Provider) Watch(ctx context.Context, obj framework.Object) (<-chan struct{}, error) {
+	wc, ok := p.c.(client.WithWatch)
+	if !ok {
+		return nil, fmt.Errorf("watch Machines: the management cluster client cannot watch: %w", framework.ErrUnsupported)
+	}
+	w, err := wc.Watch(ctx, &clusterv1.MachineList{}, client.InNamespace(obj.Attributes[attrNamespace]),
+		client.MatchingLabels{clusterv1.ClusterNameLabel: obj.Attributes[attrCluster]})
+	if err != nil {
+		return nil, fmt.Errorf("watch Machines of cluster %s: %w", obj.Attributes[attrCluster], err)
+	}
+	out := make(chan struct{}, 1)
+	go func() {
+		defer close(out)
+		defer w.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case _, ok := <-w.ResultChan():
+				if !ok {
+					return
+				}
+				select {
+				case out <- struct{}{}:
+				default: // one notification is already queued
+				}
+			}
+		}
+	}()
+	return out, nil
+}
+
+// GetObject implements framework.Objects.
+func (p *Provider) GetObject(ctx context.Context, scope framework.Object, ref framework.ObjectRef) (map[string]any, error) {
+	c := client.Client(p.c)
+	if ref.Cluster == "workload" {
+		var err error
+		if c, err = p.workload(ctx, scope.Attributes[attrNamespace], scope.Attributes[attrCluster]); err != nil {
+			return nil, err
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.probeTimeout)
+		defer cancel()
+	}
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(ref.APIVersion)
+	u.SetKind(ref.Kind)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("get %s: %w", ref, err)
+	}
+	return u.Object, nil
 }
 
 // Machine implements framework.ClusterAPI.

@@ -44,6 +44,7 @@ type Provider struct {
 	failures map[Call]error
 	delays   map[string]time.Duration
 	watchers []chan struct{}
+	objects  map[string]map[string]any
 }
 
 // New returns a fake with the named VMs, powered on with NICs connected.
@@ -246,4 +247,33 @@ func (p *Provider) notifyLocked() {
 		default:
 		}
 	}
+}
+
+var _ framework.Objects = (*Provider)(nil)
+
+func objectKey(ref framework.ObjectRef) string {
+	return ref.Cluster + "|" + ref.APIVersion + "|" + ref.Kind + "|" + ref.Namespace + "|" + ref.Name
+}
+
+// SetObject stores (or, with nil, removes) an object GetObject returns.
+func (p *Provider) SetObject(ref framework.ObjectRef, obj map[string]any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.objects == nil {
+		p.objects = map[string]map[string]any{}
+	}
+	if obj == nil {
+		delete(p.objects, objectKey(ref))
+	} else {
+		p.objects[objectKey(ref)] = obj
+	}
+	p.notifyLocked()
+}
+
+// GetObject implements framework.Objects.
+func (p *Provider) GetObject(_ context.Context, _ framework.Object, ref framework.ObjectRef) (map[string]any, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = append(p.calls, Call{Method: "GetObject", VM: ref.Name})
+	return p.objects[objectKey(ref)], nil
 }

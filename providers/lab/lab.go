@@ -161,7 +161,11 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 		defer close(l.done)
 		l.nodes.run(sctx, 200*time.Millisecond)
 	}()
-	l.provider = capi.New(c, capi.WithName("lab"), capi.WithVCenter(l.vc), capi.WithLogger(in.Log))
+	wc, err := client.NewWithWatch(l.mgmt.cfg, client.Options{Scheme: l.mgmt.mgr.GetScheme()})
+	if err != nil {
+		return l, fmt.Errorf("management cluster client: %w", err)
+	}
+	l.provider = capi.New(wc, capi.WithName("lab"), capi.WithVCenter(l.vc), capi.WithLogger(in.Log))
 	return l, nil
 }
 

@@ -1,0 +1,232 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+)
+
+// Objects reads any Kubernetes object of the management cluster or of a
+// target's workload cluster, for conditions on kinds faultline has no named
+// probe for (a TanzuKubernetesCluster, a Calico IPPool, an MHC's status).
+type Objects interface {
+	// GetObject reads the object ref names, in the cluster ref.Cluster
+	// names; scope is the target object whose workload cluster "workload"
+	// means. A missing object is nil, not an error.
+	GetObject(ctx context.Context, scope Object, ref ObjectRef) (map[string]any, error)
+}
+
+// ObjectRef names one object.
+type ObjectRef struct {
+	// Cluster is "management" or "workload".
+	Cluster    string
+	APIVersion string
+	Kind       string
+	Namespace  string
+	Name       string
+}
+
+// CapObjects is the capability behind Objects.
+const CapObjects Capability = "Objects"
+
+// objectArgs are the arguments every object probe takes.
+var objectArgs = []string{"cluster", "apiVersion", "kind", "namespace", "name"}
+
+func refFromArgs(args map[string]string) ObjectRef {
+	c := args["cluster"]
+	if c == "" {
+		c = "management"
+	}
+	return ObjectRef{Cluster: c, APIVersion: args["apiVersion"], Kind: args["kind"], Namespace: args["namespace"], Name: args["name"]}
+}
+
+// checkObjectArgs is the load-time check of an object probe's arguments.
+func checkObjectArgs(args map[string]string) []argError {
+	var errs []argError
+	for _, k := range []string{"apiVersion", "kind", "name"} {
+		if args[k] == "" {
+			errs = append(errs, argError{k, "required"})
+		}
+	}
+	if c := args["cluster"]; c != "" && c != "management" && c != "workload" {
+		errs = append(errs, argError{"cluster", fmt.Sprintf("got %q, expected management or workload", c)})
+	}
+	return errs
+}
+
+// argError is a problem with one argument of a probe, found when the file
+// loads.
+type argError struct{ arg, msg string }
+
+func readObject(ctx context.Context, p Provider, obj Object, args map[string]string) (map[string]any, ObjectRef, error) {
+	o, err := as[Objects](p, CapObjects)
+	if err != nil {
+		return nil, ObjectRef{}, err
+	}
+	ref := refFromArgs(args)
+	u, err := o.GetObject(ctx, obj, ref)
+	return u, ref, err
+}
+
+func (r ObjectRef) String() string {
+	s := r.Kind + " " + r.Name
+	if r.Namespace != "" {
+		s = r.Kind + " " + r.Namespace + "/" + r.Name
+	}
+	return s + " (" + r.Cluster + " cluster)"
+}
+
+func objectPresent(want bool) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
+	return func(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error) {
+		u, ref, err := readObject(ctx, p, obj, args)
+		if err != nil {
+			return false, "", err
+		}
+		if u == nil {
+			return !want, ref.String() + " absent", nil
+		}
+		return want, ref.String() + " present" + metaStamps(u), nil
+	}
+}
+
+// objectCondition holds when status.conditions has the type with the
+// status (default True) and, when given, the reason.
+func objectCondition(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error) {
+	u, ref, err := readObject(ctx, p, obj, args)
+	if err != nil {
+		return false, "", err
+	}
+	if u == nil {
+		return false, ref.String() + " absent", nil
+	}
+	wantStatus := args["status"]
+	if wantStatus == "" {
+		wantStatus = "True"
+	}
+	status, _ := u["status"].(map[string]any)
+	conds, _ := status["conditions"].([]any)
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] != args["type"] {
+			continue
+		}
+		detail := fmt.Sprintf("%s: %s=%v reason %v", ref, args["type"], m["status"], m["reason"])
+		if msg, _ := m["message"].(string); msg != "" {
+			detail += " (" + msg + ")"
+		}
+		if t, _ := m["lastTransitionTime"].(string); t != "" {
+			detail += " [lastTransitionTime " + t + "]"
+		}
+		ok := m["status"] == wantStatus && (args["reason"] == "" || m["reason"] == args["reason"])
+		return ok, detail, nil
+	}
+	return false, fmt.Sprintf("%s: no condition %s", ref, args["type"]), nil
+}
+
+func checkConditionArgs(args map[string]string) []argError {
+	errs := checkObjectArgs(args)
+	if args["type"] == "" {
+		errs = append(errs, argError{"type", "required: the condition type, such as Ready"})
+	}
+	if s := args["status"]; s != "" && s != "True" && s != "False" && s != "Unknown" {
+		errs = append(errs, argError{"status", fmt.Sprintf("got %q, expected True, False or Unknown", s)})
+	}
+	return errs
+}
+
+// celEnv declares `object`, the object read, for object-expression.
+var celEnv = sync.OnceValues(func() (*cel.Env, error) {
+	return cel.NewEnv(cel.Variable("object", cel.DynType))
+})
+
+var celPrograms sync.Map // expression -> cel.Program
+
+// compileExpression compiles a CEL expression that must yield a bool.
+func compileExpression(expr string) (cel.Program, error) {
+	if p, ok := celPrograms.Load(expr); ok {
+		return p.(cel.Program), nil
+	}
+	env, err := celEnv()
+	if err != nil {
+		return nil, err
+	}
+	ast, iss := env.Compile(expr)
+	if iss.Err() != nil {
+		return nil, fmt.Errorf("%s", strings.ReplaceAll(iss.Err().Error(), "\n", " "))
+	}
+	if ast.OutputType() != cel.BoolType && ast.OutputType() != cel.DynType {
+		return nil, fmt.Errorf("yields %s, expected a bool", ast.OutputType())
+	}
+	prg, err := env.Program(ast)
+	if err != nil {
+		return nil, err
+	}
+	celPrograms.Store(expr, prg)
+	return prg, nil
+}
+
+func checkExpressionArgs(args map[string]string) []argError {
+	errs := checkObjectArgs(args)
+	if args["expression"] == "" {
+		return append(errs, argError{"expression", "required: a CEL expression over object, such as object.status.readyReplicas == 3"})
+	}
+	if _, err := compileExpression(args["expression"]); err != nil {
+		errs = append(errs, argError{"expression", "does not compile: " + err.Error()})
+	}
+	return errs
+}
+
+// objectExpression holds when the CEL expression over the object is true.
+// An absent object does not hold; an expression that cannot be evaluated on
+// it (a field not there yet) does not hold either, and says why.
+func objectExpression(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error) {
+	u, ref, err := readObject(ctx, p, obj, args)
+	if err != nil {
+		return false, "", err
+	}
+	if u == nil {
+		return false, ref.String() + " absent", nil
+	}
+	prg, err := compileExpression(args["expression"])
+	if err != nil {
+		return false, "", fmt.Errorf("expression %q: %w", args["expression"], err)
+	}
+	out, _, err := prg.Eval(map[string]any{"object": u})
+	if err != nil {
+		return false, fmt.Sprintf("%s: %s: %v", ref, args["expression"], err), nil
+	}
+	ok, isBool := out.Value().(bool)
+	if !isBool {
+		return false, "", fmt.Errorf("expression %q yields %T, expected a bool", args["expression"], out.Value())
+	}
+	return ok, fmt.Sprintf("%s: %s is %t%s", ref, args["expression"], ok, metaStamps(u)), nil
+}
+
+func metaStamps(u map[string]any) string {
+	meta, _ := u["metadata"].(map[string]any)
+	var parts []string
+	for _, k := range []string{"creationTimestamp", "deletionTimestamp"} {
+		if v, _ := meta[k].(string); v != "" {
+			parts = append(parts, k+" "+v)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " [" + strings.Join(parts, ", ") + "]"
+}
+
+// objectProbes are the probes over any object.
+var objectProbes = map[string]probeDef{
+	"object-present": {capability: CapObjects, args: objectArgs, check: checkObjectArgs,
+		summary: "an object exists (args: cluster, apiVersion, kind, namespace, name)", eval: objectPresent(true)},
+	"object-absent": {capability: CapObjects, args: objectArgs, check: checkObjectArgs,
+		summary: "an object does not exist (same args)", eval: objectPresent(false)},
+	"object-condition": {capability: CapObjects, args: append(append([]string{}, objectArgs...), "type", "status", "reason"), check: checkConditionArgs,
+		summary: "an object's status.conditions has type with status (default True) and reason", eval: objectCondition},
+	"object-expression": {capability: CapObjects, args: append(append([]string{}, objectArgs...), "expression"), check: checkExpressionArgs,
+		summary: "a CEL expression over `object` is true (compiled when the file loads)", eval: objectExpression},
+}

@@ -1,0 +1,109 @@
+package framework_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers/fake"
+)
+
+const objectScenario = `apiVersion: faultline.dev/v1alpha1
+kind: Scenario
+metadata: {name: t}
+spec:
+  requires: [Objects]
+  pollInterval: 50ms
+  timeout: 10s
+  targets:
+    - name: victim
+      select: {vm: vm-a}
+  steps:
+    - name: see
+      observe:
+        phases:
+          - name: p
+            when: {probe: %PROBE%, target: victim, args: {%ARGS%}}
+            within: 300ms
+`
+
+var kcpRef = framework.ObjectRef{Cluster: "management", APIVersion: "controlplane.cluster.x-k8s.io/v1beta2", Kind: "KubeadmControlPlane", Namespace: "default", Name: "cp"}
+
+const kcpArgs = "apiVersion: controlplane.cluster.x-k8s.io/v1beta2, kind: KubeadmControlPlane, namespace: default, name: cp"
+
+func kcp(ready int64, avail string) map[string]any {
+	return map[string]any{
+		"metadata": map[string]any{"name": "cp", "creationTimestamp": "2026-11-23T10:00:00Z"},
+		"status": map[string]any{
+			"readyReplicas": ready,
+			"conditions": []any{
+				map[string]any{"type": "Available", "status": avail, "reason": "Whatever", "lastTransitionTime": "2026-11-23T10:01:00Z"},
+			},
+		},
+	}
+}
+
+func TestObjectProbes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, probe, args string
+		obj               map[string]any
+		reached           bool
+		detail            string
+	}{
+		{"present", "object-present", kcpArgs, kcp(3, "True"), true, "KubeadmControlPlane default/cp (management cluster) present [creationTimestamp 2026-11-23T10:00:00Z]"},
+		{"present but absent", "object-present", kcpArgs, nil, false, "absent"},
+		{"absent", "object-absent", kcpArgs, nil, true, ""},
+		{"condition true", "object-condition", kcpArgs + ", type: Available", kcp(3, "True"), true, "Available=True reason Whatever [lastTransitionTime 2026-11-23T10:01:00Z]"},
+		{"condition false", "object-condition", kcpArgs + ", type: Available", kcp(3, "False"), false, "Available=False"},
+		{"condition wants false", "object-condition", kcpArgs + ", type: Available, status: \"False\"", kcp(3, "False"), true, ""},
+		{"condition missing", "object-condition", kcpArgs + ", type: Ready", kcp(3, "True"), false, "no condition Ready"},
+		{"expression true", "object-expression", kcpArgs + ", expression: \"object.status.readyReplicas == 3\"", kcp(3, "True"), true, "is true"},
+		{"expression false", "object-expression", kcpArgs + ", expression: \"object.status.readyReplicas == 3\"", kcp(2, "True"), false, "is false"},
+		{"expression on a missing field", "object-expression", kcpArgs + ", expression: \"object.spec.replicas == 3\"", kcp(3, "True"), false, "no such key"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			src := strings.Replace(strings.Replace(objectScenario, "%PROBE%", tc.probe, 1), "%ARGS%", tc.args, 1)
+			sc, err := framework.Parse("t.yaml", []byte(src), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := fake.New("vm-a")
+			p.SetObject(kcpRef, tc.obj)
+			res, _ := run(t, context.Background(), sc, p)
+			ph := res.Phases[0]
+			if ph.OK != tc.reached {
+				t.Fatalf("reached %t, want %t (%s; %s)", ph.OK, tc.reached, ph.Message, res.Reason)
+			}
+			if !tc.reached && !strings.Contains(ph.Message, tc.detail) {
+				t.Errorf("message %q lacks %q", ph.Message, tc.detail)
+			}
+		})
+	}
+}
+
+func TestObjectProbeValidation(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, probe, args, want string }{
+		{"missing kind", "object-present", "apiVersion: v1, name: x", "t.yaml:16:59: spec.steps[0].observe.phases[0].when.args.kind: required"},
+		{"bad cluster", "object-present", "apiVersion: v1, kind: Node, name: x, cluster: other", `args.cluster: got "other", expected management or workload`},
+		{"condition without type", "object-condition", "apiVersion: v1, kind: Node, name: x", "args.type: required"},
+		{"bad status", "object-condition", "apiVersion: v1, kind: Node, name: x, type: Ready, status: yes", `args.status: got "yes"`},
+		{"expression does not compile", "object-expression", "apiVersion: v1, kind: Node, name: x, expression: \"object.status ==\"", "args.expression: does not compile"},
+		{"expression not bool", "object-expression", "apiVersion: v1, kind: Node, name: x, expression: \"1 + 2\"", "args.expression: does not compile: yields int, expected a bool"},
+		{"unknown arg", "object-present", "apiVersion: v1, kind: Node, name: x, colour: red", `unknown parameter "colour"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			src := strings.Replace(strings.Replace(objectScenario, "%PROBE%", tc.probe, 1), "%ARGS%", tc.args, 1)
+			_, err := framework.Parse("t.yaml", []byte(src), nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
