@@ -167,32 +167,32 @@ func replacementRunning(ctx context.Context, p Provider, obj Object, _ map[strin
 	return false, "replacements: " + strings.Join(seen, "; "), nil
 }
 
+// ownerProbe reads the target's owner (MachineDeployment or control plane)
+// and judges it with f.
+func ownerProbe(f func(Object, OwnerState) (bool, string, error)) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
+	return func(ctx context.Context, p Provider, obj Object, _ map[string]string) (bool, string, error) {
+		c, err := as[ClusterAPI](p, CapClusterAPI)
+		if err != nil {
+			return false, "", err
+		}
+		o, err := c.Owner(ctx, obj)
+		if err != nil {
+			return false, "", err
+		}
+		return f(obj, o)
+	}
+}
+
 // replicasRestored holds when the target's owner has its desired number of
 // healthy Machines and none deleting.
-func replicasRestored(ctx context.Context, p Provider, obj Object, _ map[string]string) (bool, string, error) {
-	c, err := as[ClusterAPI](p, CapClusterAPI)
-	if err != nil {
-		return false, "", err
-	}
-	o, err := c.Owner(ctx, obj)
-	if err != nil {
-		return false, "", err
-	}
+func replicasRestored(_ Object, o OwnerState) (bool, string, error) {
 	detail := fmt.Sprintf("%s %s: %d of %d healthy, %d deleting", o.Kind, o.Name, o.Healthy, o.Desired, o.Deleting)
 	return o.Healthy >= o.Desired && o.Deleting == 0, detail, nil
 }
 
 // etcdHealthy holds when the target's control plane has as many healthy
 // etcd members as it wants replicas.
-func etcdHealthy(ctx context.Context, p Provider, obj Object, _ map[string]string) (bool, string, error) {
-	c, err := as[ClusterAPI](p, CapClusterAPI)
-	if err != nil {
-		return false, "", err
-	}
-	o, err := c.Owner(ctx, obj)
-	if err != nil {
-		return false, "", err
-	}
+func etcdHealthy(obj Object, o OwnerState) (bool, string, error) {
 	if o.Kind != "KubeadmControlPlane" {
 		return false, "", fmt.Errorf("etcd-healthy needs a control-plane Machine, %s belongs to %s %s", obj, o.Kind, o.Name)
 	}
@@ -225,8 +225,8 @@ var clusterAPIProbes = map[string]probeDef{
 	"machine-deleted":     {capability: CapClusterAPI, summary: "the Machine is being deleted or is gone", eval: machineProbe(machineDeleted)},
 	"machine-running":     {capability: CapClusterAPI, summary: "the Machine is in phase Running", eval: machineProbe(machineRunning)},
 	"replacement-running": {capability: CapClusterAPI, summary: "a Machine that replaced it is Running with a Ready Node", eval: replacementRunning},
-	"replicas-restored":   {capability: CapClusterAPI, summary: "the Machine's MachineDeployment or control plane has all its replicas healthy again", eval: replicasRestored},
-	"etcd-healthy":        {capability: CapClusterAPI, summary: "the Machine's control plane has all its etcd members healthy (KCP's EtcdMemberHealthy)", eval: etcdHealthy},
+	"replicas-restored":   {capability: CapClusterAPI, summary: "the Machine's MachineDeployment or control plane has all its replicas healthy again", eval: ownerProbe(replicasRestored)},
+	"etcd-healthy":        {capability: CapClusterAPI, summary: "the Machine's control plane has all its etcd members healthy (KCP's EtcdMemberHealthy)", eval: ownerProbe(etcdHealthy)},
 	"api-available":       {capability: CapClusterAPI, summary: "the Machine's workload cluster API server answers", eval: apiServer(true)},
 	"api-unavailable":     {capability: CapClusterAPI, summary: "the Machine's workload cluster API server does not answer", eval: apiServer(false)},
 }

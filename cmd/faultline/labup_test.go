@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/faultline-dev/faultline/providers/lab/labtest"
 )
 
 // TestIntegrationLabUpDown starts `faultline lab up` in its own process,
@@ -23,7 +25,7 @@ import (
 // `lab down` and SIGKILL followed by `lab down` leave no process and no
 // folder behind.
 func TestIntegrationLabUpDown(t *testing.T) {
-	requireLab(t)
+	labtest.Require(t)
 	bin := filepath.Join(t.TempDir(), "faultline")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)

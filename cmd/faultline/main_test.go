@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/faultline-dev/faultline/framework"
-	"github.com/faultline-dev/faultline/providers/lab"
+	"github.com/faultline-dev/faultline/providers/lab/labtest"
 	"github.com/faultline-dev/faultline/providers/vsphere"
 )
 
@@ -264,30 +264,11 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
-// requireLab skips a test that starts the Cluster API lab under -short,
-// under -race, or without kube-apiserver and etcd; with
-// FAULTLINE_REQUIRE_LAB set (CI's lab pass) the last is a failure.
-func requireLab(t *testing.T) {
-	t.Helper()
-	switch {
-	case testing.Short():
-		t.Skip("lab integration test skipped under -short")
-	case raceEnabled:
-		t.Skip("lab integration test skipped under -race: upstream controllers race among themselves; hack/test.sh runs it in a pass without -race")
-	}
-	if _, err := lab.FindAssets(""); err != nil {
-		if os.Getenv("FAULTLINE_REQUIRE_LAB") != "" {
-			t.Fatalf("lab required: %v", err)
-		}
-		t.Skipf("lab skipped: %v", err)
-	}
-}
-
 // TestIntegrationRunPowerOffWorker is README's first command: the
 // power-off-worker scenario on the embedded Cluster API lab, which faultline
 // starts and stops itself.
 func TestIntegrationRunPowerOffWorker(t *testing.T) {
-	requireLab(t)
+	labtest.Require(t)
 	dir := t.TempDir()
 	var out, errOut bytes.Buffer
 	code := execute([]string{"run", "power-off-worker", "--artifacts", dir}, &out, &errOut)

@@ -10,32 +10,14 @@ import (
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/faultline-dev/faultline/providers/lab"
+	"github.com/faultline-dev/faultline/providers/lab/labtest"
 )
-
-// requireLab skips a test that starts the Cluster API lab under -short,
-// under -race, or without kube-apiserver and etcd; with
-// FAULTLINE_REQUIRE_LAB set (CI's lab pass) the last is a failure.
-func requireLab(t *testing.T) {
-	t.Helper()
-	switch {
-	case testing.Short():
-		t.Skip("lab integration test skipped under -short")
-	case raceEnabled:
-		t.Skip("lab integration test skipped under -race: upstream controllers race among themselves; hack/test.sh runs it in a pass without -race")
-	}
-	if _, err := lab.FindAssets(""); err != nil {
-		if os.Getenv("FAULTLINE_REQUIRE_LAB") != "" {
-			t.Fatalf("lab required: %v", err)
-		}
-		t.Skipf("lab skipped: %v", err)
-	}
-}
 
 // startLab starts a lab with one cluster, or skips when the envtest
 // binaries are missing (unless FAULTLINE_REQUIRE_LAB is set, as in CI).
 func startLab(t *testing.T, spec lab.ClusterSpec) *lab.Lab {
 	t.Helper()
-	requireLab(t)
+	labtest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	p, err := lab.ProfileNamed(lab.DefaultProfile)

@@ -1,0 +1,5 @@
+//go:build race
+
+package labtest
+
+const raceEnabled = true
