@@ -114,15 +114,15 @@ func TestIntegrationLabUpDown(t *testing.T) {
 			if how == "sigkill" {
 				_ = up.Process.Signal(syscall.SIGKILL)
 				<-exited
-				if len(processesNaming(dir)) == 0 {
-					t.Log("no kube-apiserver/etcd left after SIGKILL (envtest children died with it)")
-				}
+				t.Logf("after SIGKILL, %d processes name the lab folder", len(processesNaming(dir)))
 			}
 			t.Log(down(t))
-			select {
-			case <-exited:
-			case <-time.After(time.Minute):
-				t.Fatal("lab up still running after lab down")
+			if how == "lab-down" {
+				select {
+				case <-exited:
+				case <-time.After(time.Minute):
+					t.Fatal("lab up still running after lab down")
+				}
 			}
 			if left := processesNaming(dir); len(left) > 0 {
 				t.Errorf("processes naming %s left: %v", dir, left)
