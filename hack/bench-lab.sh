@@ -11,12 +11,16 @@ hack/build.sh >/dev/null
 export KUBEBUILDER_ASSETS="${KUBEBUILDER_ASSETS:-$(ls -d "$(pwd)"/bin/envtest/*-linux-amd64 | sort | tail -n 1)}"
 
 rss_tree() { # rss_tree PID: summed VmRSS (KiB) of PID and its descendants
-  local total=0 p
+  local total=0 p v
   for p in $1 $(pgrep -P "$1" 2>/dev/null); do
-    total=$((total + $(awk '/^VmRSS:/ {print $2}' "/proc/${p}/status" 2>/dev/null || echo 0)))
+    v="$(awk '/^VmRSS:/ {print $2}' "/proc/${p}/status" 2>/dev/null || true)"
+    total=$((total + ${v:-0}))
   done
   echo "${total}"
 }
+
+# seconds 1m5.3s -> 65.3 (Go duration strings)
+seconds() { awk '{ s = 0; d = $0; if (d ~ /m/) { split(d, a, "m"); s = a[1] * 60; d = a[2] } sub(/s$/, "", d); print s + d }'; }
 
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
@@ -34,8 +38,8 @@ for scenario in power-off-worker delete-cp-vm; do
       sleep 0.2 # sampling interval, not synchronisation
     done
     wait "${pid}" || true
-    start="$(sed -n 's/^lab: all Machines Running in \([0-9.]*\)s$/\1/p' "${log}")"
-    wall="$(sed -n 's/^scenario .*: [A-Z]* in \([0-9.]*\)s$/\1/p' "${log}")"
+    start="$(sed -n 's/^lab: all Machines Running in \([0-9.ms]*\)$/\1/p' "${log}" | seconds)"
+    wall="$(sed -n 's/^scenario .*: [A-Z]* in \([0-9.ms]*\)$/\1/p' "${log}" | seconds)"
     verdict="$(sed -n 's/^scenario .*: \([A-Z]*\) in .*/\1/p' "${log}")"
     printf '%-18s %4d %14s %14s %14d %s\n' "${scenario}" "${i}" "${start:-?}" "${wall:-?}" $((peak / 1024)) "${verdict:-see ${log}}"
     starts+=("${start:-0}") walls+=("${wall:-0}") peaks+=($((peak / 1024)))
