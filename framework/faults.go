@@ -71,6 +71,19 @@ var faultCatalogue = map[string]faultDef{
 			return UndoAction{Action: UndoNone, Target: obj, Note: "the VM is deleted; only its owner (CAPV, for a Machine's VM) can recreate it"}
 		},
 	},
+	"node.stop-kubelet": {
+		capability: CapNodeKubelet, summary: "stop the kubelet of a Machine's node; undo starts it",
+		inject: func(ctx context.Context, p Provider, obj Object, _ map[string]string) error {
+			k, err := as[NodeKubelet](p, CapNodeKubelet)
+			if err != nil {
+				return err
+			}
+			return k.SetKubelet(ctx, obj, false)
+		},
+		undo: func(obj Object, _ map[string]string) UndoAction {
+			return UndoAction{Action: "node.start-kubelet", Target: obj}
+		},
+	},
 	"vm.disconnect-nic": {
 		capability: CapVMNetwork, params: []string{"nic"}, summary: "disconnect a VM's network adapter; undo reconnects it",
 		inject: func(ctx context.Context, p Provider, obj Object, params map[string]string) error {
@@ -107,6 +120,13 @@ var undoCatalogue = map[string]func(ctx context.Context, p Provider, u UndoActio
 			return nil
 		}
 		return v.PowerOn(ctx, u.Target)
+	},
+	"node.start-kubelet": func(ctx context.Context, p Provider, u UndoAction) error {
+		k, err := as[NodeKubelet](p, CapNodeKubelet)
+		if err != nil {
+			return err
+		}
+		return k.SetKubelet(ctx, u.Target, true)
 	},
 	"vm.nic-connect": func(ctx context.Context, p Provider, u UndoAction) error {
 		v, err := as[VMNetwork](p, CapVMNetwork)

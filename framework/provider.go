@@ -43,7 +43,7 @@ const (
 	CapVMNetwork   Capability = "VMNetwork"
 )
 
-var capabilities = []Capability{CapVMPower, CapVMLifecycle, CapVMNetwork, CapClusterAPI, CapObjects}
+var capabilities = []Capability{CapVMPower, CapVMLifecycle, CapVMNetwork, CapClusterAPI, CapObjects, CapNodeKubelet}
 
 // PowerState is a VM's power state, as vSphere names it.
 type PowerState string
@@ -84,6 +84,17 @@ type VMNetwork interface {
 	NICConnected(ctx context.Context, vm Object, nic string) (bool, error)
 }
 
+// CapNodeKubelet is the capability behind NodeKubelet.
+const CapNodeKubelet Capability = "NodeKubelet"
+
+// NodeKubelet stops and starts the kubelet of a Machine's node, as
+// `systemctl stop kubelet` on the host would. The node's static pods keep
+// running. The lab implements it; the vSphere provider has no guest access.
+type NodeKubelet interface {
+	SetKubelet(ctx context.Context, m Object, running bool) error
+	KubeletRunning(ctx context.Context, m Object) (bool, error)
+}
+
 // Watcher is optional: it notifies when an object may have changed, so waits
 // react at once instead of at the next poll. The channel is closed when ctx
 // ends or the watch breaks; waits then fall back to polling.
@@ -121,6 +132,9 @@ func HasCapability(p Provider, c Capability) bool {
 		return ok
 	case CapObjects:
 		_, ok := p.(Objects)
+		return ok
+	case CapNodeKubelet:
+		_, ok := p.(NodeKubelet)
 		return ok
 	}
 	return false

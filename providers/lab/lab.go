@@ -30,6 +30,7 @@ import (
 	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
 	"sigs.k8s.io/cluster-api/util/secret"
 
+	"github.com/faultline-dev/faultline/framework"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/vsphere"
 )
@@ -256,9 +257,34 @@ func deref(p *int32) int32 {
 	return *p
 }
 
-// Provider is the lab's Cluster API provider, named "lab": targets resolve
-// to the lab's Machines and VM faults go to vcsim through the vSphere API.
-func (l *Lab) Provider() *capi.Provider { return l.provider }
+// Provider is the lab's provider, named "lab": the Cluster API provider
+// over the lab's management cluster (targets resolve to Machines, VM faults
+// go to vcsim through the vSphere API), plus what only the lab can do to a
+// node (stop its kubelet).
+func (l *Lab) Provider() *Provider { return &Provider{Provider: l.provider, nodes: l.nodes} }
+
+// Provider is the lab's provider; see Lab.Provider.
+type Provider struct {
+	*capi.Provider
+	nodes *nodeSim
+}
+
+var _ framework.NodeKubelet = (*Provider)(nil)
+
+// SetKubelet implements framework.NodeKubelet on the Machine's node.
+func (p *Provider) SetKubelet(_ context.Context, m framework.Object, running bool) error {
+	node := m.Attributes["node"]
+	if node == "" {
+		return fmt.Errorf("machine %s has no node yet: %w", m.Name, framework.ErrNotFound)
+	}
+	p.nodes.setKubelet(node, running)
+	return nil
+}
+
+// KubeletRunning implements framework.NodeKubelet.
+func (p *Provider) KubeletRunning(_ context.Context, m framework.Object) (bool, error) {
+	return p.nodes.kubeletRunning(m.Attributes["node"]), nil
+}
 
 // Client reads and writes the management cluster.
 func (l *Lab) Client() client.Client { return l.mgmt.mgr.GetClient() }

@@ -237,6 +237,23 @@ func (s *nodeSim) assignIP(vm *simVM) error {
 	return nil
 }
 
+// setKubelet stops or starts a node's kubelet.
+func (s *nodeSim) setKubelet(node string, running bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if running {
+		delete(s.kubeletStopped, node)
+	} else {
+		s.kubeletStopped[node] = true
+	}
+}
+
+func (s *nodeSim) kubeletRunning(node string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.kubeletStopped[node]
+}
+
 // kubeletUp tells whether the VM's kubelet runs now.
 func (s *nodeSim) kubeletUp(vm *simVM, now time.Time) bool {
 	return vm.on && s.podsStarted(vm, now) && !s.kubeletStopped[vm.name]
@@ -635,8 +652,11 @@ func (s *nodeSim) setUnknown(ctx context.Context, c inmemoryclient.Client, n *co
 	return updateNode(ctx, c, n)
 }
 
+// updateNode writes a Node read this tick; a conflict (Cluster API patched
+// it meanwhile) is retried on the next tick, and reported at V(1) like any
+// tick error.
 func updateNode(ctx context.Context, c inmemoryclient.Client, n *corev1.Node) error {
-	if err := c.Update(ctx, n); err != nil && !apierrors.IsConflict(err) {
+	if err := c.Update(ctx, n); err != nil {
 		return fmt.Errorf("update node %s: %w", n.Name, err)
 	}
 	return nil

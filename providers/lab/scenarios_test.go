@@ -59,19 +59,34 @@ func runScenario(t *testing.T, l *lab.Lab, name string, sets map[string]string) 
 	return res
 }
 
-// TestIntegrationLabScenarios runs seed 002's first scenarios end to end on
-// one lab, then shows that the framework says no: with the workers'
-// MachineHealthCheck removed, power-off-worker fails, naming the phase that
-// was never reached.
+func deleteMHC(t *testing.T, l *lab.Lab, name string) {
+	t.Helper()
+	ctx := context.Background()
+	mhc := &clusterv1.MachineHealthCheck{}
+	if err := l.Client().Get(ctx, client.ObjectKey{Namespace: lab.Namespace, Name: name}, mhc); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Client().Delete(ctx, mhc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIntegrationLabScenarios runs seed 002's scenarios end to end on one
+// lab: the remediated ones first, then, with the control plane's
+// MachineHealthCheck removed, the one that must not be remediated; last it
+// shows that the framework says no: with the workers' MachineHealthCheck
+// removed too, power-off-worker fails, naming the phase never reached.
 func TestIntegrationLabScenarios(t *testing.T) {
 	l := startLab(t, lab.ClusterSpec{Name: "lab", ControlPlanes: 3, Workers: 2, WorkerMHC: true, ControlPlaneMHC: true})
 
-	t.Run("power-off-worker", func(t *testing.T) {
-		res := runScenario(t, l, "power-off-worker", nil)
-		if res.Verdict != framework.Pass {
-			t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
-		}
-	})
+	for _, name := range []string{"power-off-worker", "delete-worker-vm", "stop-kubelet-worker"} {
+		t.Run(name, func(t *testing.T) {
+			res := runScenario(t, l, name, nil)
+			if res.Verdict != framework.Pass {
+				t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
+			}
+		})
+	}
 	t.Run("delete-cp-vm", func(t *testing.T) {
 		res := runScenario(t, l, "delete-cp-vm", nil)
 		if res.Verdict != framework.Pass {
@@ -81,15 +96,16 @@ func TestIntegrationLabScenarios(t *testing.T) {
 			t.Errorf("api-stayed-available: %+v", res.Assertions)
 		}
 	})
+	// Seed 002's TKGS scope: no health check on the control plane.
+	t.Run("stop-kubelet-cp", func(t *testing.T) {
+		deleteMHC(t, l, "lab-control-plane")
+		res := runScenario(t, l, "stop-kubelet-cp", nil)
+		if res.Verdict != framework.Pass {
+			t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
+		}
+	})
 	t.Run("power-off-worker-without-mhc", func(t *testing.T) {
-		ctx := context.Background()
-		mhc := &clusterv1.MachineHealthCheck{}
-		if err := l.Client().Get(ctx, client.ObjectKey{Namespace: lab.Namespace, Name: "lab-workers"}, mhc); err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Client().Delete(ctx, mhc); err != nil {
-			t.Fatal(err)
-		}
+		deleteMHC(t, l, "lab-workers")
 		res := runScenario(t, l, "power-off-worker", map[string]string{"budget.unhealthy": "30s", "budget.deleted": "30s", "budget.destroyed": "30s", "budget.replacement": "30s"})
 		if res.Verdict != framework.Fail {
 			t.Fatalf("verdict %s, want fail: %s", res.Verdict, res.Reason)
