@@ -115,29 +115,26 @@ type ProviderRef struct {
 	Config map[string]string `json:"config,omitempty"`
 }
 
+// capabilityCheck tells, for each capability, whether a provider
+// implements its interface.
+var capabilityCheck = map[Capability]func(Provider) bool{
+	CapVMPower:     implements[VMPower],
+	CapVMLifecycle: implements[VMLifecycle],
+	CapVMNetwork:   implements[VMNetwork],
+	CapClusterAPI:  implements[ClusterAPI],
+	CapObjects:     implements[Objects],
+	CapNodeKubelet: implements[NodeKubelet],
+}
+
+func implements[T any](p Provider) bool {
+	_, ok := p.(T)
+	return ok
+}
+
 // HasCapability reports whether p implements the interface behind c.
 func HasCapability(p Provider, c Capability) bool {
-	switch c {
-	case CapVMPower:
-		_, ok := p.(VMPower)
-		return ok
-	case CapVMLifecycle:
-		_, ok := p.(VMLifecycle)
-		return ok
-	case CapVMNetwork:
-		_, ok := p.(VMNetwork)
-		return ok
-	case CapClusterAPI:
-		_, ok := p.(ClusterAPI)
-		return ok
-	case CapObjects:
-		_, ok := p.(Objects)
-		return ok
-	case CapNodeKubelet:
-		_, ok := p.(NodeKubelet)
-		return ok
-	}
-	return false
+	check, ok := capabilityCheck[c]
+	return ok && check(p)
 }
 
 func knownCapability(c Capability) bool {
