@@ -92,7 +92,6 @@ const CapNodeKubelet Capability = "NodeKubelet"
 // running. The lab implements it; the vSphere provider has no guest access.
 type NodeKubelet interface {
 	SetKubelet(ctx context.Context, m Object, running bool) error
-	KubeletRunning(ctx context.Context, m Object) (bool, error)
 }
 
 // Watcher is optional: it notifies when an object may have changed, so waits

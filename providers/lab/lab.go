@@ -84,7 +84,7 @@ type Lab struct {
 	mem       inmemoryruntime.Manager
 	workloads map[string]*workloadServer
 	nodes     *nodeSim
-	provider  *capi.Provider
+	provider  *Provider
 	cancel    context.CancelFunc
 	done      chan struct{}
 }
@@ -166,7 +166,7 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	if err != nil {
 		return l, fmt.Errorf("management cluster client: %w", err)
 	}
-	l.provider = capi.New(wc, capi.WithName("lab"), capi.WithVCenter(l.vc), capi.WithLogger(in.Log))
+	l.provider = &Provider{Provider: capi.New(wc, capi.WithName("lab"), capi.WithVCenter(l.vc), capi.WithLogger(in.Log)), nodes: l.nodes}
 	return l, nil
 }
 
@@ -261,7 +261,7 @@ func deref(p *int32) int32 {
 // over the lab's management cluster (targets resolve to Machines, VM faults
 // go to vcsim through the vSphere API), plus what only the lab can do to a
 // node (stop its kubelet).
-func (l *Lab) Provider() *Provider { return &Provider{Provider: l.provider, nodes: l.nodes} }
+func (l *Lab) Provider() *Provider { return l.provider }
 
 // Provider is the lab's provider; see Lab.Provider.
 type Provider struct {
@@ -281,10 +281,10 @@ func (p *Provider) SetKubelet(_ context.Context, m framework.Object, running boo
 	return nil
 }
 
-// KubeletRunning implements framework.NodeKubelet.
-func (p *Provider) KubeletRunning(_ context.Context, m framework.Object) (bool, error) {
-	return p.nodes.kubeletRunning(m.Attributes["node"]), nil
-}
+// SetCNI makes the CNI of a node initialised or not: without it the
+// kubelet reports Ready=False with seed 000's "cni plugin not initialized"
+// message and the node carries the not-ready taint.
+func (l *Lab) SetCNI(node string, ok bool) { l.nodes.setCNI(node, ok) }
 
 // Client reads and writes the management cluster.
 func (l *Lab) Client() client.Client { return l.mgmt.mgr.GetClient() }

@@ -73,7 +73,6 @@ type management struct {
 	env     *envtest.Environment
 	cfg     *rest.Config
 	mgr     ctrl.Manager
-	cache   clustercache.ClusterCache
 	stopped chan struct{}
 	cancel  context.CancelFunc
 	mgrErr  error
@@ -189,7 +188,6 @@ func (m *management) setup(ctx context.Context, scheme *runtime.Scheme, in manag
 	if s, ok := cc.(interface{ SetConnectionCreationRetryInterval(time.Duration) }); ok {
 		s.SetConnectionCreationRetryInterval(in.profile.ConnectRetry)
 	}
-	m.cache = cc
 
 	apiVersionGetter := func(gk schema.GroupKind) (string, error) {
 		crd := in.manifests.crdFor(gk.Group, gk.Kind)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -129,7 +128,7 @@ func (s *nodeSim) inventory(ctx context.Context) (map[string]vmState, error) {
 		s.view = v
 	}
 	var vms []mo.VirtualMachine
-	if err := s.view.Retrieve(ctx, []string{"VirtualMachine"}, []string{"config.uuid", "config.hardware.device", "runtime.powerState", "guest.net"}, &vms); err != nil {
+	if err := s.view.Retrieve(ctx, []string{"VirtualMachine"}, []string{"config.uuid", "runtime.powerState", "guest.ipAddress"}, &vms); err != nil {
 		return nil, fmt.Errorf("read VMs: %w", err)
 	}
 	out := make(map[string]vmState, len(vms))
@@ -138,27 +137,11 @@ func (s *nodeSim) inventory(ctx context.Context) (map[string]vmState, error) {
 			continue
 		}
 		st := vmState{ref: vm.Reference(), on: vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn}
-		st.hasIP = nicsHaveIP(vm)
+		// SetGuestIP sets guest.ipAddress with the adapter's address.
+		st.hasIP = vm.Guest != nil && vm.Guest.IpAddress != ""
 		out[vm.Config.Uuid] = st
 	}
 	return out, nil
-}
-
-// nicsHaveIP tells whether every network adapter has an IP in guest.net,
-// matched by MAC address as CAPV matches them.
-func nicsHaveIP(vm mo.VirtualMachine) bool {
-	ips := map[string]bool{}
-	if vm.Guest != nil {
-		for _, n := range vm.Guest.Net {
-			ips[strings.ToLower(n.MacAddress)] = len(n.IpAddress) > 0
-		}
-	}
-	for _, d := range vm.Config.Hardware.Device {
-		if nic, ok := d.(types.BaseVirtualEthernetCard); ok && !ips[strings.ToLower(nic.GetVirtualEthernetCard().MacAddress)] {
-			return false
-		}
-	}
-	return true
 }
 
 func (s *nodeSim) tick(ctx context.Context) error {
@@ -248,10 +231,15 @@ func (s *nodeSim) setKubelet(node string, running bool) {
 	}
 }
 
-func (s *nodeSim) kubeletRunning(node string) bool {
+// setCNI makes a node's CNI initialised or not.
+func (s *nodeSim) setCNI(node string, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.kubeletStopped[node]
+	if ok {
+		delete(s.cniBroken, node)
+	} else {
+		s.cniBroken[node] = true
+	}
 }
 
 // kubeletUp tells whether the VM's kubelet runs now.

@@ -120,4 +120,45 @@ func TestIntegrationLabScenarios(t *testing.T) {
 			}
 		}
 	})
+	// Seed 000's symptom, with no health check left to remediate it.
+	t.Run("cni-not-initialized", func(t *testing.T) {
+		ctx := context.Background()
+		p := l.Provider()
+		workers, err := p.Resolve(ctx, framework.Selector{Role: "worker"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var victim framework.Object
+		for _, w := range workers {
+			if st, err := p.Machine(ctx, w); err == nil && st.NodeReady == "True" {
+				victim = w
+				break
+			}
+		}
+		if victim.Name == "" {
+			t.Fatal("no worker with a Ready Node")
+		}
+		node := victim.Attributes["node"]
+		waitNode := func(ready, msg string) {
+			t.Helper()
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				st, err := p.Machine(ctx, victim)
+				if err == nil && st.NodeReady == ready && strings.Contains(st.NodeMessage, msg) {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("node %s: want Ready=%s with %q, last %+v (%v)", node, ready, msg, st, err)
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(200 * time.Millisecond): // poll interval of a bounded wait
+				}
+			}
+		}
+		l.SetCNI(node, false)
+		waitNode("False", "NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized")
+		l.SetCNI(node, true)
+		waitNode("True", "kubelet is posting ready status")
+	})
 }
