@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -200,7 +201,7 @@ func etcdHealthy(obj Object, o OwnerState) (bool, string, error) {
 }
 
 func apiServer(want bool) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
-	return func(ctx context.Context, p Provider, obj Object, _ map[string]string) (bool, string, error) {
+	return func(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error) {
 		c, err := as[ClusterAPI](p, CapClusterAPI)
 		if err != nil {
 			return false, "", err
@@ -211,7 +212,12 @@ func apiServer(want bool) func(context.Context, Provider, Object, map[string]str
 				// says nothing about the API server.
 				return false, "", ctx.Err()
 			}
-			return !want, "API server unavailable: " + err.Error(), nil
+			detail := "API server unavailable: " + err.Error()
+			if m := args["message"]; m != "" && !strings.Contains(err.Error(), m) {
+				// Down, but not for the reason the scenario expects.
+				return false, detail + " (does not say " + strconv.Quote(m) + ")", nil
+			}
+			return !want, detail, nil
 		}
 		return want, "API server answers", nil
 	}
@@ -228,5 +234,5 @@ var clusterAPIProbes = map[string]probeDef{
 	"replicas-restored":   {capability: CapClusterAPI, summary: "the Machine's MachineDeployment or control plane has all its replicas healthy again", eval: ownerProbe(replicasRestored)},
 	"etcd-healthy":        {capability: CapClusterAPI, summary: "the Machine's control plane has all its etcd members healthy (KCP's EtcdMemberHealthy)", eval: ownerProbe(etcdHealthy)},
 	"api-available":       {capability: CapClusterAPI, summary: "the Machine's workload cluster API server answers", eval: apiServer(true)},
-	"api-unavailable":     {capability: CapClusterAPI, summary: "the Machine's workload cluster API server does not answer", eval: apiServer(false)},
+	"api-unavailable":     {capability: CapClusterAPI, args: []string{"message"}, summary: "the Machine's workload cluster API server does not answer (with message: its error says so)", eval: apiServer(false)},
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // UndoAction is how to revert one fault. It is written to the journal before
@@ -28,6 +30,12 @@ type faultDef struct {
 	summary    string
 	inject     func(ctx context.Context, p Provider, obj Object, params map[string]string) error
 	undo       func(obj Object, params map[string]string) UndoAction
+	// check, when set, validates the params when the file loads.
+	check func(params map[string]string) []argError
+	// takesEtcd, when set, tells whether the fault takes down the etcd
+	// member an object may host; the runner keeps such faults within
+	// quorum (see checkBlastRadius).
+	takesEtcd func(params map[string]string) bool
 }
 
 func powerOnUndo(obj Object, _ map[string]string) UndoAction {
@@ -37,21 +45,25 @@ func powerOnUndo(obj Object, _ map[string]string) UndoAction {
 // faultCatalogue lists every fault a scenario can inject.
 var faultCatalogue = map[string]faultDef{
 	"vm.power-off": {
+		takesEtcd:  takesEtcdMember,
 		capability: CapVMPower, summary: "hard power-off of a VM; undo powers it on",
 		inject: withVMPower(func(ctx context.Context, v VMPower, obj Object) error { return v.PowerOff(ctx, obj) }),
 		undo:   powerOnUndo,
 	},
 	"vm.shutdown-guest": {
+		takesEtcd:  takesEtcdMember,
 		capability: CapVMPower, summary: "guest OS shutdown of a VM; undo powers it on",
 		inject: withVMPower(func(ctx context.Context, v VMPower, obj Object) error { return v.ShutdownGuest(ctx, obj) }),
 		undo:   powerOnUndo,
 	},
 	"vm.suspend": {
+		takesEtcd:  takesEtcdMember,
 		capability: CapVMPower, summary: "suspend a VM; undo powers it on",
 		inject: withVMPower(func(ctx context.Context, v VMPower, obj Object) error { return v.Suspend(ctx, obj) }),
 		undo:   powerOnUndo,
 	},
 	"vm.reset": {
+		takesEtcd:  takesEtcdMember,
 		capability: CapVMPower, summary: "hard reset of a VM; nothing to undo",
 		inject: withVMPower(func(ctx context.Context, v VMPower, obj Object) error { return v.Reset(ctx, obj) }),
 		undo: func(obj Object, _ map[string]string) UndoAction {
@@ -59,6 +71,7 @@ var faultCatalogue = map[string]faultDef{
 		},
 	},
 	"vm.destroy": {
+		takesEtcd:  takesEtcdMember,
 		capability: CapVMLifecycle, summary: "power off and delete a VM from disk; cannot be undone",
 		inject: func(ctx context.Context, p Provider, obj Object, _ map[string]string) error {
 			v, err := as[VMLifecycle](p, CapVMLifecycle)
@@ -84,7 +97,26 @@ var faultCatalogue = map[string]faultDef{
 			return UndoAction{Action: "node.start-kubelet", Target: obj}
 		},
 	},
+	"node.stop-etcd": {
+		capability: CapNodeStaticPods, summary: "stop the etcd member on a control-plane Machine's node; undo starts it",
+		inject:    setStaticPod("etcd", false),
+		undo:      startStaticPodUndo("etcd"),
+		takesEtcd: takesEtcdMember,
+	},
+	"node.remove-static-pod": {
+		capability: CapNodeStaticPods, params: []string{"component"},
+		summary: "remove a control-plane static pod (kube-apiserver, kube-controller-manager, kube-scheduler, etcd) from a Machine's node; undo puts its manifest back",
+		inject: func(ctx context.Context, p Provider, obj Object, params map[string]string) error {
+			return setStaticPod(params["component"], false)(ctx, p, obj, params)
+		},
+		undo: func(obj Object, params map[string]string) UndoAction {
+			return startStaticPodUndo(params["component"])(obj, params)
+		},
+		check:     checkComponent,
+		takesEtcd: func(params map[string]string) bool { return params["component"] == "etcd" },
+	},
 	"vm.disconnect-nic": {
+		takesEtcd:  takesEtcdMember,
 		capability: CapVMNetwork, params: []string{"nic"}, summary: "disconnect a VM's network adapter; undo reconnects it",
 		inject: func(ctx context.Context, p Provider, obj Object, params map[string]string) error {
 			v, err := as[VMNetwork](p, CapVMNetwork)
@@ -128,6 +160,13 @@ var undoCatalogue = map[string]func(ctx context.Context, p Provider, u UndoActio
 		}
 		return k.SetKubelet(ctx, u.Target, true)
 	},
+	"node.start-static-pod": func(ctx context.Context, p Provider, u UndoAction) error {
+		k, err := as[NodeStaticPods](p, CapNodeStaticPods)
+		if err != nil {
+			return err
+		}
+		return k.SetStaticPod(ctx, u.Target, u.Params["component"], true)
+	},
 	"vm.nic-connect": func(ctx context.Context, p Provider, u UndoAction) error {
 		v, err := as[VMNetwork](p, CapVMNetwork)
 		if err != nil {
@@ -135,6 +174,36 @@ var undoCatalogue = map[string]func(ctx context.Context, p Provider, u UndoActio
 		}
 		return v.SetNICConnected(ctx, u.Target, u.Params["nic"], true)
 	},
+}
+
+// StaticPodComponents are the control-plane static pods kubeadm writes.
+var StaticPodComponents = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+
+func checkComponent(params map[string]string) []argError {
+	c := params["component"]
+	if c == "" {
+		return []argError{{"component", "required: one of " + strings.Join(StaticPodComponents, ", ")}}
+	}
+	if !slices.Contains(StaticPodComponents, c) {
+		return []argError{{"component", fmt.Sprintf("got %q, expected one of %s", c, strings.Join(StaticPodComponents, ", "))}}
+	}
+	return nil
+}
+
+func setStaticPod(component string, running bool) func(context.Context, Provider, Object, map[string]string) error {
+	return func(ctx context.Context, p Provider, obj Object, _ map[string]string) error {
+		k, err := as[NodeStaticPods](p, CapNodeStaticPods)
+		if err != nil {
+			return err
+		}
+		return k.SetStaticPod(ctx, obj, component, running)
+	}
+}
+
+func startStaticPodUndo(component string) func(Object, map[string]string) UndoAction {
+	return func(obj Object, _ map[string]string) UndoAction {
+		return UndoAction{Action: "node.start-static-pod", Target: obj, Params: map[string]string{"component": component}}
+	}
 }
 
 // RunUndo performs one journaled undo action against p.

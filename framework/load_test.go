@@ -62,10 +62,12 @@ func TestParseValid(t *testing.T) {
 func TestParseInvalid(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name      string
-		old, new  string
-		overrides map[string]string
-		want      string // substring of the error, including file:line:col
+		name     string
+		old, new string
+		// old2/new2 is a second replacement, for cases that need two.
+		old2, new2 string
+		overrides  map[string]string
+		want       string // substring of the error, including file:line:col
 	}{
 		{name: "unknown field", old: "      inject:\n        fault:", new: "      inject:\n        faul: x\n        fault:",
 			want: `t.yaml:16:9: spec.steps[0].inject.faul: unknown field "faul"; expected one of fault, params, target`},
@@ -76,7 +78,7 @@ func TestParseInvalid(t *testing.T) {
 		{name: "bare number budget", old: "budget: 1m", new: "budget: 60",
 			want: "spec.steps[2].assert.within.budget: bare number 60 is not a duration; write it with a unit, such as 60s"},
 		{name: "unknown fault", old: "fault: vm.power-off", new: "fault: vm.melt",
-			want: `t.yaml:16:9: spec.steps[0].inject.fault: unknown fault "vm.melt"; expected one of node.stop-kubelet, vm.destroy, vm.disconnect-nic`},
+			want: `t.yaml:16:9: spec.steps[0].inject.fault: unknown fault "vm.melt"; expected one of node.remove-static-pod, node.stop-etcd, node.stop-kubelet, vm.destroy`},
 		{name: "missing target", old: "        target: victim\n    - name: see", new: "    - name: see",
 			want: "spec.steps[0].inject.target: required: the name of a target in spec.targets"},
 		{name: "unknown target", old: "        target: victim\n    - name: see", new: "        target: nobody\n    - name: see",
@@ -105,12 +107,18 @@ func TestParseInvalid(t *testing.T) {
 			want: "spec.targets[0].percent: set count or percent, not both"},
 		{name: "unknown probe arg", old: "              target: victim\n            within", new: "              target: victim\n              args: {colour: red}\n            within",
 			want: `spec.steps[1].observe.phases[0].when.args.colour: unknown parameter "colour"; expected: none`},
+		{name: "exclude unknown target", old: "        vm: vm-a", new: "        vm: vm-a\n      exclude: [victim, nobody]",
+			want: `t.yaml:13:25: spec.targets[0].exclude[1]: unknown target "nobody"; exclude names a target defined before this one: none`},
+		{name: "static pod component", old: "requires: [VMPower]", new: "requires: [VMPower, NodeStaticPods]",
+			old2: "        fault: vm.power-off", new2: "        fault: node.remove-static-pod\n        params: {component: kubelet}",
+			want: `spec.steps[0].inject.params.component: got "kubelet", expected one of etcd, kube-apiserver, kube-controller-manager, kube-scheduler`},
 		{name: "second document", old: "", new: "", want: "a second YAML document"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			src := strings.Replace(valid, tt.old, tt.new, 1)
+			src = strings.Replace(src, tt.old2, tt.new2, 1)
 			if tt.name == "second document" {
 				src += "---\nkind: Scenario\n"
 			} else if tt.old != "" && src == valid {

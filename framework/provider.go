@@ -43,7 +43,7 @@ const (
 	CapVMNetwork   Capability = "VMNetwork"
 )
 
-var capabilities = []Capability{CapVMPower, CapVMLifecycle, CapVMNetwork, CapClusterAPI, CapObjects, CapNodeKubelet}
+var capabilities = []Capability{CapVMPower, CapVMLifecycle, CapVMNetwork, CapClusterAPI, CapObjects, CapNodeKubelet, CapNodeStaticPods}
 
 // PowerState is a VM's power state, as vSphere names it.
 type PowerState string
@@ -94,6 +94,17 @@ type NodeKubelet interface {
 	SetKubelet(ctx context.Context, m Object, running bool) error
 }
 
+// CapNodeStaticPods is the capability behind NodeStaticPods.
+const CapNodeStaticPods Capability = "NodeStaticPods"
+
+// NodeStaticPods stops and starts the control-plane static pods (etcd,
+// kube-apiserver, ...) of a Machine's node, as moving a manifest out of
+// /etc/kubernetes/manifests and back would. component is one of
+// StaticPodComponents.
+type NodeStaticPods interface {
+	SetStaticPod(ctx context.Context, m Object, component string, running bool) error
+}
+
 // Watcher is optional: it notifies when an object may have changed, so waits
 // react at once instead of at the next poll. The channel is closed when ctx
 // ends or the watch breaks; waits then fall back to polling.
@@ -117,12 +128,13 @@ type ProviderRef struct {
 // capabilityCheck tells, for each capability, whether a provider
 // implements its interface.
 var capabilityCheck = map[Capability]func(Provider) bool{
-	CapVMPower:     implements[VMPower],
-	CapVMLifecycle: implements[VMLifecycle],
-	CapVMNetwork:   implements[VMNetwork],
-	CapClusterAPI:  implements[ClusterAPI],
-	CapObjects:     implements[Objects],
-	CapNodeKubelet: implements[NodeKubelet],
+	CapVMPower:        implements[VMPower],
+	CapVMLifecycle:    implements[VMLifecycle],
+	CapVMNetwork:      implements[VMNetwork],
+	CapClusterAPI:     implements[ClusterAPI],
+	CapObjects:        implements[Objects],
+	CapNodeKubelet:    implements[NodeKubelet],
+	CapNodeStaticPods: implements[NodeStaticPods],
 }
 
 func implements[T any](p Provider) bool {

@@ -144,6 +144,9 @@ func (r *run) execute(ctx context.Context) {
 	if err := r.resolveTargets(sctx); err != nil {
 		r.errs = append(r.errs, err)
 		aborted = true
+	} else if err := r.checkBlastRadius(); err != nil {
+		r.errs = append(r.errs, err)
+		aborted = true
 	}
 	for _, st := range sc.Spec.Steps {
 		if aborted && st.Teardown == nil {
@@ -205,6 +208,10 @@ func (r *run) resolveTargets(ctx context.Context) error {
 		if len(all) == 0 {
 			return fmt.Errorf("resolve target %s: no object matches the selector: %w", t.Name, ErrNotFound)
 		}
+		all = r.excluding(all, t.Exclude)
+		if len(all) == 0 {
+			return fmt.Errorf("resolve target %s: every match belongs to an excluded target (%s): %w", t.Name, strings.Join(t.Exclude, ", "), ErrNotFound)
+		}
 		picked, seed := pick(all, t)
 		r.objects[t.Name] = picked
 		tr := TargetResult{Name: t.Name, Seed: seed}
@@ -219,6 +226,23 @@ func (r *run) resolveTargets(ctx context.Context) error {
 		r.tl.Record("runner", "target/"+t.Name, "target-resolved", details)
 	}
 	return nil
+}
+
+// excluding drops the objects of the named, already resolved targets.
+func (r *run) excluding(all []Object, targets []string) []Object {
+	taken := map[string]bool{}
+	for _, t := range targets {
+		for _, o := range r.objects[t] {
+			taken[o.ID] = true
+		}
+	}
+	out := all[:0:0]
+	for _, o := range all {
+		if !taken[o.ID] {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // pick chooses a target's objects from all matches (sorted by name): the

@@ -55,6 +55,17 @@ type Spec struct {
 	// Lab is the cluster the embedded lab starts for this scenario when
 	// no provider is named. Without it the lab is vCenter only.
 	Lab *LabSpec `yaml:"lab"`
+	// Safety loosens the runner's blast-radius limits; each loosening is
+	// a statement that the scenario means to do it.
+	Safety Safety `yaml:"safety"`
+}
+
+// Safety holds what a scenario declares it accepts.
+type Safety struct {
+	// AcceptQuorumLoss lets the scenario take more than (n-1)/2 of a
+	// control plane's n etcd members at once. Without it the runner
+	// refuses before injecting anything.
+	AcceptQuorumLoss bool `yaml:"acceptQuorumLoss"`
 }
 
 // LabSpec shapes the one workload cluster the embedded lab runs a scenario
@@ -79,6 +90,9 @@ type Target struct {
 	Percent int `yaml:"percent"`
 	// Random picks at random instead of the first matches in name order.
 	Random *Random `yaml:"random"`
+	// Exclude names earlier targets whose objects this one never picks
+	// ("a second control plane, not the first victim").
+	Exclude []string `yaml:"exclude"`
 }
 
 // Random makes a pick replayable: the seed used is recorded in the result.

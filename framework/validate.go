@@ -120,6 +120,14 @@ func (v *validator) spec() {
 }
 
 func (v *validator) target(path string, t Target) {
+	for i, ex := range t.Exclude {
+		switch {
+		case ex == t.Name:
+			v.errf(fmt.Sprintf("%s.exclude[%d]", path, i), "a target cannot exclude itself")
+		case !v.targets[ex]:
+			v.errf(fmt.Sprintf("%s.exclude[%d]", path, i), "unknown target %q; exclude names a target defined before this one: %s", ex, list(v.targets))
+		}
+	}
 	switch {
 	case t.Name == "":
 		v.errf(path+".name", "required")
@@ -200,6 +208,11 @@ func (v *validator) inject(path string, in Inject) {
 	v.targetRef(path+".target", in.Target)
 	if ok {
 		v.args(path+".params", in.Params, def.params)
+		if def.check != nil {
+			for _, e := range def.check(in.Params) {
+				v.errf(path+".params."+e.arg, "%s", e.msg)
+			}
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -196,7 +197,7 @@ func (p *Provider) object(m *clusterv1.Machine, all []clusterv1.Machine) framewo
 	if kind == "KubeadmControlPlane" {
 		role = "control-plane"
 	}
-	return framework.Object{
+	obj := framework.Object{
 		Kind: "Machine", Name: m.Name, ID: string(m.UID),
 		Attributes: map[string]string{
 			attrNamespace: m.Namespace, attrCluster: m.Spec.ClusterName, attrProviderID: m.Spec.ProviderID,
@@ -204,6 +205,12 @@ func (p *Provider) object(m *clusterv1.Machine, all []clusterv1.Machine) framewo
 			attrNode: nodeName(m), attrRole: role,
 		},
 	}
+	if role == "control-plane" {
+		// kubeadm runs a stacked etcd member on every control plane.
+		obj.Attributes[framework.AttrEtcdCluster] = m.Namespace + "/" + owner
+		obj.Attributes[framework.AttrEtcdMembers] = strconv.Itoa(len(siblings))
+	}
+	return obj
 }
 
 // ownerOf names the object that keeps a Machine's replica count: the

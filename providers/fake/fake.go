@@ -6,6 +6,7 @@ package fake
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path"
 	"sort"
 	"sync"
@@ -27,7 +28,9 @@ type VM struct {
 	Name         string
 	State        framework.PowerState
 	NICConnected bool
-	gone         bool
+	// Attributes are copied into the VM's Object on Resolve.
+	Attributes map[string]string
+	gone       bool
 }
 
 // Call is one recorded call.
@@ -54,6 +57,14 @@ func New(names ...string) *Provider {
 		p.vms[n] = &VM{Name: n, State: framework.PoweredOn, NICConnected: true}
 	}
 	return p
+}
+
+// SetAttributes sets the attributes Resolve reports for a VM (an etcd
+// member's, say).
+func (p *Provider) SetAttributes(vm string, attrs map[string]string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.vms[vm].Attributes = attrs
 }
 
 // Name is "fake".
@@ -115,7 +126,7 @@ func (p *Provider) Resolve(_ context.Context, sel framework.Selector) ([]framewo
 		if ok, err := path.Match(sel.VM, name); err != nil {
 			return nil, fmt.Errorf("vm pattern %q: %w", sel.VM, err)
 		} else if ok && !vm.gone {
-			out = append(out, framework.Object{Kind: "VirtualMachine", Name: name, ID: name})
+			out = append(out, framework.Object{Kind: "VirtualMachine", Name: name, ID: name, Attributes: maps.Clone(vm.Attributes)})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
