@@ -488,6 +488,11 @@ func (p *Provider) workload(ctx context.Context, ns, cluster string) (client.Cli
 		return nil, fmt.Errorf("kubeconfig of cluster %s: %w", key, err)
 	}
 	cfg.Timeout = p.probeTimeout
+	// Probes poll several Machines every few hundred milliseconds; client-go's
+	// default of 5 requests per second would make them queue, and a queued
+	// reading at the end of a window fails for want of time, not because
+	// of the cluster.
+	cfg.QPS, cfg.Burst = 50, 100
 	c, err = client.New(cfg, client.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("client for cluster %s: %w", key, err)

@@ -269,7 +269,10 @@ type Provider struct {
 	nodes *nodeSim
 }
 
-var _ framework.NodeKubelet = (*Provider)(nil)
+var (
+	_ framework.NodeKubelet    = (*Provider)(nil)
+	_ framework.NodeStaticPods = (*Provider)(nil)
+)
 
 // SetKubelet implements framework.NodeKubelet on the Machine's node.
 func (p *Provider) SetKubelet(_ context.Context, m framework.Object, running bool) error {
@@ -278,6 +281,19 @@ func (p *Provider) SetKubelet(_ context.Context, m framework.Object, running boo
 		return fmt.Errorf("machine %s has no node yet: %w", m.Name, framework.ErrNotFound)
 	}
 	p.nodes.setKubelet(node, running)
+	return nil
+}
+
+// SetStaticPod implements framework.NodeStaticPods on the Machine's node.
+func (p *Provider) SetStaticPod(_ context.Context, m framework.Object, component string, running bool) error {
+	node := m.Attributes["node"]
+	if node == "" {
+		return fmt.Errorf("machine %s has no node yet: %w", m.Name, framework.ErrNotFound)
+	}
+	if m.Attributes["role"] != "control-plane" {
+		return fmt.Errorf("machine %s is a %s: only control-plane nodes run static pods", m.Name, m.Attributes["role"])
+	}
+	p.nodes.setStaticPod(node, component, running)
 	return nil
 }
 

@@ -32,6 +32,8 @@ import (
 	inmemoryclient "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime/client"
 	"sigs.k8s.io/cluster-api/util/certs"
 	"sigs.k8s.io/cluster-api/util/secret"
+
+	"github.com/faultline-dev/faultline/framework"
 )
 
 // The messages a real kubelet and node lifecycle controller write, as the
@@ -62,9 +64,13 @@ type nodeSim struct {
 	mu             sync.Mutex
 	vms            map[string]*simVM // by VM (and Node) name
 	kubeletStopped map[string]bool
-	cniBroken      map[string]bool
-	addons         map[string]bool // clusters whose kubeadm objects exist
-	nextIP         int
+	// podsStopped: the static pods stopped on a node, by component;
+	// podsChanged: nodes whose static pods' status is to be written.
+	podsStopped map[string]map[string]bool
+	podsChanged map[string]bool
+	cniBroken   map[string]bool
+	addons      map[string]bool // clusters whose kubeadm objects exist
+	nextIP      int
 }
 
 // simVM is what the simulator knows of one VM and its Node.
@@ -90,6 +96,7 @@ func newNodeSim(vc *vim25.Client, setIP func(types.ManagedObjectReference, strin
 	return &nodeSim{
 		vc: vc, setIP: setIP, mc: mc, mem: mem, workloads: workloads, profile: p, log: log,
 		vms: map[string]*simVM{}, kubeletStopped: map[string]bool{}, cniBroken: map[string]bool{}, addons: map[string]bool{},
+		podsStopped: map[string]map[string]bool{}, podsChanged: map[string]bool{},
 	}
 }
 
@@ -231,6 +238,21 @@ func (s *nodeSim) setKubelet(node string, running bool) {
 	}
 }
 
+// setStaticPod stops or starts one static pod of a control-plane node.
+func (s *nodeSim) setStaticPod(node, component string, running bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.podsStopped[node] == nil {
+		s.podsStopped[node] = map[string]bool{}
+	}
+	if running {
+		delete(s.podsStopped[node], component)
+	} else {
+		s.podsStopped[node][component] = true
+	}
+	s.podsChanged[node] = true
+}
+
 // setCNI makes a node's CNI initialised or not.
 func (s *nodeSim) setCNI(node string, ok bool) {
 	s.mu.Lock()
@@ -276,6 +298,9 @@ func (s *nodeSim) reconcileVM(ctx context.Context, vm *simVM, now time.Time) (bo
 		if vm.controlPlane && !vm.podsUp {
 			return false, nil // kubeadm init/join first
 		}
+		if !w.hasQuorum() {
+			return false, nil // the API server cannot store the kubelet's status
+		}
 		if node == nil {
 			return false, createNode(ctx, c, vm, s.cniBroken[vm.name], now)
 		}
@@ -287,6 +312,9 @@ func (s *nodeSim) reconcileVM(ctx context.Context, vm *simVM, now time.Time) (bo
 			return true, nil
 		}
 		return false, nil
+	}
+	if !w.hasQuorum() {
+		return false, nil // nor the node lifecycle controllers' verdicts
 	}
 	if !vm.destroyedAt.IsZero() && now.Sub(vm.destroyedAt) >= s.profile.NodeDelete+s.profile.NodeGrace {
 		// The cloud provider's node lifecycle controller deletes Nodes
@@ -306,7 +334,8 @@ func (s *nodeSim) reconcileVM(ctx context.Context, vm *simVM, now time.Time) (bo
 }
 
 // reconcileStaticPods runs or stops a control plane's etcd member and API
-// server with its VM; kubeadm's init or join happens on first boot.
+// server with its VM and with the static pods stopped on it; kubeadm's init
+// or join happens on first boot.
 func (s *nodeSim) reconcileStaticPods(ctx context.Context, c inmemoryclient.Client, w *workloadServer, vm *simVM, now time.Time) error {
 	etcdPod, apiPod := "etcd-"+vm.name, "kube-apiserver-"+vm.name
 	if !s.podsStarted(vm, now) {
@@ -317,35 +346,82 @@ func (s *nodeSim) reconcileStaticPods(ctx context.Context, c inmemoryclient.Clie
 		}
 		return nil
 	}
-	if vm.podsUp && w.hasAPIServer(apiPod) && w.hasEtcdMember(etcdPod) {
+	stopped := s.podsStopped[vm.name]
+	wantEtcd, wantAPI := !stopped["etcd"], !stopped["kube-apiserver"]
+	if vm.podsUp && w.hasAPIServer(apiPod) == wantAPI && w.hasEtcdMember(etcdPod) == wantEtcd && !s.podsChanged[vm.name] {
 		return nil
 	}
-	ca, caKey, err := s.clusterCA(ctx, vm.cluster, secret.ClusterCA)
-	if err != nil {
-		return err
-	}
-	etcdCA, etcdKey, err := s.clusterCA(ctx, vm.cluster, secret.EtcdCA)
-	if err != nil {
-		return err
-	}
-	if err := s.ensureEtcdPod(ctx, c, vm); err != nil {
-		return err
-	}
-	for _, component := range []string{"kube-apiserver", "kube-scheduler", "kube-controller-manager"} {
-		if err := createIfMissing(ctx, c, staticPod(component, vm.name)); err != nil {
+	if !vm.podsUp {
+		if err := s.ensureEtcdPod(ctx, c, vm); err != nil {
+			return err
+		}
+		for _, component := range []string{"kube-apiserver", "kube-scheduler", "kube-controller-manager"} {
+			if err := createIfMissing(ctx, c, staticPod(component, vm.name)); err != nil {
+				return err
+			}
+		}
+		if err := s.ensureAddons(ctx, c, vm.cluster); err != nil {
 			return err
 		}
 	}
-	if err := s.ensureAddons(ctx, c, vm.cluster); err != nil {
-		return err
+	if !wantEtcd {
+		w.removeEtcdMember(etcdPod)
+	} else if !w.hasEtcdMember(etcdPod) {
+		etcdCA, etcdKey, err := s.clusterCA(ctx, vm.cluster, secret.EtcdCA)
+		if err != nil {
+			return err
+		}
+		if err := w.addEtcdMember(etcdPod, etcdCA, etcdKey); err != nil {
+			return err
+		}
 	}
-	if err := w.addEtcdMember(etcdPod, etcdCA, etcdKey); err != nil {
-		return err
-	}
-	if err := w.addAPIServer(apiPod, ca, caKey); err != nil {
-		return err
+	if !wantAPI {
+		w.removeAPIServer(apiPod)
+	} else if !w.hasAPIServer(apiPod) {
+		ca, caKey, err := s.clusterCA(ctx, vm.cluster, secret.ClusterCA)
+		if err != nil {
+			return err
+		}
+		if err := w.addAPIServer(apiPod, ca, caKey); err != nil {
+			return err
+		}
 	}
 	vm.podsUp = true
+	if s.podsChanged[vm.name] {
+		if err := s.writePodStatus(ctx, c, vm.name, stopped); err != nil {
+			return err
+		}
+		delete(s.podsChanged, vm.name)
+	}
+	return nil
+}
+
+// writePodStatus is what the kubelet reports of a node's static pods: a
+// stopped one is not Ready.
+func (s *nodeSim) writePodStatus(ctx context.Context, c inmemoryclient.Client, node string, stopped map[string]bool) error {
+	for _, component := range framework.StaticPodComponents {
+		pod := &corev1.Pod{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: component + "-" + node}, pod); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("get static pod %s-%s: %w", component, node, err)
+		}
+		want := corev1.ConditionTrue
+		if stopped[component] {
+			want = corev1.ConditionFalse
+		}
+		if len(pod.Status.Conditions) == 1 && pod.Status.Conditions[0].Status == want {
+			continue
+		}
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: want, LastTransitionTime: metav1.Now()}}
+		if want == corev1.ConditionFalse {
+			pod.Status.Conditions[0].Reason = "ContainersNotReady"
+		}
+		if err := c.Update(ctx, pod); err != nil {
+			return fmt.Errorf("update static pod %s: %w", pod.Name, err)
+		}
+	}
 	return nil
 }
 
@@ -405,6 +481,7 @@ func (s *nodeSim) electLeader(ctx context.Context, cluster string) error {
 			leaderUp = leaderUp || p.Name == leaderName
 		}
 	}
+	w.setQuorum(len(live)*2 > len(pods))
 	if leaderUp || len(live)*2 <= len(pods) || len(live) == 0 {
 		return nil // a leader serves, or no quorum elects one
 	}

@@ -20,9 +20,23 @@ import (
 // result; sets override parameters.
 func runScenario(t *testing.T, l *lab.Lab, name string, sets map[string]string) *framework.Result {
 	t.Helper()
+	return runScenarioText(t, l, name, nil, sets)
+}
+
+// runScenarioText is runScenario on a scenario whose text edit changed
+// first (nil: as it is): a broken variant.
+func runScenarioText(t *testing.T, l *lab.Lab, name string, edit func(string) string, sets map[string]string) *framework.Result {
+	t.Helper()
 	data, err := scenarios.Read(name)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if edit != nil {
+		changed := edit(string(data))
+		if changed == string(data) {
+			t.Fatalf("%s: the edit changes nothing", name)
+		}
+		data = []byte(changed)
 	}
 	sc, err := framework.Parse("scenarios/"+name+".yaml", data, sets)
 	if err != nil {
@@ -94,6 +108,34 @@ func TestIntegrationLabScenarios(t *testing.T) {
 		}
 		if len(res.Assertions) != 1 || !res.Assertions[0].OK || !strings.Contains(res.Assertions[0].Message, "readings") {
 			t.Errorf("api-stayed-available: %+v", res.Assertions)
+		}
+	})
+	// Seed 002's quorum loss, and its two broken variants: without the
+	// declaration the runner refuses; with one member stopped the API
+	// never fails, and the run fails naming the phase.
+	t.Run("kill-etcd-quorum", func(t *testing.T) {
+		res := runScenario(t, l, "kill-etcd-quorum", nil)
+		if res.Verdict != framework.Pass {
+			t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
+		}
+	})
+	t.Run("kill-etcd-quorum-undeclared", func(t *testing.T) {
+		res := runScenarioText(t, l, "kill-etcd-quorum", func(s string) string {
+			return strings.Replace(s, "acceptQuorumLoss: true", "acceptQuorumLoss: false", 1)
+		}, nil)
+		want := "refused: step stop-etcd would have 2 of the 3 etcd members of default/lab-control-plane down at once"
+		if res.Verdict != framework.Error || !strings.Contains(res.Reason, want) {
+			t.Fatalf("verdict %s (%s), want error saying %q", res.Verdict, res.Reason, want)
+		}
+		if len(res.Faults) != 0 {
+			t.Errorf("a refused run injected %d faults", len(res.Faults))
+		}
+	})
+	t.Run("kill-etcd-one-member", func(t *testing.T) {
+		res := runScenario(t, l, "kill-etcd-quorum", map[string]string{"members": "1", "budget.down": "10s", "window.down": "1s", "window.unremediated": "1s"})
+		want := "phase api-no-leader not reached within its budget 10s of inject"
+		if res.Verdict != framework.Fail || !strings.Contains(res.Reason, want) {
+			t.Fatalf("verdict %s (%s), want fail saying %q", res.Verdict, res.Reason, want)
 		}
 	})
 	// Seed 002's TKGS scope: no health check on the control plane.

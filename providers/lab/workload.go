@@ -4,6 +4,7 @@ import (
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
 	inmemoryapi "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/server/api"
@@ -37,6 +39,7 @@ type workloadServer struct {
 	key      *rsa.PrivateKey
 
 	mu         sync.Mutex
+	noQuorum   bool
 	apiServers map[string]bool
 	apiCert    *tls.Certificate
 	etcdCerts  map[string]*tls.Certificate
@@ -67,6 +70,10 @@ func newWorkloadServer(mgr inmemoryruntime.Manager, rg string, log logr.Logger) 
 		Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 			if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("content-type"), "application/grpc") {
 				etcd.ServeHTTP(rw, r)
+				return
+			}
+			if !w.hasQuorum() {
+				writeNoLeader(rw)
 				return
 			}
 			api.ServeHTTP(rw, r)
@@ -130,6 +137,42 @@ func (w *workloadServer) removeAPIServer(pod string) {
 			_ = c.Close()
 		}
 	}
+}
+
+// setQuorum records whether etcd has a quorum. Losing it cuts every open
+// connection, as kube-apiserver ends its watches on "etcdserver: no
+// leader", and every request until it is back fails with that error.
+func (w *workloadServer) setQuorum(ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.noQuorum == !ok {
+		return
+	}
+	w.noQuorum = !ok
+	if !ok {
+		for c := range w.conns {
+			_ = c.Close()
+		}
+	}
+}
+
+func (w *workloadServer) hasQuorum() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.noQuorum
+}
+
+// writeNoLeader answers as kube-apiserver does when etcd has no leader: the
+// storage error, unwrapped, as a 500 Status.
+func writeNoLeader(rw http.ResponseWriter) {
+	st := metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusFailure, Message: "etcdserver: no leader",
+		Reason: metav1.StatusReasonUnknown, Code: http.StatusInternalServerError,
+	}
+	rw.Header().Set("Content-Type", "application/json")
+	rw.WriteHeader(http.StatusInternalServerError)
+	_ = json.NewEncoder(rw).Encode(st)
 }
 
 func (w *workloadServer) hasAPIServer(pod string) bool {
