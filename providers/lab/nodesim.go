@@ -298,8 +298,8 @@ func (s *nodeSim) reconcileVM(ctx context.Context, vm *simVM, now time.Time) (bo
 		if vm.controlPlane && !vm.podsUp {
 			return false, nil // kubeadm init/join first
 		}
-		if !w.hasQuorum() {
-			return false, nil // the API server cannot store the kubelet's status
+		if !w.canStore() {
+			return false, nil // no API server can store the kubelet's status
 		}
 		if node == nil {
 			return false, createNode(ctx, c, vm, s.cniBroken[vm.name], now)
@@ -313,7 +313,7 @@ func (s *nodeSim) reconcileVM(ctx context.Context, vm *simVM, now time.Time) (bo
 		}
 		return false, nil
 	}
-	if !w.hasQuorum() {
+	if !w.canStore() {
 		return false, nil // nor the node lifecycle controllers' verdicts
 	}
 	if !vm.destroyedAt.IsZero() && now.Sub(vm.destroyedAt) >= s.profile.NodeDelete+s.profile.NodeGrace {

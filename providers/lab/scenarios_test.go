@@ -138,6 +138,23 @@ func TestIntegrationLabScenarios(t *testing.T) {
 			t.Fatalf("verdict %s (%s), want fail saying %q", res.Verdict, res.Reason, want)
 		}
 	})
+	t.Run("remove-apiserver-pods", func(t *testing.T) {
+		res := runScenario(t, l, "remove-apiserver-pods", nil)
+		if res.Verdict != framework.Pass {
+			t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
+		}
+	})
+	// Without its undo step the API does not come back by itself.
+	t.Run("remove-apiserver-pods-no-undo", func(t *testing.T) {
+		res := runScenarioText(t, l, "remove-apiserver-pods", func(s string) string {
+			s = strings.Replace(s, "    - name: restore-manifests\n      undo:\n        all: true\n", "", 1)
+			return strings.ReplaceAll(s, "from: undo:restore-manifests", "from: inject:remove-third")
+		}, map[string]string{"budget.recovered": "5s", "window.served": "1s", "window.unremediated": "1s"})
+		want := "phase api-available not reached within its budget 5s of inject:remove-third"
+		if res.Verdict != framework.Fail || !strings.Contains(res.Reason, want) {
+			t.Fatalf("verdict %s (%s), want fail saying %q", res.Verdict, res.Reason, want)
+		}
+	})
 	// Seed 002's TKGS scope: no health check on the control plane.
 	t.Run("stop-kubelet-cp", func(t *testing.T) {
 		deleteMHC(t, l, "lab-control-plane")

@@ -30,15 +30,17 @@ import (
 // debug server listen on every interface.
 //
 // The endpoint answers only while at least one control plane's API server
-// runs: with none, connections are closed at once, as a load balancer in
-// front of dead API servers would.
+// runs. Before the first starts, connections are closed at once; once the
+// last stops, the port is closed and connections are refused, as a load
+// balancer with no live backend refuses them.
 type workloadServer struct {
-	rg       string
-	listener net.Listener
-	srv      *http.Server
-	key      *rsa.PrivateKey
+	rg   string
+	addr *net.TCPAddr
+	srv  *http.Server
+	key  *rsa.PrivateKey
 
 	mu         sync.Mutex
+	listener   net.Listener // nil while the port is closed
 	noQuorum   bool
 	apiServers map[string]bool
 	apiCert    *tls.Certificate
@@ -59,7 +61,7 @@ func newWorkloadServer(mgr inmemoryruntime.Manager, rg string, log logr.Logger) 
 		return nil, fmt.Errorf("workload cluster %s: serving key: %w", rg, err)
 	}
 	w := &workloadServer{
-		rg: rg, key: key, apiServers: map[string]bool{},
+		rg: rg, key: key, addr: l.Addr().(*net.TCPAddr), apiServers: map[string]bool{},
 		etcdCerts: map[string]*tls.Certificate{}, conns: map[net.Conn]bool{},
 	}
 	w.listener = &gatedListener{Listener: l, w: w}
@@ -84,12 +86,19 @@ func newWorkloadServer(mgr inmemoryruntime.Manager, rg string, log logr.Logger) 
 		// that is the fault working, not news.
 		ErrorLog: stdlog.New(io.Discard, "", 0),
 	}
-	go func() { _ = w.srv.ServeTLS(w.listener, "", "") }()
+	w.serve()
 	return w, nil
 }
 
+// serve serves the current listener until it is closed; call with the
+// listener set.
+func (w *workloadServer) serve() {
+	l := w.listener
+	go func() { _ = w.srv.ServeTLS(l, "", "") }()
+}
+
 // Addr is host:port of the endpoint.
-func (w *workloadServer) Addr() *net.TCPAddr { return w.listener.Addr().(*net.TCPAddr) }
+func (w *workloadServer) Addr() *net.TCPAddr { return w.addr }
 
 // certificate picks the etcd member's serving certificate when a port
 // forward names that member, the API server's otherwise.
@@ -122,20 +131,33 @@ func (w *workloadServer) addAPIServer(pod string, ca *x509.Certificate, caKey *r
 		}
 		w.apiCert = c
 	}
+	if w.listener == nil {
+		l, err := net.Listen("tcp", w.addr.String())
+		if err != nil {
+			return fmt.Errorf("reopen the endpoint of %s: %w", w.rg, err)
+		}
+		w.listener = &gatedListener{Listener: l, w: w}
+		w.serve()
+	}
 	w.apiServers[pod] = true
 	return nil
 }
 
 // removeAPIServer unregisters an API server; when none is left every open
-// connection is cut.
+// connection is cut and the port closed.
 func (w *workloadServer) removeAPIServer(pod string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.apiServers, pod)
-	if len(w.apiServers) == 0 {
-		for c := range w.conns {
-			_ = c.Close()
-		}
+	if len(w.apiServers) > 0 {
+		return
+	}
+	for c := range w.conns {
+		_ = c.Close()
+	}
+	if w.listener != nil {
+		_ = w.listener.Close()
+		w.listener = nil
 	}
 }
 
@@ -160,6 +182,14 @@ func (w *workloadServer) hasQuorum() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return !w.noQuorum
+}
+
+// canStore tells whether a write through the API would succeed: an API
+// server runs and etcd has a quorum.
+func (w *workloadServer) canStore() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.noQuorum && len(w.apiServers) > 0
 }
 
 // writeNoLeader answers as kube-apiserver does when etcd has no leader: the
