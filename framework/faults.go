@@ -32,6 +32,9 @@ type faultDef struct {
 	undo       func(obj Object, params map[string]string) UndoAction
 	// check, when set, validates the params when the file loads.
 	check func(params map[string]string) []argError
+	// backups: the fault keeps backups; the runner gives it a folder in
+	// the backups param.
+	backups bool
 	// takesEtcd, when set, tells whether the fault takes down the etcd
 	// member an object may host; the runner keeps such faults within
 	// quorum (see checkBlastRadius).
@@ -43,7 +46,24 @@ func powerOnUndo(obj Object, _ map[string]string) UndoAction {
 }
 
 // faultCatalogue lists every fault a scenario can inject.
-var faultCatalogue = map[string]faultDef{
+var faultCatalogue = mergeMaps(nodeAndVMFaults, objectFaults)
+
+// undoCatalogue runs journaled undo actions. Each undo is idempotent, so a
+// recovery may replay one that had already run before a crash.
+var undoCatalogue = mergeMaps(nodeAndVMUndos, objectUndos)
+
+func mergeMaps[V any](sets ...map[string]V) map[string]V {
+	out := map[string]V{}
+	for _, set := range sets {
+		for k, v := range set {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// nodeAndVMFaults are the faults on VMs and on nodes' processes.
+var nodeAndVMFaults = map[string]faultDef{
 	"vm.power-off": {
 		takesEtcd:  takesEtcdMember,
 		capability: CapVMPower, summary: "hard power-off of a VM; undo powers it on",
@@ -131,9 +151,7 @@ var faultCatalogue = map[string]faultDef{
 	},
 }
 
-// undoCatalogue runs journaled undo actions. Each undo is idempotent, so a
-// recovery may replay one that had already run before a crash.
-var undoCatalogue = map[string]func(ctx context.Context, p Provider, u UndoAction) error{
+var nodeAndVMUndos = map[string]func(ctx context.Context, p Provider, u UndoAction) error{
 	"vm.power-on": func(ctx context.Context, p Provider, u UndoAction) error {
 		v, err := as[VMPower](p, CapVMPower)
 		if err != nil {

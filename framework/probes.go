@@ -61,17 +61,7 @@ func nicConnected(want bool) func(context.Context, Provider, Object, map[string]
 }
 
 // probeCatalogue lists every named probe a condition can use.
-var probeCatalogue = mergeProbes(vmProbes, clusterAPIProbes, objectProbes)
-
-func mergeProbes(sets ...map[string]probeDef) map[string]probeDef {
-	out := map[string]probeDef{}
-	for _, set := range sets {
-		for k, v := range set {
-			out[k] = v
-		}
-	}
-	return out
-}
+var probeCatalogue = mergeMaps(vmProbes, clusterAPIProbes, objectProbes)
 
 // vmProbes are the named probes over vSphere VMs.
 var vmProbes = map[string]probeDef{

@@ -43,7 +43,7 @@ const (
 	CapVMNetwork   Capability = "VMNetwork"
 )
 
-var capabilities = []Capability{CapVMPower, CapVMLifecycle, CapVMNetwork, CapClusterAPI, CapObjects, CapNodeKubelet, CapNodeStaticPods}
+var capabilities = []Capability{CapVMPower, CapVMLifecycle, CapVMNetwork, CapClusterAPI, CapObjects, CapNodeKubelet, CapNodeStaticPods, CapObjectWrites}
 
 // PowerState is a VM's power state, as vSphere names it.
 type PowerState string
@@ -135,6 +135,7 @@ var capabilityCheck = map[Capability]func(Provider) bool{
 	CapObjects:        implements[Objects],
 	CapNodeKubelet:    implements[NodeKubelet],
 	CapNodeStaticPods: implements[NodeStaticPods],
+	CapObjectWrites:   implements[ObjectWriter],
 }
 
 func implements[T any](p Provider) bool {

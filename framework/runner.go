@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	mrand "math/rand/v2"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -36,6 +38,10 @@ type RunInput struct {
 	// Retain leaves injected faults in place at the end (for inspecting a
 	// broken cluster); the journal keeps them pending for recover.
 	Retain bool
+	// BackupDir is where faults that delete or replace objects keep their
+	// backups, a folder per inject step; "backups" beside the journal when
+	// empty.
+	BackupDir string
 	// Progress, when set, is called while the runner waits.
 	Progress func(Progress)
 	Log      logr.Logger
@@ -346,9 +352,21 @@ func (r *run) inject(ctx context.Context, step string, in Inject) error {
 	if d, ok := r.in.Provider.(Describer); ok {
 		ref = d.Ref()
 	}
+	params := in.Params
+	if def.backups {
+		params = maps.Clone(in.Params)
+		if params == nil {
+			params = map[string]string{}
+		}
+		dir := r.in.BackupDir
+		if dir == "" {
+			dir = filepath.Join(filepath.Dir(r.in.Journal.Path()), "backups")
+		}
+		params[paramBackups] = filepath.Join(dir, step)
+	}
 	for _, obj := range r.objects[in.Target] {
 		id := step + "/" + obj.Name
-		undo := def.undo(obj, in.Params)
+		undo := def.undo(obj, params)
 		f := &activeFault{step: step, undo: undo, result: &FaultResult{ID: id, Kind: in.Fault, Target: obj.String(), Undo: undo.Action, Note: undo.Note}}
 		target := obj
 		if err := r.in.Journal.Append(JournalEntry{Op: OpInject, FaultID: id, Scenario: r.res.Scenario, Kind: in.Fault, Target: &target, Undo: &undo, Provider: ref}); err != nil {
@@ -358,7 +376,7 @@ func (r *run) inject(ctx context.Context, step string, in Inject) error {
 		r.faults = append(r.faults, f)
 		r.mu.Unlock()
 		r.tl.Record("journal", obj.String(), "fault-journaled", map[string]string{"fault": in.Fault, "id": id, "undo": undo.Action})
-		err := def.inject(ctx, r.in.Provider, obj, in.Params)
+		err := def.inject(ctx, r.in.Provider, obj, params)
 		now := time.Now()
 		if err != nil {
 			// The fault may have half-applied; its undo stays pending and

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,13 +58,14 @@ type Provider struct {
 }
 
 var (
-	_ framework.Provider    = (*Provider)(nil)
-	_ framework.ClusterAPI  = (*Provider)(nil)
-	_ framework.VMPower     = (*Provider)(nil)
-	_ framework.VMLifecycle = (*Provider)(nil)
-	_ framework.Describer   = (*Provider)(nil)
-	_ framework.Watcher     = (*Provider)(nil)
-	_ framework.Objects     = (*Provider)(nil)
+	_ framework.Provider     = (*Provider)(nil)
+	_ framework.ClusterAPI   = (*Provider)(nil)
+	_ framework.ObjectWriter = (*Provider)(nil)
+	_ framework.VMPower      = (*Provider)(nil)
+	_ framework.VMLifecycle  = (*Provider)(nil)
+	_ framework.Describer    = (*Provider)(nil)
+	_ framework.Watcher      = (*Provider)(nil)
+	_ framework.Objects      = (*Provider)(nil)
 )
 
 // Option configures a Provider.
@@ -92,6 +94,9 @@ func New(c client.Client, opts ...Option) *Provider {
 	}
 	return p
 }
+
+// Client is the management cluster's client the provider reads with.
+func (p *Provider) Client() client.Client { return p.c }
 
 // Name implements framework.Provider.
 func (p *Provider) Name() string { return p.name }
@@ -272,16 +277,11 @@ func (p *Provider) Watch(ctx context.Context, obj framework.Object) (<-chan stru
 
 // GetObject implements framework.Objects.
 func (p *Provider) GetObject(ctx context.Context, scope framework.Object, ref framework.ObjectRef) (map[string]any, error) {
-	c := client.Client(p.c)
-	if ref.Cluster == "workload" {
-		var err error
-		if c, err = p.workload(ctx, scope.Attributes[attrNamespace], scope.Attributes[attrCluster]); err != nil {
-			return nil, err
-		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.probeTimeout)
-		defer cancel()
+	c, ctx, cancel, err := p.clusterClient(ctx, scope, ref.Cluster)
+	if err != nil {
+		return nil, err
 	}
+	defer cancel()
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(ref.APIVersion)
 	u.SetKind(ref.Kind)
@@ -292,6 +292,60 @@ func (p *Provider) GetObject(ctx context.Context, scope framework.Object, ref fr
 		return nil, fmt.Errorf("get %s: %w", ref, err)
 	}
 	return u.Object, nil
+}
+
+// clusterClient is the management cluster's client, or the workload
+// cluster's of scope with ctx bounded by the probe timeout.
+func (p *Provider) clusterClient(ctx context.Context, scope framework.Object, cluster string) (client.Client, context.Context, context.CancelFunc, error) {
+	if cluster != "workload" {
+		return p.c, ctx, func() {}, nil
+	}
+	c, err := p.workload(ctx, scope.Attributes[attrNamespace], scope.Attributes[attrCluster])
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.probeTimeout)
+	return c, ctx, cancel, nil
+}
+
+// ApplyObject implements framework.ObjectWriter: create, or replace the
+// object of that name.
+func (p *Provider) ApplyObject(ctx context.Context, scope framework.Object, cluster string, obj map[string]any) error {
+	c, ctx, cancel, err := p.clusterClient(ctx, scope, cluster)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj)}
+	existing := &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(u.GroupVersionKind())
+	err = c.Get(ctx, client.ObjectKeyFromObject(u), existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		return c.Create(ctx, u)
+	case err != nil:
+		return err
+	}
+	u.SetResourceVersion(existing.GetResourceVersion())
+	return c.Update(ctx, u)
+}
+
+// DeleteObject implements framework.ObjectWriter.
+func (p *Provider) DeleteObject(ctx context.Context, scope framework.Object, ref framework.ObjectRef) error {
+	c, ctx, cancel, err := p.clusterClient(ctx, scope, ref.Cluster)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(ref.APIVersion)
+	u.SetKind(ref.Kind)
+	u.SetNamespace(ref.Namespace)
+	u.SetName(ref.Name)
+	if err := c.Delete(ctx, u); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %s: %w", ref, err)
+	}
+	return nil
 }
 
 // Machine implements framework.ClusterAPI.

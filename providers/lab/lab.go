@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/vmware/govmomi/simulator"
 	"google.golang.org/grpc/grpclog"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -172,7 +173,7 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 
 func newInMemory(ctx context.Context) (inmemoryruntime.Manager, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme, admissionv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("in-memory scheme: %w", err)
 		}

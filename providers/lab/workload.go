@@ -4,7 +4,6 @@ import (
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -66,7 +65,7 @@ func newWorkloadServer(mgr inmemoryruntime.Manager, rg string, log logr.Logger) 
 	}
 	w.listener = &gatedListener{Listener: l, w: w}
 	resolve := func(string) (string, error) { return rg, nil }
-	api := inmemoryapi.NewAPIServerHandler(mgr, log, resolve)
+	api := &extraAPI{mem: mgr, rg: rg, next: inmemoryapi.NewAPIServerHandler(mgr, log, resolve)}
 	etcd := inmemoryetcd.NewEtcdServerHandler(mgr, log, resolve)
 	w.srv = &http.Server{
 		Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
@@ -195,14 +194,11 @@ func (w *workloadServer) canStore() bool {
 // writeNoLeader answers as kube-apiserver does when etcd has no leader: the
 // storage error, unwrapped, as a 500 Status.
 func writeNoLeader(rw http.ResponseWriter) {
-	st := metav1.Status{
+	writeJSON(rw, http.StatusInternalServerError, metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusFailure, Message: "etcdserver: no leader",
 		Reason: metav1.StatusReasonUnknown, Code: http.StatusInternalServerError,
-	}
-	rw.Header().Set("Content-Type", "application/json")
-	rw.WriteHeader(http.StatusInternalServerError)
-	_ = json.NewEncoder(rw).Encode(st)
+	})
 }
 
 func (w *workloadServer) hasAPIServer(pod string) bool {

@@ -1,0 +1,391 @@
+package lab
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
+)
+
+// extraResource is a kind the lab's workload API serves on top of Cluster
+// API's in-memory API server, whose list of resources is fixed: the kinds
+// the seeds' faults are made of (webhook configurations, Events).
+type extraResource struct {
+	group, version, resource, kind string
+	namespaced                     bool
+}
+
+var extraResources = []extraResource{
+	{"admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", false},
+	{"admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", false},
+	{"", "v1", "events", "Event", true},
+}
+
+func (r extraResource) gvk() schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: r.group, Version: r.version, Kind: r.kind}
+}
+
+// extraAPI serves extraResources from the in-memory store of one workload
+// cluster and passes every other request to next; it adds them to the
+// discovery documents next serves.
+type extraAPI struct {
+	mem  inmemoryruntime.Manager
+	rg   string
+	next http.Handler
+}
+
+// extraRequest is a request for one of extraResources.
+type extraRequest struct {
+	res             extraResource
+	namespace, name string
+}
+
+// parse matches a path against extraResources.
+func parseExtra(path string) (extraRequest, bool) {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	var group, version string
+	var rest []string
+	switch {
+	case len(parts) >= 3 && parts[0] == "api":
+		version, rest = parts[1], parts[2:]
+	case len(parts) >= 4 && parts[0] == "apis":
+		group, version, rest = parts[1], parts[2], parts[3:]
+	default:
+		return extraRequest{}, false
+	}
+	var req extraRequest
+	if len(rest) >= 3 && rest[0] == "namespaces" {
+		req.namespace, rest = rest[1], rest[2:]
+	}
+	if len(rest) == 0 || len(rest) > 2 {
+		return extraRequest{}, false
+	}
+	if len(rest) == 2 {
+		req.name = rest[1]
+	}
+	for _, r := range extraResources {
+		if r.group == group && r.version == version && r.resource == rest[0] && (r.namespaced || req.namespace == "") {
+			req.res = r
+			return req, true
+		}
+	}
+	return extraRequest{}, false
+}
+
+func (x *extraAPI) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet {
+		if merged, ok := x.discovery(r); ok {
+			writeJSON(rw, http.StatusOK, merged)
+			return
+		}
+	}
+	req, ok := parseExtra(r.URL.Path)
+	if !ok {
+		x.next.ServeHTTP(rw, r)
+		return
+	}
+	c := x.mem.GetResourceGroup(x.rg).GetClient()
+	ctx := r.Context()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(req.res.gvk())
+	key := client.ObjectKey{Namespace: req.namespace, Name: req.name}
+	var err error
+	status := http.StatusOK
+	switch {
+	case r.Method == http.MethodGet && req.name != "":
+		err = c.Get(ctx, key, u)
+	case r.Method == http.MethodGet && isWatchRequest(r):
+		x.watch(rw, r, req)
+		return
+	case r.Method == http.MethodGet:
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(req.res.gvk().GroupVersion().WithKind(req.res.kind + "List"))
+		var opts []client.ListOption
+		if req.namespace != "" {
+			opts = append(opts, client.InNamespace(req.namespace))
+		}
+		if err = c.List(ctx, list, opts...); err == nil {
+			writeJSON(rw, http.StatusOK, list.UnstructuredContent())
+			return
+		}
+	case r.Method == http.MethodPost && req.name == "":
+		if err = decodeBody(r, u, req); err == nil {
+			err = c.Create(ctx, u)
+			status = http.StatusCreated
+		}
+	case r.Method == http.MethodPut && req.name != "":
+		if err = decodeBody(r, u, req); err == nil {
+			err = c.Update(ctx, u)
+		}
+	case r.Method == http.MethodPatch && req.name != "":
+		var body []byte
+		if body, err = io.ReadAll(r.Body); err == nil {
+			u.SetNamespace(req.namespace)
+			u.SetName(req.name)
+			err = c.Patch(ctx, u, client.RawPatch(types.PatchType(r.Header.Get("Content-Type")), body))
+		}
+	case r.Method == http.MethodDelete && req.name != "":
+		if err = c.Get(ctx, key, u); err == nil {
+			err = c.Delete(ctx, u)
+		}
+	default:
+		err = apierrors.NewMethodNotSupported(schema.GroupResource{Group: req.res.group, Resource: req.res.resource}, r.Method)
+	}
+	if err != nil {
+		writeError(rw, err)
+		return
+	}
+	u.SetGroupVersionKind(req.res.gvk())
+	writeJSON(rw, status, u.Object)
+}
+
+func decodeBody(r *http.Request, u *unstructured.Unstructured, req extraRequest) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+			Message: fmt.Sprintf("the lab's workload API takes JSON, not %s", ct),
+		}}
+	}
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return apierrors.NewBadRequest("read body: " + err.Error())
+	}
+	if err := json.Unmarshal(b, &u.Object); err != nil {
+		return apierrors.NewBadRequest("decode body: " + err.Error())
+	}
+	u.SetGroupVersionKind(req.res.gvk())
+	if req.namespace != "" {
+		u.SetNamespace(req.namespace)
+	}
+	if req.name != "" && u.GetName() != req.name {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name in the body (%q) does not match the name in the URL (%q)", u.GetName(), req.name))
+	}
+	return nil
+}
+
+// discovery answers /api/v1, /apis and /apis/<extra group>/<version> with
+// next's documents plus extraResources.
+func (x *extraAPI) discovery(r *http.Request) (any, bool) {
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	switch path {
+	case "/api/v1":
+		var list metav1.APIResourceList
+		if !x.nextJSON(r, &list) {
+			return nil, false
+		}
+		list.APIResources = append(list.APIResources, extraResourceList("", "v1")...)
+		return &list, true
+	case "/apis":
+		var groups metav1.APIGroupList
+		if !x.nextJSON(r, &groups) {
+			return nil, false
+		}
+		seen := map[string]bool{}
+		for _, res := range extraResources {
+			if res.group == "" || seen[res.group] {
+				continue
+			}
+			seen[res.group] = true
+			gv := metav1.GroupVersionForDiscovery{GroupVersion: res.group + "/" + res.version, Version: res.version}
+			groups.Groups = append(groups.Groups, metav1.APIGroup{Name: res.group, Versions: []metav1.GroupVersionForDiscovery{gv}, PreferredVersion: gv})
+		}
+		return &groups, true
+	}
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if len(parts) == 3 && parts[0] == "apis" {
+		if list := extraResourceList(parts[1], parts[2]); len(list) > 0 {
+			return &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: parts[1] + "/" + parts[2], APIResources: list}, true
+		}
+	}
+	return nil, false
+}
+
+func extraResourceList(group, version string) []metav1.APIResource {
+	var out []metav1.APIResource
+	for _, res := range extraResources {
+		if res.group == group && res.version == version {
+			out = append(out, metav1.APIResource{
+				Name: res.resource, Namespaced: res.namespaced, Kind: res.kind,
+				Verbs: metav1.Verbs{"create", "delete", "get", "list", "patch", "update", "watch"},
+			})
+		}
+	}
+	return out
+}
+
+// nextJSON runs r through next and decodes its JSON answer.
+func (x *extraAPI) nextJSON(r *http.Request, into any) bool {
+	rec := &recorder{header: http.Header{}, status: http.StatusOK}
+	r2 := r.Clone(r.Context())
+	r2.Header.Set("Accept", "application/json")
+	x.next.ServeHTTP(rec, r2)
+	return rec.status == http.StatusOK && json.Unmarshal(rec.body.Bytes(), into) == nil
+}
+
+// recorder keeps what a handler writes.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (c *recorder) Header() http.Header         { return c.header }
+func (c *recorder) Write(b []byte) (int, error) { return c.body.Write(b) }
+func (c *recorder) WriteHeader(status int)      { c.status = status }
+
+func isWatchRequest(r *http.Request) bool {
+	w := r.URL.Query().Get("watch")
+	return w == "true" || w == "1"
+}
+
+// watchEvents forwards the in-memory store's events of one kind in one
+// resource group.
+type watchEvents struct {
+	rg     string
+	events chan watchEvent
+}
+
+type watchEvent struct {
+	Type   watch.EventType `json:"type"`
+	Object client.Object   `json:"object"`
+}
+
+func (w *watchEvents) send(rg string, t watch.EventType, o client.Object) {
+	if rg != w.rg {
+		return
+	}
+	select {
+	case w.events <- watchEvent{t, o}:
+	default: // a stalled watcher misses events; its client relists
+	}
+}
+
+func (w *watchEvents) OnCreate(rg string, o client.Object)    { w.send(rg, watch.Added, o) }
+func (w *watchEvents) OnUpdate(rg string, _, o client.Object) { w.send(rg, watch.Modified, o) }
+func (w *watchEvents) OnDelete(rg string, o client.Object)    { w.send(rg, watch.Deleted, o) }
+func (w *watchEvents) OnGeneric(string, client.Object)        {}
+
+// watch streams the current objects as ADDED, the bookmark that ends the
+// initial events, then every change until the client leaves or its
+// timeoutSeconds passes.
+func (x *extraAPI) watch(rw http.ResponseWriter, r *http.Request, req extraRequest) {
+	ctx := r.Context()
+	gvk := req.res.gvk()
+	cache := x.mem.GetCache()
+	inf, err := cache.GetInformerForKind(ctx, gvk)
+	if err != nil {
+		writeError(rw, err)
+		return
+	}
+	w := &watchEvents{rg: x.rg, events: make(chan watchEvent, 1000)}
+	if err := inf.AddEventHandler(w); err != nil {
+		writeError(rw, err)
+		return
+	}
+	defer func() { _ = inf.RemoveEventHandler(w) }()
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(req.res.kind + "List"))
+	var opts []client.ListOption
+	if req.namespace != "" {
+		opts = append(opts, client.InNamespace(req.namespace))
+	}
+	if err := x.mem.GetResourceGroup(x.rg).GetClient().List(ctx, list, opts...); err != nil {
+		writeError(rw, err)
+		return
+	}
+	since, _ := strconv.ParseUint(r.URL.Query().Get("resourceVersion"), 10, 64)
+	bookmark, err := cache.GetBookmarkResourceVersion(x.rg)
+	if err != nil {
+		writeError(rw, err)
+		return
+	}
+	flusher, ok := rw.(http.Flusher)
+	if !ok {
+		writeError(rw, errors.New("watch needs a streaming connection"))
+		return
+	}
+	rw.Header().Set("Content-Type", "application/json")
+	rw.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(rw)
+	write := func(t watch.EventType, o map[string]any) error {
+		return enc.Encode(map[string]any{"type": t, "object": o})
+	}
+	for i := range list.Items {
+		item := &list.Items[i]
+		if rv, _ := strconv.ParseUint(item.GetResourceVersion(), 10, 64); since == 0 || rv > since {
+			item.SetGroupVersionKind(gvk)
+			if write(watch.Added, item.Object) != nil {
+				return
+			}
+		}
+	}
+	mark := &unstructured.Unstructured{}
+	mark.SetGroupVersionKind(gvk)
+	mark.SetResourceVersion(bookmark)
+	mark.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+	if write(watch.Bookmark, mark.Object) != nil {
+		return
+	}
+	flusher.Flush()
+	timeout := 30 * time.Minute
+	if s, err := strconv.Atoi(r.URL.Query().Get("timeoutSeconds")); err == nil && s > 0 {
+		timeout = time.Duration(s) * time.Second
+	}
+	done := time.NewTimer(timeout)
+	defer done.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-done.C:
+			return
+		case ev := <-w.events:
+			if req.namespace != "" && ev.Object.GetNamespace() != req.namespace {
+				continue
+			}
+			obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ev.Object)
+			if err != nil {
+				continue
+			}
+			u := &unstructured.Unstructured{Object: obj}
+			u.SetGroupVersionKind(gvk)
+			if write(ev.Type, u.Object) != nil {
+				return
+			}
+			flusher.Flush()
+		}
+	}
+}
+
+func writeJSON(rw http.ResponseWriter, status int, v any) {
+	rw.Header().Set("Content-Type", "application/json")
+	rw.WriteHeader(status)
+	_ = json.NewEncoder(rw).Encode(v)
+}
+
+// writeError answers with err as a Status, as kube-apiserver does.
+func writeError(rw http.ResponseWriter, err error) {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		st = apierrors.NewInternalError(err)
+	}
+	s := st.Status()
+	s.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	writeJSON(rw, int(s.Code), s)
+}
