@@ -168,6 +168,30 @@ func replacementRunning(ctx context.Context, p Provider, obj Object, _ map[strin
 	return false, "replacements: " + strings.Join(seen, "; "), nil
 }
 
+// replacementsCreated names every Machine that replaced the target's
+// Machine, in any phase: a count assertion over it counts the Machines of
+// a recreation loop.
+func replacementsCreated(ctx context.Context, p Provider, obj Object, _ map[string]string) ([]string, string, error) {
+	c, err := as[ClusterAPI](p, CapClusterAPI)
+	if err != nil {
+		return nil, "", err
+	}
+	reps, err := c.Replacements(ctx, obj)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(reps) == 0 {
+		return nil, "no replacement Machine", nil
+	}
+	ids := make([]string, 0, len(reps))
+	seen := make([]string, 0, len(reps))
+	for _, r := range reps {
+		ids = append(ids, r.Name)
+		seen = append(seen, r.Name+" phase "+r.Phase+", "+nodeDetail(r))
+	}
+	return ids, "replacements: " + strings.Join(seen, "; "), nil
+}
+
 // ownerProbe reads the target's owner (MachineDeployment or control plane)
 // and judges it with f.
 func ownerProbe(f func(Object, OwnerState) (bool, string, error)) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
@@ -231,6 +255,7 @@ var clusterAPIProbes = map[string]probeDef{
 	"machine-deleted":     {capability: CapClusterAPI, summary: "the Machine is being deleted or is gone", eval: machineProbe(machineDeleted)},
 	"machine-running":     {capability: CapClusterAPI, summary: "the Machine is in phase Running", eval: machineProbe(machineRunning)},
 	"replacement-running": {capability: CapClusterAPI, summary: "a Machine that replaced it is Running with a Ready Node", eval: replacementRunning},
+	"replacement-created": {capability: CapClusterAPI, summary: "a Machine replaced it (any phase); count assertions count each new one", ids: replacementsCreated},
 	"replicas-restored":   {capability: CapClusterAPI, summary: "the Machine's MachineDeployment or control plane has all its replicas healthy again", eval: ownerProbe(replicasRestored)},
 	"etcd-healthy":        {capability: CapClusterAPI, summary: "the Machine's control plane has all its etcd members healthy (KCP's EtcdMemberHealthy)", eval: ownerProbe(etcdHealthy)},
 	"api-available":       {capability: CapClusterAPI, summary: "the Machine's workload cluster API server answers", eval: apiServer(true)},

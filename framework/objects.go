@@ -17,6 +17,9 @@ type Objects interface {
 	// names; scope is the target object whose workload cluster "workload"
 	// means. A missing object is nil, not an error.
 	GetObject(ctx context.Context, scope Object, ref ObjectRef) (map[string]any, error)
+	// ListObjects lists the objects of ref's kind, in ref's namespace when
+	// it names one; ref.Name is ignored.
+	ListObjects(ctx context.Context, scope Object, ref ObjectRef) ([]map[string]any, error)
 }
 
 // ObjectRef names one object.
@@ -229,4 +232,50 @@ var objectProbes = map[string]probeDef{
 		summary: "an object's status.conditions has type with status (default True) and reason", eval: objectCondition},
 	"object-expression": {capability: CapObjects, args: append(append([]string{}, objectArgs...), "expression"), check: checkExpressionArgs,
 		summary: "a CEL expression over `object` is true (compiled when the file loads)", eval: objectExpression},
+	"event": {capability: CapObjects, args: []string{"cluster", "namespace", "reason", "message", "involvedKind", "involvedName"}, check: checkEventArgs,
+		summary: "an Event with the reason and a message containing the text was recorded (args: cluster, default workload; namespace, reason, message, involvedKind, involvedName)", eval: eventRecorded},
+}
+
+func checkEventArgs(args map[string]string) []argError {
+	var errs []argError
+	if args["reason"] == "" && args["message"] == "" {
+		errs = append(errs, argError{"message", "required: a reason, a message text, or both"})
+	}
+	if c := args["cluster"]; c != "" && c != "management" && c != "workload" {
+		errs = append(errs, argError{"cluster", fmt.Sprintf("got %q, expected management or workload", c)})
+	}
+	return errs
+}
+
+// eventRecorded holds when an Event matches: the evidence seed 000 quotes
+// ("failed calling webhook ... connection refused") is an Event's message.
+func eventRecorded(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error) {
+	o, err := as[Objects](p, CapObjects)
+	if err != nil {
+		return false, "", err
+	}
+	cluster := args["cluster"]
+	if cluster == "" {
+		cluster = "workload"
+	}
+	events, err := o.ListObjects(ctx, obj, ObjectRef{Cluster: cluster, APIVersion: "v1", Kind: "Event", Namespace: args["namespace"]})
+	if err != nil {
+		return false, "", err
+	}
+	for _, e := range events {
+		reason, _ := e["reason"].(string)
+		msg, _ := e["message"].(string)
+		involved, _ := e["involvedObject"].(map[string]any)
+		kind, _ := involved["kind"].(string)
+		name, _ := involved["name"].(string)
+		if (args["reason"] == "" || reason == args["reason"]) && strings.Contains(msg, args["message"]) &&
+			(args["involvedKind"] == "" || kind == args["involvedKind"]) && (args["involvedName"] == "" || name == args["involvedName"]) {
+			detail := fmt.Sprintf("Event %s on %s %s: %s", reason, kind, name, msg)
+			if n, ok := e["count"].(int64); ok && n > 1 {
+				detail += fmt.Sprintf(" (x%d)", n)
+			}
+			return true, detail, nil
+		}
+	}
+	return false, fmt.Sprintf("no matching Event among %d", len(events)), nil
 }

@@ -107,3 +107,43 @@ func TestObjectProbeValidation(t *testing.T) {
 		})
 	}
 }
+
+func TestEventProbe(t *testing.T) {
+	t.Parallel()
+	refused := map[string]any{
+		"reason": "FailedCreate", "message": `Error creating: Internal error occurred: failed calling webhook "validate.policy.example.com": failed to call webhook: Post "https://policy-webhook.policy-system.svc:443/validate?timeout=10s": dial tcp 10.96.200.10:443: connect: connection refused`,
+		"involvedObject": map[string]any{"kind": "DaemonSet", "name": "calico-node"}, "count": int64(3),
+	}
+	other := map[string]any{"reason": "Scheduled", "message": "assigned", "involvedObject": map[string]any{"kind": "Pod", "name": "x"}}
+	tests := []struct {
+		name, args string
+		reached    bool
+		detail     string
+	}{
+		{"reason and message", `namespace: kube-system, reason: FailedCreate, message: "connect: connection refused"`, true, ""},
+		{"involved object", `namespace: kube-system, message: failed calling webhook, involvedKind: DaemonSet, involvedName: calico-node`, true, ""},
+		{"other reason", `namespace: kube-system, reason: FailedMount, message: failed calling webhook`, false, "no matching Event among 2"},
+		{"other namespace", `namespace: default, message: failed calling webhook`, false, "no matching Event among 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			src := strings.Replace(strings.Replace(objectScenario, "%PROBE%", "event", 1), "%ARGS%", tc.args, 1)
+			sc, err := framework.Parse("t.yaml", []byte(src), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := fake.New("vm-a")
+			p.SetObject(framework.ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "Event", Namespace: "kube-system", Name: "a"}, refused)
+			p.SetObject(framework.ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "Event", Namespace: "kube-system", Name: "b"}, other)
+			res, _ := run(t, context.Background(), sc, p)
+			ph := res.Phases[0]
+			if ph.OK != tc.reached {
+				t.Fatalf("reached %t, want %t (%s; %s)", ph.OK, tc.reached, ph.Message, res.Reason)
+			}
+			if !tc.reached && !strings.Contains(ph.Message, tc.detail) {
+				t.Errorf("message %q lacks %q", ph.Message, tc.detail)
+			}
+		})
+	}
+}

@@ -14,6 +14,10 @@ type probeDef struct {
 	args       []string
 	summary    string
 	eval       func(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error)
+	// ids, set instead of eval, names the objects that satisfy the probe
+	// for obj (the replacements of a Machine): count assertions count
+	// each new one.
+	ids func(ctx context.Context, p Provider, obj Object, args map[string]string) ([]string, string, error)
 	// check, when set, validates the args when the file loads.
 	check func(args map[string]string) []argError
 }
@@ -93,8 +97,21 @@ func evaluate(ctx context.Context, p Provider, cond Condition, objs []Object) (O
 		return Observation{}, fmt.Errorf("unknown probe %q", cond.Probe)
 	}
 	var obs Observation
+	matchedObjs := 0
 	details := make([]string, 0, len(objs))
 	for _, obj := range objs {
+		if def.ids != nil {
+			ids, detail, err := def.ids(ctx, p, obj, cond.Args)
+			if err != nil {
+				return Observation{}, fmt.Errorf("probe %s on %s: %w", cond.Probe, obj, err)
+			}
+			details = append(details, obj.String()+": "+detail)
+			obs.Matched = append(obs.Matched, ids...)
+			if len(ids) > 0 {
+				matchedObjs++
+			}
+			continue
+		}
 		met, detail, err := def.eval(ctx, p, obj, cond.Args)
 		if err != nil {
 			if !errors.Is(err, ErrNotFound) {
@@ -105,12 +122,13 @@ func evaluate(ctx context.Context, p Provider, cond Condition, objs []Object) (O
 		details = append(details, obj.String()+": "+detail)
 		if met {
 			obs.Matched = append(obs.Matched, obj.ID)
+			matchedObjs++
 		}
 	}
 	if cond.Any {
-		obs.Met = len(obs.Matched) > 0
+		obs.Met = matchedObjs > 0
 	} else {
-		obs.Met = len(objs) > 0 && len(obs.Matched) == len(objs)
+		obs.Met = len(objs) > 0 && matchedObjs == len(objs)
 	}
 	sort.Strings(details)
 	obs.Detail = strings.Join(details, "; ")

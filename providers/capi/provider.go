@@ -294,6 +294,30 @@ func (p *Provider) GetObject(ctx context.Context, scope framework.Object, ref fr
 	return u.Object, nil
 }
 
+// ListObjects implements framework.Objects.
+func (p *Provider) ListObjects(ctx context.Context, scope framework.Object, ref framework.ObjectRef) ([]map[string]any, error) {
+	c, ctx, cancel, err := p.clusterClient(ctx, scope, ref.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion(ref.APIVersion)
+	list.SetKind(ref.Kind + "List")
+	var opts []client.ListOption
+	if ref.Namespace != "" {
+		opts = append(opts, client.InNamespace(ref.Namespace))
+	}
+	if err := c.List(ctx, list, opts...); err != nil {
+		return nil, fmt.Errorf("list %s: %w", ref.Kind, err)
+	}
+	out := make([]map[string]any, len(list.Items))
+	for i := range list.Items {
+		out[i] = list.Items[i].Object
+	}
+	return out, nil
+}
+
 // clusterClient is the management cluster's client, or the workload
 // cluster's of scope with ctx bounded by the probe timeout.
 func (p *Provider) clusterClient(ctx context.Context, scope framework.Object, cluster string) (client.Client, context.Context, context.CancelFunc, error) {

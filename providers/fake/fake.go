@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"maps"
 	"path"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -287,4 +289,23 @@ func (p *Provider) GetObject(_ context.Context, _ framework.Object, ref framewor
 	defer p.mu.Unlock()
 	p.calls = append(p.calls, Call{Method: "GetObject", VM: ref.Name})
 	return p.objects[objectKey(ref)], nil
+}
+
+// ListObjects implements framework.Objects over the objects SetObject
+// stored.
+func (p *Provider) ListObjects(_ context.Context, _ framework.Object, ref framework.ObjectRef) ([]map[string]any, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = append(p.calls, Call{Method: "ListObjects", VM: ref.Kind})
+	prefix := ref.Cluster + "|" + ref.APIVersion + "|" + ref.Kind + "|"
+	if ref.Namespace != "" {
+		prefix += ref.Namespace + "|"
+	}
+	var out []map[string]any
+	for _, k := range slices.Sorted(maps.Keys(p.objects)) {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, p.objects[k])
+		}
+	}
+	return out, nil
 }
