@@ -102,6 +102,9 @@ func (v *validator) spec() {
 		if l.Workers < 0 {
 			v.errf("spec.lab.workers", "got %d, expected 0 or more", l.Workers)
 		}
+		if l.CNI != "" && l.CNI != "calico" && l.CNI != "antrea" {
+			v.errf("spec.lab.cni", "got %q, expected calico or antrea", l.CNI)
+		}
 	}
 	names := map[string]bool{}
 	for i, st := range sp.Steps {

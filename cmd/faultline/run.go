@@ -221,7 +221,7 @@ func labCluster(s framework.LabSpec) lab.ClusterSpec {
 	workerMHC := s.WorkerMHC == nil || *s.WorkerMHC
 	return lab.ClusterSpec{
 		Name: "lab", ControlPlanes: int32(s.ControlPlanes), Workers: int32(s.Workers),
-		WorkerMHC: workerMHC, ControlPlaneMHC: s.ControlPlaneMHC,
+		WorkerMHC: workerMHC, ControlPlaneMHC: s.ControlPlaneMHC, CNI: s.CNI,
 	}
 }
 

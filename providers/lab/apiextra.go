@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
+	inmemoryclient "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime/client"
 )
 
 // extraResource is a kind the lab's workload API serves on top of Cluster
@@ -48,6 +49,9 @@ type extraAPI struct {
 	mem  inmemoryruntime.Manager
 	rg   string
 	next http.Handler
+	// locked is the store for watches, which run outside the server's
+	// lock; every other request runs inside it.
+	locked inmemoryclient.Client
 }
 
 // extraRequest is a request for one of extraResources.
@@ -305,7 +309,7 @@ func (x *extraAPI) watch(rw http.ResponseWriter, r *http.Request, req extraReque
 	if req.namespace != "" {
 		opts = append(opts, client.InNamespace(req.namespace))
 	}
-	if err := x.mem.GetResourceGroup(x.rg).GetClient().List(ctx, list, opts...); err != nil {
+	if err := x.locked.List(ctx, list, opts...); err != nil {
 		writeError(rw, err)
 		return
 	}

@@ -41,6 +41,8 @@ type ClusterSpec struct {
 	// MachineDeployment's Machines and for the control plane's.
 	WorkerMHC       bool
 	ControlPlaneMHC bool
+	// CNI is the node network agent, CNICalico (the default) or CNIAntrea.
+	CNI string
 }
 
 // Validate checks the shape.
@@ -52,6 +54,8 @@ func (s ClusterSpec) Validate() error {
 		return fmt.Errorf("cluster %s: control planes must be an odd number of at least 1, got %d", s.Name, s.ControlPlanes)
 	case s.Workers < 0:
 		return fmt.Errorf("cluster %s: workers must not be negative, got %d", s.Name, s.Workers)
+	case s.CNI != "" && s.CNI != CNICalico && s.CNI != CNIAntrea:
+		return fmt.Errorf("cluster %s: CNI must be %s or %s, got %q", s.Name, CNICalico, CNIAntrea, s.CNI)
 	}
 	return nil
 }

@@ -156,7 +156,15 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 			return l, fmt.Errorf("create cluster %s: %w", cs.Name, err)
 		}
 	}
-	l.nodes = newNodeSim(l.vc.Client(), l.sim.SetGuestIP, c, l.mem, l.workloads, in.Profile, in.Log.WithName("nodes"))
+	refused, err := closedPort()
+	if err != nil {
+		return l, err
+	}
+	cnis := map[string]string{}
+	for _, cs := range in.Clusters {
+		cnis[cs.Name] = cs.CNI
+	}
+	l.nodes = newNodeSim(l.vc.Client(), l.sim.SetGuestIP, c, l.mem, l.workloads, cnis, refused, in.Profile, in.Log.WithName("nodes"))
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	l.cancel = cancel
 	go func() {

@@ -71,6 +71,14 @@ type nodeSim struct {
 	cniBroken   map[string]bool
 	addons      map[string]bool // clusters whose kubeadm objects exist
 	nextIP      int
+	// cni is each node's CNI agent; cnis names each cluster's CNI;
+	// admitters run each cluster's webhooks; refused is a closed loopback
+	// port, where a Service without endpoints leads.
+	cni       map[string]*cniState
+	cnis      map[string]string
+	admitters map[string]*admitter
+	refused   string
+	runCtx    context.Context
 }
 
 // simVM is what the simulator knows of one VM and its Node.
@@ -92,9 +100,10 @@ type simVM struct {
 	podsUp bool
 }
 
-func newNodeSim(vc *vim25.Client, setIP func(types.ManagedObjectReference, string) error, mc client.Client, mem inmemoryruntime.Manager, workloads map[string]*workloadServer, p Profile, log logr.Logger) *nodeSim {
+func newNodeSim(vc *vim25.Client, setIP func(types.ManagedObjectReference, string) error, mc client.Client, mem inmemoryruntime.Manager, workloads map[string]*workloadServer, cnis map[string]string, refused string, p Profile, log logr.Logger) *nodeSim {
 	return &nodeSim{
 		vc: vc, setIP: setIP, mc: mc, mem: mem, workloads: workloads, profile: p, log: log,
+		cni: map[string]*cniState{}, cnis: cnis, admitters: map[string]*admitter{}, refused: refused, runCtx: context.Background(),
 		vms: map[string]*simVM{}, kubeletStopped: map[string]bool{}, cniBroken: map[string]bool{}, addons: map[string]bool{},
 		podsStopped: map[string]map[string]bool{}, podsChanged: map[string]bool{},
 	}
@@ -102,6 +111,9 @@ func newNodeSim(vc *vim25.Client, setIP func(types.ManagedObjectReference, strin
 
 // run ticks until ctx ends.
 func (s *nodeSim) run(ctx context.Context, every time.Duration) {
+	s.mu.Lock()
+	s.runCtx = ctx
+	s.mu.Unlock()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -282,7 +294,7 @@ func (s *nodeSim) reconcileVM(ctx context.Context, vm *simVM, now time.Time) (bo
 	if w == nil {
 		return false, nil
 	}
-	c := s.mem.GetResourceGroup(resourceGroup(vm.cluster)).GetClient()
+	c := s.workloads[vm.cluster].client()
 	if vm.controlPlane {
 		if err := s.reconcileStaticPods(ctx, c, w, vm, now); err != nil {
 			return false, err
@@ -302,8 +314,9 @@ func (s *nodeSim) reconcileVM(ctx context.Context, vm *simVM, now time.Time) (bo
 			return false, nil // no API server can store the kubelet's status
 		}
 		if node == nil {
-			return false, createNode(ctx, c, vm, s.cniBroken[vm.name], now)
+			return false, createNode(ctx, c, vm, s.cniDown(vm.name), now)
 		}
+		s.reconcileCNI(ctx, vm, now)
 		return false, s.setReady(ctx, c, node, vm, now)
 	}
 	if node == nil {
@@ -460,7 +473,7 @@ func (s *nodeSim) ensureEtcdPod(ctx context.Context, c inmemoryclient.Client, vm
 // a quorum of members is still up, one of them becomes leader. Without it
 // KCP never removes a dead leader's Machine.
 func (s *nodeSim) electLeader(ctx context.Context, cluster string) error {
-	c := s.mem.GetResourceGroup(resourceGroup(cluster)).GetClient()
+	c := s.workloads[cluster].client()
 	pods, err := etcdPods(ctx, c)
 	if err != nil || len(pods) == 0 {
 		return err
@@ -498,8 +511,15 @@ func (s *nodeSim) electLeader(ctx context.Context, cluster string) error {
 }
 
 // forget removes what was left of a destroyed VM whose Node is gone: its
-// static pods and its endpoints.
+// CNI agent pod, its static pods and its endpoints.
 func (s *nodeSim) forget(ctx context.Context, c inmemoryclient.Client, w *workloadServer, vm *simVM) {
+	if st := s.cni[vm.name]; st != nil && !st.inFlight {
+		delete(s.cni, vm.name)
+	}
+	ds := cniDaemonSets[s.cniOf(vm.cluster)]
+	if err := c.Delete(ctx, cniPod(ds.name, ds.image, vm.name)); err != nil && !apierrors.IsNotFound(err) {
+		s.log.V(1).Info("delete CNI pod", "node", vm.name, "error", err.Error())
+	}
 	if !vm.controlPlane {
 		return
 	}
@@ -568,6 +588,9 @@ func (s *nodeSim) ensureAddons(ctx context.Context, c inmemoryclient.Client, clu
 		if err := createIfMissing(ctx, c, o); err != nil {
 			return err
 		}
+	}
+	if err := s.ensureCNIDaemonSet(ctx, c, cluster); err != nil {
+		return err
 	}
 	s.addons[cluster] = true
 	return nil
@@ -664,7 +687,7 @@ func readyCondition(cniBroken bool, t metav1.Time) corev1.NodeCondition {
 
 // setReady writes what a running kubelet reports, if it differs.
 func (s *nodeSim) setReady(ctx context.Context, c inmemoryclient.Client, n *corev1.Node, vm *simVM, now time.Time) error {
-	want := readyCondition(s.cniBroken[vm.name], metav1.NewTime(now))
+	want := readyCondition(s.cniDown(vm.name), metav1.NewTime(now))
 	changed := false
 	for i := range n.Status.Conditions {
 		cond := &n.Status.Conditions[i]
@@ -682,7 +705,7 @@ func (s *nodeSim) setReady(ctx context.Context, c inmemoryclient.Client, n *core
 		}
 	}
 	taints := withoutTaints(n.Spec.Taints, corev1.TaintNodeUnreachable, corev1.TaintNodeNotReady)
-	if s.cniBroken[vm.name] {
+	if s.cniDown(vm.name) {
 		taints = append(taints, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
 	}
 	if len(taints) != len(n.Spec.Taints) {

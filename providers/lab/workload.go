@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
@@ -16,8 +17,10 @@ import (
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
+	inmemoryclient "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime/client"
 	inmemoryapi "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/server/api"
 	inmemoryetcd "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/server/etcd"
 	"sigs.k8s.io/cluster-api/util/certs"
@@ -37,6 +40,10 @@ type workloadServer struct {
 	addr *net.TCPAddr
 	srv  *http.Server
 	key  *rsa.PrivateKey
+	// store serialises access to the cluster's in-memory store; see
+	// lockedClient.
+	store sync.Mutex
+	mem   inmemoryruntime.Manager
 
 	mu         sync.Mutex
 	listener   net.Listener // nil while the port is closed
@@ -60,22 +67,29 @@ func newWorkloadServer(mgr inmemoryruntime.Manager, rg string, log logr.Logger) 
 		return nil, fmt.Errorf("workload cluster %s: serving key: %w", rg, err)
 	}
 	w := &workloadServer{
-		rg: rg, key: key, addr: l.Addr().(*net.TCPAddr), apiServers: map[string]bool{},
+		rg: rg, key: key, addr: l.Addr().(*net.TCPAddr), mem: mgr, apiServers: map[string]bool{},
 		etcdCerts: map[string]*tls.Certificate{}, conns: map[net.Conn]bool{},
 	}
 	w.listener = &gatedListener{Listener: l, w: w}
 	resolve := func(string) (string, error) { return rg, nil }
-	api := &extraAPI{mem: mgr, rg: rg, next: inmemoryapi.NewAPIServerHandler(mgr, log, resolve)}
+	api := &extraAPI{mem: mgr, rg: rg, next: inmemoryapi.NewAPIServerHandler(mgr, log, resolve), locked: w.client()}
 	etcd := inmemoryetcd.NewEtcdServerHandler(mgr, log, resolve)
 	w.srv = &http.Server{
 		Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 			if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("content-type"), "application/grpc") {
+				w.store.Lock()
+				defer w.store.Unlock()
 				etcd.ServeHTTP(rw, r)
 				return
 			}
 			if !w.hasQuorum() {
 				writeNoLeader(rw)
 				return
+			}
+			if !isWatchRequest(r) && !strings.HasSuffix(r.URL.Path, "/portforward") {
+				// Streams run unlocked; every other request is short.
+				w.store.Lock()
+				defer w.store.Unlock()
 			}
 			api.ServeHTTP(rw, r)
 		}),
@@ -94,6 +108,57 @@ func newWorkloadServer(mgr inmemoryruntime.Manager, rg string, log logr.Logger) 
 func (w *workloadServer) serve() {
 	l := w.listener
 	go func() { _ = w.srv.ServeTLS(l, "", "") }()
+}
+
+// client is the cluster's in-memory store, locked against the API
+// server's requests.
+func (w *workloadServer) client() inmemoryclient.Client {
+	return &lockedClient{c: w.mem.GetResourceGroup(w.rg).GetClient(), mu: &w.store}
+}
+
+// lockedClient serialises calls to the in-memory store. Upstream's cache
+// hands out the map of an object stored unstructured (written through the
+// API) by reference on Get and List, then writes the kind into it, so two
+// concurrent reads of such an object are a fatal concurrent map write.
+type lockedClient struct {
+	c  inmemoryclient.Client
+	mu *sync.Mutex
+}
+
+func (l *lockedClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.c.Get(ctx, key, obj)
+}
+
+func (l *lockedClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.c.List(ctx, list, opts...)
+}
+
+func (l *lockedClient) Create(ctx context.Context, obj client.Object) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.c.Create(ctx, obj)
+}
+
+func (l *lockedClient) Delete(ctx context.Context, obj client.Object) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.c.Delete(ctx, obj)
+}
+
+func (l *lockedClient) Update(ctx context.Context, obj client.Object) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.c.Update(ctx, obj)
+}
+
+func (l *lockedClient) Patch(ctx context.Context, obj client.Object, patch client.Patch) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.c.Patch(ctx, obj, patch)
 }
 
 // Addr is host:port of the endpoint.

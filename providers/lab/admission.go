@@ -1,0 +1,246 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
+	"k8s.io/apiserver/pkg/authentication/user"
+	webhookutil "k8s.io/apiserver/pkg/util/webhook"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	inmemoryclient "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime/client"
+)
+
+// admitter runs a workload cluster's admission webhooks on the pods the
+// node simulator creates, as kube-apiserver would: the in-memory API server
+// runs none. It is Kubernetes' own webhook admission (k8s.io/apiserver):
+// its rules, namespace and object selectors, failurePolicy and timeouts,
+// and a real HTTPS call to the webhook. The configurations come from the
+// workload API through informers.
+//
+// A Service is reached as kube-proxy would route it: a dial to its
+// ClusterIP goes to a ready endpoint. Only loopback endpoints are dialled;
+// with none ready, the dial goes to a closed loopback port, so the refusal
+// is the kernel's, reported for the ClusterIP as kube-apiserver reports it.
+type admitter struct {
+	validating *validating.Plugin
+	mutating   *mutating.Plugin
+	mem        inmemoryclient.Client
+	scheme     *runtime.Scheme
+	// refused is a loopback port nothing listens on.
+	refused string
+}
+
+// newAdmitter wires the plugins to the workload cluster cfg reaches, mem
+// being the same cluster's store, and starts their informers until ctx
+// ends.
+func newAdmitter(ctx context.Context, cfg *rest.Config, mem inmemoryclient.Client, scheme *runtime.Scheme, refused string) (*admitter, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("admission client: %w", err)
+	}
+	a := &admitter{mem: mem, scheme: scheme, refused: refused}
+	if a.validating, err = validating.NewValidatingAdmissionWebhook(nil); err != nil {
+		return nil, fmt.Errorf("validating admission: %w", err)
+	}
+	if a.mutating, err = mutating.NewMutatingWebhook(nil); err != nil {
+		return nil, fmt.Errorf("mutating admission: %w", err)
+	}
+	f := informers.NewSharedInformerFactory(cs, 0)
+	wrap := func(webhookutil.AuthenticationInfoResolver) webhookutil.AuthenticationInfoResolver { return a }
+	for _, p := range []interface {
+		SetExternalKubeClientSet(kubernetes.Interface)
+		SetExternalKubeInformerFactory(informers.SharedInformerFactory)
+		SetServiceResolver(webhookutil.ServiceResolver)
+		SetAuthenticationInfoResolverWrapper(webhookutil.AuthenticationInfoResolverWrapper)
+		ValidateInitialization() error
+	}{a.validating, a.mutating} {
+		p.SetExternalKubeClientSet(cs)
+		p.SetExternalKubeInformerFactory(f)
+		p.SetServiceResolver(a)
+		p.SetAuthenticationInfoResolverWrapper(wrap)
+		if err := p.ValidateInitialization(); err != nil {
+			return nil, fmt.Errorf("admission: %w", err)
+		}
+	}
+	f.Start(ctx.Done())
+	return a, nil
+}
+
+// admit runs the mutating then the validating webhooks on the creation of
+// pod by user, as kube-apiserver's admission chain does.
+func (a *admitter) admit(ctx context.Context, pod *corev1.Pod, by string) error {
+	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
+	attrs := admission.NewAttributesRecord(pod, nil, gvk, pod.Namespace, pod.Name, corev1.SchemeGroupVersion.WithResource("pods"), "",
+		admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: by})
+	o := admission.NewObjectInterfacesFromScheme(a.scheme)
+	if err := a.mutating.Admit(ctx, attrs, o); err != nil {
+		return err
+	}
+	return a.validating.Validate(ctx, attrs, o)
+}
+
+// ResolveEndpoint implements webhookutil.ServiceResolver: a Service
+// resolves to its ClusterIP.
+func (a *admitter) ResolveEndpoint(namespace, name string, port int32) (*url.URL, error) {
+	svc, err := a.service(context.Background(), namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		return nil, fmt.Errorf("service %s/%s has no cluster IP", namespace, name)
+	}
+	return &url.URL{Scheme: "https", Host: net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(port)))}, nil
+}
+
+// ClientConfigFor implements webhookutil.AuthenticationInfoResolver for
+// webhooks named by URL.
+func (a *admitter) ClientConfigFor(string) (*rest.Config, error) {
+	return &rest.Config{Dial: a.dial}, nil
+}
+
+// ClientConfigForService implements webhookutil.AuthenticationInfoResolver.
+func (a *admitter) ClientConfigForService(string, string, int) (*rest.Config, error) {
+	return &rest.Config{Dial: a.dial}, nil
+}
+
+// dial routes a ClusterIP to a ready endpoint and dials only loopback.
+func (a *admitter) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	target := addr
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		target, err = a.route(ctx, host, port)
+		if err != nil {
+			return nil, &net.OpError{Op: "dial", Net: network, Addr: tcpAddr(addr), Err: err}
+		}
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, target)
+	if err != nil && target == a.refused {
+		// The refusal is real; it is reported for the address dialled, as
+		// kube-proxy's reject of a Service without endpoints is.
+		var op *net.OpError
+		if errors.As(err, &op) {
+			op.Addr = tcpAddr(addr)
+			return nil, op
+		}
+	}
+	return c, err
+}
+
+// route finds the Service with ClusterIP ip and a ready loopback endpoint
+// for its port; without one it is the refused port.
+func (a *admitter) route(ctx context.Context, ip, port string) (string, error) {
+	var svcs corev1.ServiceList
+	if err := listInto(ctx, a.mem, &svcs); err != nil {
+		return "", err
+	}
+	for _, svc := range svcs.Items {
+		if svc.Spec.ClusterIP != ip {
+			continue
+		}
+		var target string
+		for _, sp := range svc.Spec.Ports {
+			if strconv.Itoa(int(sp.Port)) == port {
+				target = sp.TargetPort.String()
+				if sp.TargetPort.IntValue() == 0 && sp.TargetPort.StrVal == "" {
+					target = port
+				}
+			}
+		}
+		if target == "" {
+			return a.refused, nil
+		}
+		var eps corev1.Endpoints
+		if err := getInto(ctx, a.mem, client.ObjectKey{Namespace: svc.Namespace, Name: svc.Name}, &eps); err != nil {
+			return a.refused, nil //nolint:nilerr // no Endpoints object is no ready endpoint
+		}
+		for _, sub := range eps.Subsets {
+			for _, addr := range sub.Addresses {
+				if ip := net.ParseIP(addr.IP); ip == nil || !ip.IsLoopback() {
+					return "", fmt.Errorf("endpoint %s of service %s/%s is not a loopback address; the lab dials only loopback", addr.IP, svc.Namespace, svc.Name)
+				}
+				return net.JoinHostPort(addr.IP, target), nil
+			}
+		}
+		return a.refused, nil
+	}
+	return "", fmt.Errorf("no service has cluster IP %s", ip)
+}
+
+func (a *admitter) service(ctx context.Context, namespace, name string) (*corev1.Service, error) {
+	svc := &corev1.Service{}
+	if err := getInto(ctx, a.mem, client.ObjectKey{Namespace: namespace, Name: name}, svc); err != nil {
+		return nil, fmt.Errorf("service %s/%s: %w", namespace, name, err)
+	}
+	return svc, nil
+}
+
+func tcpAddr(addr string) net.Addr {
+	a, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return nil
+	}
+	return a
+}
+
+// getInto reads an object of the in-memory store, which may hold it
+// unstructured (written through the API), into a typed one.
+func getInto(ctx context.Context, c inmemoryclient.Client, key client.ObjectKey, into client.Object) error {
+	gvk, err := kindOf(into)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := c.Get(ctx, key, u); err != nil {
+		return err
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into)
+}
+
+// listInto is getInto for lists.
+func listInto(ctx context.Context, c inmemoryclient.Client, into client.ObjectList, opts ...client.ListOption) error {
+	gvk, err := kindOf(into)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.UnstructuredList{}
+	u.SetGroupVersionKind(gvk)
+	if err := c.List(ctx, u, opts...); err != nil {
+		return err
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), into)
+}
+
+var kinds = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = corev1.AddToScheme(s)
+	return s
+}()
+
+func kindOf(o runtime.Object) (schema.GroupVersionKind, error) {
+	gvks, _, err := kinds.ObjectKinds(o)
+	if err != nil || len(gvks) == 0 {
+		return schema.GroupVersionKind{}, fmt.Errorf("kind of %T: %v", o, err)
+	}
+	return gvks[0], nil
+}

@@ -1,0 +1,221 @@
+package lab
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	inmemoryclient "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime/client"
+	"sigs.k8s.io/cluster-api/util/secret"
+)
+
+// The CNIs a lab cluster can run, as seed 000 names them.
+const (
+	CNICalico = "calico"
+	CNIAntrea = "antrea"
+)
+
+// cniDaemonSets is each CNI's node agent.
+var cniDaemonSets = map[string]struct{ name, image string }{
+	CNICalico: {"calico-node", "docker.io/calico/node:v3.29.3"},
+	CNIAntrea: {"antrea-agent", "antrea/antrea-agent-ubuntu:v2.3.0"},
+}
+
+// The DaemonSet controller's identity and retry pace.
+const (
+	daemonSetController = "system:serviceaccount:kube-system:daemon-set-controller"
+	cniRetryFirst       = time.Second
+	cniRetryMax         = 10 * time.Second
+)
+
+// cniState is the simulator's view of one node's CNI agent pod.
+type cniState struct {
+	up       bool // admitted and running
+	inFlight bool
+	nextTry  time.Time
+	backoff  time.Duration
+}
+
+// cniDown tells whether a node's kubelet reports its network not ready:
+// the CNI was broken on purpose, or its agent pod is not running yet.
+func (s *nodeSim) cniDown(node string) bool {
+	st := s.cni[node]
+	return s.cniBroken[node] || st == nil || !st.up
+}
+
+// reconcileCNI plays the DaemonSet controller for a node whose kubelet
+// runs: it asks for the CNI agent pod until admission lets it through, in
+// the background, because a webhook may take its whole timeout to answer.
+func (s *nodeSim) reconcileCNI(ctx context.Context, vm *simVM, now time.Time) {
+	st := s.cni[vm.name]
+	if st == nil {
+		st = &cniState{backoff: cniRetryFirst}
+		s.cni[vm.name] = st
+	}
+	if st.up || st.inFlight || now.Before(st.nextTry) {
+		return
+	}
+	st.inFlight = true
+	go func() {
+		err := s.createCNIPod(ctx, vm.cluster, vm.name)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		st.inFlight = false
+		if err == nil {
+			st.up = true
+			return
+		}
+		st.nextTry = time.Now().Add(st.backoff)
+		st.backoff = min(2*st.backoff, cniRetryMax)
+		s.log.V(1).Info("CNI pod not created", "node", vm.name, "error", err.Error())
+	}()
+}
+
+// createCNIPod admits and creates the node's CNI agent pod; a refusal is
+// recorded as the DaemonSet controller records it, a FailedCreate Event.
+func (s *nodeSim) createCNIPod(ctx context.Context, cluster, node string) error {
+	c := s.workloads[cluster].client()
+	ds := cniDaemonSets[s.cniOf(cluster)]
+	pod := cniPod(ds.name, ds.image, node)
+	if err := getInto(ctx, c, client.ObjectKeyFromObject(pod), &corev1.Pod{}); err == nil {
+		return nil // created before a restart of the simulator's view
+	}
+	a, err := s.admitterFor(ctx, cluster)
+	if err != nil {
+		return err
+	}
+	actx, cancel := context.WithTimeout(ctx, 35*time.Second) // longer than any webhook timeout (30s max)
+	defer cancel()
+	if err := a.admit(actx, pod, daemonSetController); err != nil {
+		return s.recordFailedCreate(ctx, c, ds.name, "Error creating: "+err.Error())
+	}
+	return createIfMissing(ctx, c, pod)
+}
+
+func cniPod(ds, image, node string) *corev1.Pod {
+	sum := sha256.Sum256([]byte(node))
+	yes := true
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: metav1.NamespaceSystem, Name: ds + "-" + hex.EncodeToString(sum[:])[:5],
+			Labels:          map[string]string{"k8s-app": ds},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds, Controller: &yes, UID: "lab"}},
+		},
+		Spec: corev1.PodSpec{
+			NodeName: node, HostNetwork: true, PriorityClassName: "system-node-critical",
+			Containers:  []corev1.Container{{Name: ds, Image: image}},
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+		},
+		Status: corev1.PodStatus{
+			Phase:      corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+		},
+	}
+}
+
+// recordFailedCreate records (or counts again) the DaemonSet controller's
+// Event, and returns the refusal as the attempt's error.
+func (s *nodeSim) recordFailedCreate(ctx context.Context, c inmemoryclient.Client, ds, msg string) error {
+	sum := sha256.Sum256([]byte(msg))
+	name := ds + "." + hex.EncodeToString(sum[:])[:16]
+	now := metav1.Now()
+	ev := &corev1.Event{}
+	err := getInto(ctx, c, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: name}, ev)
+	switch {
+	case apierrors.IsNotFound(err):
+		ev = &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: name},
+			InvolvedObject: corev1.ObjectReference{APIVersion: "apps/v1", Kind: "DaemonSet", Namespace: metav1.NamespaceSystem, Name: ds},
+			Reason:         "FailedCreate", Message: msg, Type: corev1.EventTypeWarning,
+			Source: corev1.EventSource{Component: "daemonset-controller"}, Count: 1,
+			FirstTimestamp: now, LastTimestamp: now,
+		}
+		err = c.Create(ctx, ev)
+	case err == nil:
+		ev.Count++
+		ev.LastTimestamp = now
+		err = c.Update(ctx, ev)
+	}
+	if err != nil {
+		return fmt.Errorf("%s (and recording the Event: %w)", msg, err)
+	}
+	return fmt.Errorf("%s", msg)
+}
+
+// admitterFor returns the cluster's admitter, made on first use from the
+// kubeconfig Cluster API keeps for it.
+func (s *nodeSim) admitterFor(ctx context.Context, cluster string) (*admitter, error) {
+	s.mu.Lock()
+	a := s.admitters[cluster]
+	s.mu.Unlock()
+	if a != nil {
+		return a, nil
+	}
+	sec, err := secret.GetFromNamespacedName(ctx, s.mc, client.ObjectKey{Namespace: Namespace, Name: cluster}, secret.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig of cluster %s: %w", cluster, err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(sec.Data[secret.KubeconfigDataName])
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig of cluster %s: %w", cluster, err)
+	}
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	a, err = newAdmitter(s.runCtx, cfg, s.workloads[cluster].client(), scheme, s.refused)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.admitters[cluster] == nil {
+		s.admitters[cluster] = a
+	}
+	return s.admitters[cluster], nil
+}
+
+// ensureCNIDaemonSet creates the cluster's CNI DaemonSet, the object the
+// refusals are recorded against.
+func (s *nodeSim) ensureCNIDaemonSet(ctx context.Context, c inmemoryclient.Client, cluster string) error {
+	ds := cniDaemonSets[s.cniOf(cluster)]
+	return createIfMissing(ctx, c, &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: ds.name, Namespace: metav1.NamespaceSystem, Labels: map[string]string{"k8s-app": ds.name}},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": ds.name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"k8s-app": ds.name}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: ds.name, Image: ds.image}}},
+			},
+		},
+	})
+}
+
+func (s *nodeSim) cniOf(cluster string) string {
+	if c := s.cnis[cluster]; c != "" {
+		return c
+	}
+	return CNICalico
+}
+
+// closedPort returns a loopback address nothing listens on: the port was
+// bound and released.
+func closedPort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("pick a closed loopback port: %w", err)
+	}
+	addr := l.Addr().String()
+	return addr, l.Close()
+}
