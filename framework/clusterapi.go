@@ -171,7 +171,7 @@ func replacementRunning(ctx context.Context, p Provider, obj Object, _ map[strin
 // replacementsCreated names every Machine that replaced the target's
 // Machine, in any phase: a count assertion over it counts the Machines of
 // a recreation loop.
-func replacementsCreated(ctx context.Context, p Provider, obj Object, _ map[string]string) ([]string, string, error) {
+func replacementsCreated(ctx context.Context, p Provider, obj Object, args map[string]string) ([]string, string, error) {
 	c, err := as[ClusterAPI](p, CapClusterAPI)
 	if err != nil {
 		return nil, "", err
@@ -186,8 +186,10 @@ func replacementsCreated(ctx context.Context, p Provider, obj Object, _ map[stri
 	ids := make([]string, 0, len(reps))
 	seen := make([]string, 0, len(reps))
 	for _, r := range reps {
-		ids = append(ids, r.Name)
 		seen = append(seen, r.Name+" phase "+r.Phase+", "+nodeDetail(r))
+		if m := args["nodeMessage"]; m == "" || strings.Contains(r.NodeMessage, m) {
+			ids = append(ids, r.Name)
+		}
 	}
 	return ids, "replacements: " + strings.Join(seen, "; "), nil
 }
@@ -255,7 +257,7 @@ var clusterAPIProbes = map[string]probeDef{
 	"machine-deleted":     {capability: CapClusterAPI, summary: "the Machine is being deleted or is gone", eval: machineProbe(machineDeleted)},
 	"machine-running":     {capability: CapClusterAPI, summary: "the Machine is in phase Running", eval: machineProbe(machineRunning)},
 	"replacement-running": {capability: CapClusterAPI, summary: "a Machine that replaced it is Running with a Ready Node", eval: replacementRunning},
-	"replacement-created": {capability: CapClusterAPI, summary: "a Machine replaced it (any phase); count assertions count each new one", ids: replacementsCreated},
+	"replacement-created": {capability: CapClusterAPI, args: []string{"nodeMessage"}, summary: "a Machine replaced it (any phase; with nodeMessage, one whose Node's Ready message contains the text); count assertions count each new one", ids: replacementsCreated},
 	"replicas-restored":   {capability: CapClusterAPI, summary: "the Machine's MachineDeployment or control plane has all its replicas healthy again", eval: ownerProbe(replicasRestored)},
 	"etcd-healthy":        {capability: CapClusterAPI, summary: "the Machine's control plane has all its etcd members healthy (KCP's EtcdMemberHealthy)", eval: ownerProbe(etcdHealthy)},
 	"api-available":       {capability: CapClusterAPI, summary: "the Machine's workload cluster API server answers", eval: apiServer(true)},

@@ -3,6 +3,7 @@ package framework
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	yamlv3 "go.yaml.in/yaml/v3"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -113,6 +115,15 @@ func parseManifest(text string) ([]map[string]any, error) {
 		if doc == nil {
 			continue
 		}
+		// As the API machinery holds objects: integers as int64.
+		b, err := json.Marshal(doc)
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		doc = nil
+		if err := utiljson.Unmarshal(b, &doc); err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
 		meta, _ := doc["metadata"].(map[string]any)
 		name, _ := meta["name"].(string)
 		if doc["apiVersion"] == nil || doc["kind"] == nil || name == "" {
@@ -157,6 +168,10 @@ func cleanObject(o map[string]any) map[string]any {
 		for k, v := range meta {
 			switch k {
 			case "uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds":
+			case "annotations":
+				if a := userAnnotations(v); len(a) > 0 {
+					m[k] = a
+				}
 			default:
 				m[k] = v
 			}
@@ -164,6 +179,24 @@ func cleanObject(o map[string]any) map[string]any {
 		out["metadata"] = m
 	}
 	delete(out, "status")
+	return out
+}
+
+// serverAnnotations are annotations an API server writes on every write,
+// not part of what a user wrote.
+var serverAnnotations = map[string]bool{
+	// Cluster API's in-memory API server (the lab's workload clusters).
+	"inmemory.infrastructure.cluster.x-k8s.io/last-sync": true,
+}
+
+func userAnnotations(v any) map[string]any {
+	in, _ := v.(map[string]any)
+	out := map[string]any{}
+	for k, val := range in {
+		if !serverAnnotations[k] {
+			out[k] = val
+		}
+	}
 	return out
 }
 
@@ -298,7 +331,11 @@ func restoreBackup(ctx context.Context, p Provider, scope Object, cluster, file 
 		return fmt.Errorf("read backup: %w", err)
 	}
 	var o map[string]any
-	if err := yaml.Unmarshal(b, &o); err != nil {
+	j, err := yaml.YAMLToJSON(b)
+	if err == nil {
+		err = utiljson.Unmarshal(j, &o)
+	}
+	if err != nil {
 		return fmt.Errorf("backup %s: %w", file, err)
 	}
 	ref := objectRef(cluster, o)

@@ -157,16 +157,13 @@ func (a *admitter) route(ctx context.Context, ip, port string) (string, error) {
 		if svc.Spec.ClusterIP != ip {
 			continue
 		}
-		var target string
+		name, found := "", false
 		for _, sp := range svc.Spec.Ports {
 			if strconv.Itoa(int(sp.Port)) == port {
-				target = sp.TargetPort.String()
-				if sp.TargetPort.IntValue() == 0 && sp.TargetPort.StrVal == "" {
-					target = port
-				}
+				name, found = sp.Name, true
 			}
 		}
-		if target == "" {
+		if !found {
 			return a.refused, nil
 		}
 		var eps corev1.Endpoints
@@ -174,11 +171,16 @@ func (a *admitter) route(ctx context.Context, ip, port string) (string, error) {
 			return a.refused, nil //nolint:nilerr // no Endpoints object is no ready endpoint
 		}
 		for _, sub := range eps.Subsets {
-			for _, addr := range sub.Addresses {
-				if ip := net.ParseIP(addr.IP); ip == nil || !ip.IsLoopback() {
-					return "", fmt.Errorf("endpoint %s of service %s/%s is not a loopback address; the lab dials only loopback", addr.IP, svc.Namespace, svc.Name)
+			for _, ep := range sub.Ports {
+				if ep.Name != name && len(sub.Ports) > 1 {
+					continue
 				}
-				return net.JoinHostPort(addr.IP, target), nil
+				for _, addr := range sub.Addresses {
+					if ip := net.ParseIP(addr.IP); ip == nil || !ip.IsLoopback() {
+						return "", fmt.Errorf("endpoint %s of service %s/%s is not a loopback address; the lab dials only loopback", addr.IP, svc.Namespace, svc.Name)
+					}
+					return net.JoinHostPort(addr.IP, strconv.Itoa(int(ep.Port))), nil
+				}
 			}
 		}
 		return a.refused, nil

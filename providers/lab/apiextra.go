@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,12 +31,53 @@ import (
 type extraResource struct {
 	group, version, resource, kind string
 	namespaced                     bool
+	// defaults, when set, applies what kube-apiserver defaults on write.
+	defaults func(obj map[string]any)
 }
 
 var extraResources = []extraResource{
-	{"admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", false},
-	{"admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", false},
-	{"", "v1", "events", "Event", true},
+	{"admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", false, webhookDefaults(false)},
+	{"admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", false, webhookDefaults(true)},
+	{"", "v1", "events", "Event", true, nil},
+}
+
+// webhookDefaults are admissionregistration/v1's defaults, as
+// kube-apiserver applies them: without them a webhook's nil selectors
+// would match nothing.
+func webhookDefaults(mutating bool) func(map[string]any) {
+	setIfMissing := func(m map[string]any, k string, v any) {
+		if _, ok := m[k]; !ok {
+			m[k] = v
+		}
+	}
+	return func(obj map[string]any) {
+		hooks, _ := obj["webhooks"].([]any)
+		for _, h := range hooks {
+			hook, ok := h.(map[string]any)
+			if !ok {
+				continue
+			}
+			setIfMissing(hook, "failurePolicy", "Fail")
+			setIfMissing(hook, "matchPolicy", "Equivalent")
+			setIfMissing(hook, "namespaceSelector", map[string]any{})
+			setIfMissing(hook, "objectSelector", map[string]any{})
+			setIfMissing(hook, "timeoutSeconds", int64(10))
+			if mutating {
+				setIfMissing(hook, "reinvocationPolicy", "Never")
+			}
+			if cc, ok := hook["clientConfig"].(map[string]any); ok {
+				if svc, ok := cc["service"].(map[string]any); ok {
+					setIfMissing(svc, "port", int64(443))
+				}
+			}
+			rules, _ := hook["rules"].([]any)
+			for _, r := range rules {
+				if rule, ok := r.(map[string]any); ok {
+					setIfMissing(rule, "scope", "*")
+				}
+			}
+		}
+	}
 }
 
 func (r extraResource) gvk() schema.GroupVersionKind {
@@ -129,12 +171,12 @@ func (x *extraAPI) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 	case r.Method == http.MethodPost && req.name == "":
-		if err = decodeBody(r, u, req); err == nil {
+		if err = x.decodeBody(r, u, req); err == nil {
 			err = c.Create(ctx, u)
 			status = http.StatusCreated
 		}
 	case r.Method == http.MethodPut && req.name != "":
-		if err = decodeBody(r, u, req); err == nil {
+		if err = x.decodeBody(r, u, req); err == nil {
 			err = c.Update(ctx, u)
 		}
 	case r.Method == http.MethodPatch && req.name != "":
@@ -159,21 +201,35 @@ func (x *extraAPI) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	writeJSON(rw, status, u.Object)
 }
 
-func decodeBody(r *http.Request, u *unstructured.Unstructured, req extraRequest) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return &apierrors.StatusError{ErrStatus: metav1.Status{
-			Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
-			Message: fmt.Sprintf("the lab's workload API takes JSON, not %s", ct),
-		}}
-	}
+func (x *extraAPI) decodeBody(r *http.Request, u *unstructured.Unstructured, req extraRequest) error {
 	b, err := io.ReadAll(r.Body)
 	if err != nil {
 		return apierrors.NewBadRequest("read body: " + err.Error())
 	}
-	if err := json.Unmarshal(b, &u.Object); err != nil {
-		return apierrors.NewBadRequest("decode body: " + err.Error())
+	switch ct := r.Header.Get("Content-Type"); {
+	case strings.HasPrefix(ct, runtime.ContentTypeProtobuf):
+		// Typed clients send built-in kinds as protobuf.
+		obj, _, err := serializer.NewCodecFactory(x.mem.GetScheme()).UniversalDeserializer().Decode(b, nil, nil)
+		if err != nil {
+			return apierrors.NewBadRequest("decode body: " + err.Error())
+		}
+		if u.Object, err = runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err != nil {
+			return apierrors.NewBadRequest("decode body: " + err.Error())
+		}
+	case ct == "" || strings.HasPrefix(ct, runtime.ContentTypeJSON):
+		if err := json.Unmarshal(b, &u.Object); err != nil {
+			return apierrors.NewBadRequest("decode body: " + err.Error())
+		}
+	default:
+		return &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+			Message: fmt.Sprintf("the lab's workload API takes JSON or protobuf, not %s", ct),
+		}}
 	}
 	u.SetGroupVersionKind(req.res.gvk())
+	if req.res.defaults != nil {
+		req.res.defaults(u.Object)
+	}
 	if req.namespace != "" {
 		u.SetNamespace(req.namespace)
 	}

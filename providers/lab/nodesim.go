@@ -553,13 +553,18 @@ func (s *nodeSim) clusterCA(ctx context.Context, cluster string, purpose secret.
 }
 
 // ensureAddons creates, once per cluster, what kubeadm init leaves behind
-// and KCP reads: the kubeadm-config ConfigMap, RBAC, kube-proxy and CoreDNS.
+// and KCP reads: the system namespaces, the kubeadm-config ConfigMap, RBAC,
+// kube-proxy and CoreDNS.
 func (s *nodeSim) ensureAddons(ctx context.Context, c inmemoryclient.Client, cluster string) error {
 	if s.addons[cluster] {
 		return nil
 	}
 	ks := metav1.NamespaceSystem
 	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: metav1.NamespaceDefault}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ks}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: metav1.NamespacePublic}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: corev1.NamespaceNodeLease}},
 		&rbacv1.ClusterRole{
 			ObjectMeta: metav1.ObjectMeta{Name: "kubeadm:get-nodes"},
 			Rules:      []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"nodes"}}},

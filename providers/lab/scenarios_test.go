@@ -101,6 +101,30 @@ func TestIntegrationLabScenarios(t *testing.T) {
 			}
 		})
 	}
+	// Seed 000's recreation loop and its runbook; then the same loop
+	// without the runbook fails, naming the phase never reached.
+	t.Run("break-webhook-service", func(t *testing.T) {
+		res := runScenario(t, l, "break-webhook-service", map[string]string{"cniDaemonSet": "calico-node"})
+		if res.Verdict != framework.Pass {
+			t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
+		}
+	})
+	t.Run("break-webhook-service-no-runbook", func(t *testing.T) {
+		res := runScenarioText(t, l, "break-webhook-service", func(s string) string {
+			cut := strings.Index(s, "    # The seed's runbook")
+			return s[:cut] + `    - name: recovered
+      observe:
+        phases:
+          - name: workers-ready
+            when: {probe: replicas-restored, target: victim}
+            within: 20s
+`
+		}, map[string]string{"cniDaemonSet": "calico-node", "loop.replacements": "0", "window.loop": "1s"})
+		want := "phase workers-ready not reached within its budget 20s of inject"
+		if res.Verdict != framework.Fail || !strings.Contains(res.Reason, want) {
+			t.Fatalf("verdict %s (%s), want fail saying %q", res.Verdict, res.Reason, want)
+		}
+	})
 	t.Run("delete-cp-vm", func(t *testing.T) {
 		res := runScenario(t, l, "delete-cp-vm", nil)
 		if res.Verdict != framework.Pass {

@@ -1,0 +1,158 @@
+package lab
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"sigs.k8s.io/cluster-api/util/certs"
+)
+
+// workloadAPI starts one in-memory workload cluster behind its loopback
+// endpoint, and returns a client of it through that endpoint.
+func workloadAPI(t *testing.T, ctx context.Context) (*workloadServer, *rest.Config, client.Client) {
+	t.Helper()
+	mem, err := newInMemory(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg := "default/t"
+	mem.AddResourceGroup(rg)
+	w, err := newWorkloadServer(mem, rg, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.close() })
+	caKey, err := certs.NewPrivateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: "cluster-ca"}, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.addAPIServer("kube-apiserver-cp", ca, caKey); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &rest.Config{Host: "https://" + w.Addr().String(), TLSClientConfig: rest.TLSClientConfig{CAData: certs.EncodeCertPEM(ca)}}
+	s := runtime.NewScheme()
+	_ = corev1.AddToScheme(s)
+	_ = admissionregv1.AddToScheme(s)
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, cfg, c
+}
+
+func policyConfig(caBundle []byte) *admissionregv1.ValidatingWebhookConfiguration {
+	fail, none := admissionregv1.Fail, admissionregv1.SideEffectClassNone
+	port, path, timeout := int32(443), "/validate", int32(5)
+	return &admissionregv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "policy-validating"},
+		Webhooks: []admissionregv1.ValidatingWebhook{{
+			Name: "validate.policy.example.com",
+			ClientConfig: admissionregv1.WebhookClientConfig{
+				Service:  &admissionregv1.ServiceReference{Namespace: "policy-system", Name: "policy-webhook", Path: &path, Port: &port},
+				CABundle: caBundle,
+			},
+			Rules: []admissionregv1.RuleWithOperations{{
+				Operations: []admissionregv1.OperationType{admissionregv1.Create},
+				Rule:       admissionregv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+			}},
+			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: &timeout,
+		}},
+	}
+}
+
+// admitUntil calls admit until its error contains want (the informers take
+// a moment to see a new configuration) or the deadline passes.
+func admitUntil(t *testing.T, ctx context.Context, a *admitter, pod *corev1.Pod, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		err = a.admit(ctx, pod, daemonSetController)
+		if (want == "" && err == nil) || (want != "" && err != nil && strings.Contains(err.Error(), want)) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(100 * time.Millisecond): // poll interval of a bounded wait
+		}
+	}
+	t.Fatalf("admit: %v, want %q", err, want)
+}
+
+// Seed 000 in the lab's admission: a webhook whose Service has no endpoint
+// refuses the CNI pod with the seed's message; one whose endpoint serves a
+// policy denying system namespaces refuses it with the policy's; without
+// the configuration the pod is admitted.
+func TestAdmissionWebhooks(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w, cfg, c := workloadAPI(t, ctx)
+	refused, err := closedPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := runtime.NewScheme()
+	_ = corev1.AddToScheme(s)
+	a, err := newAdmitter(ctx, cfg, w.client(), s, refused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := cniPod("calico-node", "calico/node", "worker-1")
+	admitUntil(t, ctx, a, pod, "")
+
+	hook, err := startPolicyWebhook("policy-system", "policy-webhook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = hook.close() }()
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "policy-system"}},
+		&corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "policy-system", Name: "policy-webhook"},
+			Spec:       corev1.ServiceSpec{ClusterIP: "10.96.200.10", Ports: []corev1.ServicePort{{Port: 443, TargetPort: intstr.FromInt32(9443)}}},
+		},
+		policyConfig([]byte(hook.caPEM)),
+	} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("create %T: %v", o, err)
+		}
+	}
+	admitUntil(t, ctx, a, pod, `failed calling webhook "validate.policy.example.com": failed to call webhook: Post "https://policy-webhook.policy-system.svc:443/validate?timeout=5s": dial tcp 10.96.200.10:443: connect: connection refused`)
+
+	_, port, _ := net.SplitHostPort(hook.addr)
+	p, _ := strconv.Atoi(port)
+	eps := &corev1.Endpoints{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "policy-system", Name: "policy-webhook"},
+		Subsets:    []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "127.0.0.1"}}, Ports: []corev1.EndpointPort{{Port: int32(p)}}}},
+	}
+	if err := c.Create(ctx, eps); err != nil {
+		t.Fatal(err)
+	}
+	admitUntil(t, ctx, a, pod, `admission webhook "validate.policy.example.com" denied the request: [allowed-namespaces] Pod kube-system/`)
+
+	if err := c.Delete(ctx, policyConfig(nil)); err != nil {
+		t.Fatal(err)
+	}
+	admitUntil(t, ctx, a, pod, "")
+}
