@@ -46,6 +46,9 @@ type MachineState struct {
 	// EtcdHealthy is the EtcdMemberHealthy condition of a control-plane
 	// Machine ("" on workers).
 	EtcdHealthy string
+	// DeletingMessage says what a deleting Machine waits for (its
+	// Deleting condition).
+	DeletingMessage string
 	// Stamps are the objects' own timestamps (creationTimestamp,
 	// deletionTimestamp, the Ready condition's lastTransitionTime), recorded
 	// beside the time faultline observed the change.
@@ -60,6 +63,8 @@ type OwnerState struct {
 	// Ready Node.
 	Healthy  int
 	Deleting int
+	// DeletingWhy names each deleting Machine and what it waits for.
+	DeletingWhy []string
 	// EtcdHealthy counts control-plane Machines, not deleting, whose etcd
 	// member KCP reports healthy.
 	EtcdHealthy int
@@ -214,6 +219,9 @@ func ownerProbe(f func(Object, OwnerState) (bool, string, error)) func(context.C
 // healthy Machines and none deleting.
 func replicasRestored(_ Object, o OwnerState) (bool, string, error) {
 	detail := fmt.Sprintf("%s %s: %d of %d healthy, %d deleting", o.Kind, o.Name, o.Healthy, o.Desired, o.Deleting)
+	if len(o.DeletingWhy) > 0 {
+		detail += " (" + strings.Join(o.DeletingWhy, "; ") + ")"
+	}
 	return o.Healthy >= o.Desired && o.Deleting == 0, detail, nil
 }
 

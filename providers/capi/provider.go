@@ -404,6 +404,10 @@ func (p *Provider) state(ctx context.Context, m *clusterv1.Machine) (framework.M
 			st.Unhealthy = true
 		case controlplanev1.KubeadmControlPlaneMachineEtcdMemberHealthyCondition:
 			st.EtcdHealthy = string(c.Status)
+		case clusterv1.MachineDeletingCondition:
+			if st.Deleting {
+				st.DeletingMessage = strings.TrimSpace(c.Reason + ": " + c.Message)
+			}
 		}
 	}
 	if st.Node == "" {
@@ -487,6 +491,7 @@ func (p *Provider) Owner(ctx context.Context, obj framework.Object) (framework.O
 		}
 		if st.Deleting {
 			o.Deleting++
+			o.DeletingWhy = append(o.DeletingWhy, st.Name+" "+st.DeletingMessage)
 			continue
 		}
 		if st.Phase == "Running" && st.NodeReady == "True" {

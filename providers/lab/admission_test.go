@@ -11,6 +11,8 @@ import (
 	"github.com/go-logr/logr"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -51,6 +53,8 @@ func workloadAPI(t *testing.T, ctx context.Context) (*workloadServer, *rest.Conf
 	s := runtime.NewScheme()
 	_ = corev1.AddToScheme(s)
 	_ = admissionregv1.AddToScheme(s)
+	_ = storagev1.AddToScheme(s)
+	_ = policyv1.AddToScheme(s)
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		t.Fatal(err)
@@ -155,4 +159,23 @@ func TestAdmissionWebhooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	admitUntil(t, ctx, a, pod, "")
+}
+
+// Every kind Cluster API reads from a workload cluster (a reachable Node's
+// drain lists VolumeAttachments) and every kind the lab adds lists through
+// the endpoint.
+func TestWorkloadAPIKinds(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, _, c := workloadAPI(t, ctx)
+	for _, l := range []client.ObjectList{
+		&storagev1.VolumeAttachmentList{}, &policyv1.PodDisruptionBudgetList{}, &corev1.EventList{},
+		&admissionregv1.ValidatingWebhookConfigurationList{}, &admissionregv1.MutatingWebhookConfigurationList{},
+		&corev1.NodeList{}, &corev1.PodList{},
+	} {
+		if err := c.List(ctx, l); err != nil {
+			t.Errorf("list %T: %v", l, err)
+		}
+	}
 }

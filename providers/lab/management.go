@@ -10,7 +10,9 @@ import (
 
 	"github.com/go-logr/logr"
 	"go.uber.org/zap"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -176,9 +178,15 @@ func (m *management) setup(ctx context.Context, scheme *runtime.Scheme, in manag
 		Client: clustercache.ClientOptions{
 			UserAgent: "faultline-lab",
 			Cache: clustercache.ClientCacheOptions{
-				// The list from Cluster API's own setup: without it a
-				// remediated Machine hangs in drain on a missing index.
-				DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Pod{}},
+				// The list from Cluster API's own setup
+				// (internal/setup.ClusterCacheClientOptions): without it a
+				// remediated Machine hangs in drain on a missing index, or,
+				// when its Node is still reachable, in the wait for volumes
+				// ("continue list option is not supported by the cache").
+				DisableFor: []client.Object{
+					&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Pod{}, &appsv1.DaemonSet{},
+					&storagev1.VolumeAttachment{}, &corev1.PersistentVolume{},
+				},
 			},
 		},
 	}, concurrency(10))

@@ -79,6 +79,9 @@ type nodeSim struct {
 	admitters map[string]*admitter
 	refused   string
 	runCtx    context.Context
+	// webhooks are the policy webhooks the lab serves, by
+	// cluster/namespace/service.
+	webhooks map[string]*policyWebhook
 }
 
 // simVM is what the simulator knows of one VM and its Node.
@@ -103,7 +106,7 @@ type simVM struct {
 func newNodeSim(vc *vim25.Client, setIP func(types.ManagedObjectReference, string) error, mc client.Client, mem inmemoryruntime.Manager, workloads map[string]*workloadServer, cnis map[string]string, refused string, p Profile, log logr.Logger) *nodeSim {
 	return &nodeSim{
 		vc: vc, setIP: setIP, mc: mc, mem: mem, workloads: workloads, profile: p, log: log,
-		cni: map[string]*cniState{}, cnis: cnis, admitters: map[string]*admitter{}, refused: refused, runCtx: context.Background(),
+		cni: map[string]*cniState{}, cnis: cnis, webhooks: map[string]*policyWebhook{}, admitters: map[string]*admitter{}, refused: refused, runCtx: context.Background(),
 		vms: map[string]*simVM{}, kubeletStopped: map[string]bool{}, cniBroken: map[string]bool{}, addons: map[string]bool{},
 		podsStopped: map[string]map[string]bool{}, podsChanged: map[string]bool{},
 	}
@@ -125,6 +128,11 @@ func (s *nodeSim) run(ctx context.Context, every time.Duration) {
 			if s.view != nil {
 				_ = s.view.Destroy(context.WithoutCancel(ctx))
 			}
+			s.mu.Lock()
+			for _, hook := range s.webhooks {
+				_ = hook.close()
+			}
+			s.mu.Unlock()
 			return
 		case <-t.C:
 		}
@@ -223,6 +231,9 @@ func (s *nodeSim) tick(ctx context.Context) error {
 	}
 	for cluster := range s.workloads {
 		errs = append(errs, s.electLeader(ctx, cluster))
+		if s.addons[cluster] {
+			errs = append(errs, s.reconcilePolicyWebhooks(ctx, cluster))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,166 @@
+package lab
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	inmemoryclient "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime/client"
+)
+
+// How a scenario asks the lab to play a third-party policy engine, which
+// on a real cluster is the engine itself:
+const (
+	// LabelPolicyWebhook on a Service makes the lab serve a policy webhook
+	// behind it (value: the policy, PolicyDenyOutsideNamespace) and keep
+	// its Endpoints ready, as the engine's running pods would.
+	LabelPolicyWebhook = "lab.faultline.dev/policy-webhook"
+	// PolicyDenyOutsideNamespace denies every pod outside the Service's
+	// namespace (seed 000, scenario 2).
+	PolicyDenyOutsideNamespace = "deny-outside-namespace"
+	// AnnotationInjectCA on a webhook configuration names the Service
+	// (namespace/name) whose webhook's CA the lab writes into every
+	// caBundle, as cert-manager's CA injector does.
+	AnnotationInjectCA = "lab.faultline.dev/inject-ca-from-service"
+)
+
+// reconcilePolicyWebhooks serves a webhook for every Service that asks for
+// one, keeps its Endpoints, injects CAs, and stops the webhooks whose
+// Service is gone.
+func (s *nodeSim) reconcilePolicyWebhooks(ctx context.Context, cluster string) error {
+	w := s.workloads[cluster]
+	if w == nil || !w.canStore() {
+		return nil
+	}
+	c := w.client()
+	var svcs corev1.ServiceList
+	if err := listInto(ctx, c, &svcs, client.HasLabels{LabelPolicyWebhook}); err != nil {
+		return err
+	}
+	want := map[string]bool{}
+	for _, svc := range svcs.Items {
+		key := cluster + "/" + svc.Namespace + "/" + svc.Name
+		want[key] = true
+		if policy := svc.Labels[LabelPolicyWebhook]; policy != PolicyDenyOutsideNamespace {
+			return fmt.Errorf("service %s/%s: label %s=%q, expected %s", svc.Namespace, svc.Name, LabelPolicyWebhook, policy, PolicyDenyOutsideNamespace)
+		}
+		hook := s.webhooks[key]
+		if hook == nil {
+			var err error
+			if hook, err = startPolicyWebhook(svc.Namespace, svc.Name); err != nil {
+				return err
+			}
+			s.webhooks[key] = hook
+			s.log.V(1).Info("policy webhook serving", "service", svc.Namespace+"/"+svc.Name, "address", hook.addr)
+		}
+		if err := ensureEndpoints(ctx, c, &svc, hook.addr); err != nil {
+			return err
+		}
+		if err := injectCA(ctx, c, svc.Namespace+"/"+svc.Name, hook.caPEM); err != nil {
+			return err
+		}
+	}
+	for key, hook := range s.webhooks {
+		rest, ok := strings.CutPrefix(key, cluster+"/")
+		if want[key] || !ok {
+			continue
+		}
+		// The Service is gone: so are the engine's pods and Endpoints.
+		_ = hook.close()
+		delete(s.webhooks, key)
+		ns, name, _ := strings.Cut(rest, "/")
+		eps := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if err := c.Delete(ctx, eps); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete endpoints %s: %w", rest, err)
+		}
+	}
+	return nil
+}
+
+// ensureEndpoints points the Service at the webhook's loopback address.
+func ensureEndpoints(ctx context.Context, c inmemoryclient.Client, svc *corev1.Service, addr string) error {
+	host, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return err
+	}
+	var name string
+	if len(svc.Spec.Ports) > 0 {
+		name = svc.Spec.Ports[0].Name
+	}
+	want := []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: host}}, Ports: []corev1.EndpointPort{{Name: name, Port: int32(port)}}}}
+	var eps corev1.Endpoints
+	err = getInto(ctx, c, client.ObjectKeyFromObject(svc), &eps)
+	switch {
+	case apierrors.IsNotFound(err):
+		return c.Create(ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name}, Subsets: want})
+	case err != nil:
+		return err
+	case len(eps.Subsets) == 1 && len(eps.Subsets[0].Addresses) == 1 && eps.Subsets[0].Addresses[0].IP == host &&
+		len(eps.Subsets[0].Ports) == 1 && eps.Subsets[0].Ports[0].Port == int32(port):
+		return nil
+	}
+	eps.Subsets = want
+	return c.Update(ctx, &eps)
+}
+
+// injectCA writes caPEM into every webhook of the configurations that ask
+// for the Service's CA and do not have it yet.
+func injectCA(ctx context.Context, c inmemoryclient.Client, service string, caPEM []byte) error {
+	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(admissionv1.SchemeGroupVersion.WithKind(kind + "List"))
+		if err := c.List(ctx, list); err != nil {
+			return fmt.Errorf("list %s: %w", kind, err)
+		}
+		for i := range list.Items {
+			u := list.Items[i].DeepCopy()
+			if u.GetAnnotations()[AnnotationInjectCA] != service {
+				continue
+			}
+			changed := false
+			hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
+			for _, h := range hooks {
+				hook, ok := h.(map[string]any)
+				if !ok {
+					continue
+				}
+				cc, _ := hook["clientConfig"].(map[string]any)
+				if cc == nil {
+					cc = map[string]any{}
+					hook["clientConfig"] = cc
+				}
+				// caBundle is base64 in JSON, as []byte fields are.
+				want := base64.StdEncoding.EncodeToString(caPEM)
+				if got, _ := cc["caBundle"].(string); got != want {
+					cc["caBundle"] = want
+					changed = true
+				}
+			}
+			if !changed {
+				continue
+			}
+			if err := unstructured.SetNestedSlice(u.Object, hooks, "webhooks"); err != nil {
+				return err
+			}
+			u.SetGroupVersionKind(admissionv1.SchemeGroupVersion.WithKind(kind))
+			if err := c.Update(ctx, u); err != nil {
+				return fmt.Errorf("inject CA into %s %s: %w", kind, u.GetName(), err)
+			}
+		}
+	}
+	return nil
+}
