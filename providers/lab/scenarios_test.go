@@ -125,6 +125,12 @@ func TestIntegrationLabScenarios(t *testing.T) {
 			t.Fatalf("verdict %s (%s), want fail saying %q", res.Verdict, res.Reason, want)
 		}
 	})
+	t.Run("webhook-denies-system-namespaces", func(t *testing.T) {
+		res := runScenario(t, l, "webhook-denies-system-namespaces", map[string]string{"cniDaemonSet": "calico-node"})
+		if res.Verdict != framework.Pass {
+			t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
+		}
+	})
 	t.Run("delete-cp-vm", func(t *testing.T) {
 		res := runScenario(t, l, "delete-cp-vm", nil)
 		if res.Verdict != framework.Pass {
