@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/cel-go/cel"
 )
@@ -233,7 +234,7 @@ var objectProbes = map[string]probeDef{
 	"object-expression": {capability: CapObjects, args: append(append([]string{}, objectArgs...), "expression"), check: checkExpressionArgs,
 		summary: "a CEL expression over `object` is true (compiled when the file loads)", eval: objectExpression},
 	"event": {capability: CapObjects, args: []string{"cluster", "namespace", "reason", "message", "involvedKind", "involvedName"}, check: checkEventArgs,
-		summary: "an Event with the reason and a message containing the text was recorded (args: cluster, default workload; namespace, reason, message, involvedKind, involvedName)", eval: eventRecorded},
+		summary: "an Event with the reason and a message containing the text was recorded since the run started (args: cluster, default workload; namespace, reason, message, involvedKind, involvedName)", eval: eventRecorded},
 }
 
 func checkEventArgs(args map[string]string) []argError {
@@ -262,7 +263,13 @@ func eventRecorded(ctx context.Context, p Provider, obj Object, args map[string]
 	if err != nil {
 		return false, "", err
 	}
+	since, bounded := runStart(ctx)
+	old := 0
 	for _, e := range events {
+		if at := eventTime(e); bounded && !at.IsZero() && at.Before(since.Truncate(time.Second)) {
+			old++ // recorded before this run: not its evidence
+			continue
+		}
 		reason, _ := e["reason"].(string)
 		msg, _ := e["message"].(string)
 		involved, _ := e["involvedObject"].(map[string]any)
@@ -277,5 +284,38 @@ func eventRecorded(ctx context.Context, p Provider, obj Object, args map[string]
 			return true, detail, nil
 		}
 	}
-	return false, fmt.Sprintf("no matching Event among %d", len(events)), nil
+	detail := fmt.Sprintf("no matching Event among %d", len(events)-old)
+	if old > 0 {
+		detail += fmt.Sprintf(" (%d older than the run ignored)", old)
+	}
+	return false, detail, nil
+}
+
+// eventTime is when an Event was last seen: lastTimestamp, else
+// eventTime, else its creation.
+func eventTime(e map[string]any) time.Time {
+	meta, _ := e["metadata"].(map[string]any)
+	for _, v := range []any{e["lastTimestamp"], e["eventTime"], meta["creationTimestamp"]} {
+		if s, ok := v.(string); ok {
+			for _, layout := range []string{time.RFC3339Nano, time.RFC3339} {
+				if t, err := time.Parse(layout, s); err == nil {
+					return t
+				}
+			}
+		}
+	}
+	return time.Time{}
+}
+
+type runStartKey struct{}
+
+// withRunStart tells probes when the run started: evidence recorded
+// before it (an Event) is not the run's.
+func withRunStart(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, runStartKey{}, t)
+}
+
+func runStart(ctx context.Context) (time.Time, bool) {
+	t, ok := ctx.Value(runStartKey{}).(time.Time)
+	return t, ok
 }

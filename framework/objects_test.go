@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/faultline-dev/faultline/framework"
 	"github.com/faultline-dev/faultline/providers/fake"
@@ -113,8 +114,10 @@ func TestEventProbe(t *testing.T) {
 	refused := map[string]any{
 		"reason": "FailedCreate", "message": `Error creating: Internal error occurred: failed calling webhook "validate.policy.example.com": failed to call webhook: Post "https://policy-webhook.policy-system.svc:443/validate?timeout=10s": dial tcp 10.96.200.10:443: connect: connection refused`,
 		"involvedObject": map[string]any{"kind": "DaemonSet", "name": "calico-node"}, "count": int64(3),
+		"lastTimestamp": time.Now().Add(time.Minute).UTC().Format(time.RFC3339),
 	}
-	other := map[string]any{"reason": "Scheduled", "message": "assigned", "involvedObject": map[string]any{"kind": "Pod", "name": "x"}}
+	// Recorded long before the run: never its evidence.
+	other := map[string]any{"reason": "Scheduled", "message": "assigned", "involvedObject": map[string]any{"kind": "Pod", "name": "x"}, "lastTimestamp": "2020-01-01T00:00:00Z"}
 	tests := []struct {
 		name, args string
 		reached    bool
@@ -122,7 +125,8 @@ func TestEventProbe(t *testing.T) {
 	}{
 		{"reason and message", `namespace: kube-system, reason: FailedCreate, message: "connect: connection refused"`, true, ""},
 		{"involved object", `namespace: kube-system, message: failed calling webhook, involvedKind: DaemonSet, involvedName: calico-node`, true, ""},
-		{"other reason", `namespace: kube-system, reason: FailedMount, message: failed calling webhook`, false, "no matching Event among 2"},
+		{"other reason", `namespace: kube-system, reason: FailedMount, message: failed calling webhook`, false, "no matching Event among 1 (1 older than the run ignored)"},
+		{"older than the run", `namespace: kube-system, reason: Scheduled, message: assigned`, false, "no matching Event among 1 (1 older than the run ignored)"},
 		{"other namespace", `namespace: default, message: failed calling webhook`, false, "no matching Event among 0"},
 	}
 	for _, tc := range tests {
