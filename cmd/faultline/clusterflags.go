@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -43,11 +44,19 @@ func (f *clusterFlags) register(fs *pflag.FlagSet) {
 // explicitly.
 func (f *clusterFlags) open(ctx context.Context, vc *vcenterFlags, log logr.Logger) (framework.Provider, func(context.Context) error, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if f.kubeconfig != "" {
+	switch {
+	case strings.ContainsRune(f.kubeconfig, os.PathListSeparator):
+		// A recovery: the $KUBECONFIG list the run loaded.
+		rules.Precedence = filepath.SplitList(f.kubeconfig)
+	case f.kubeconfig != "":
 		if _, err := os.Stat(f.kubeconfig); err != nil {
 			return nil, nil, usageErr("--kubeconfig %s: %v", f.kubeconfig, err)
 		}
 		rules.ExplicitPath = f.kubeconfig
+	}
+	source := rules.ExplicitPath
+	if source == "" {
+		source = strings.Join(rules.GetLoadingPrecedence(), string(os.PathListSeparator))
 	}
 	raw, err := rules.Load()
 	if err != nil {
@@ -82,7 +91,7 @@ func (f *clusterFlags) open(ctx context.Context, vc *vcenterFlags, log logr.Logg
 	if err != nil {
 		return nil, nil, infraErr(err)
 	}
-	opts := []capi.Option{capi.WithLogger(log)}
+	opts := []capi.Option{capi.WithLogger(log), capi.WithKubeconfig(source, name)}
 	closeFn := func(context.Context) error { return nil }
 	vcfg, err := vc.merged()
 	if err != nil {

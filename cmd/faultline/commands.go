@@ -16,10 +16,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/vsphere"
 	"github.com/faultline-dev/faultline/scenarios"
@@ -171,7 +173,7 @@ func recoverJournals(ctx context.Context, cmd *cobra.Command, paths []string, vc
 	failed := 0
 	total := 0
 	// One login per vCenter, however many faults the journals hold.
-	conns := &recoverConns{flags: vc, byURL: map[string]*vsphere.Provider{}}
+	conns := &recoverConns{flags: vc, byURL: map[string]*vsphere.Provider{}, clusters: map[string]framework.Provider{}}
 	defer conns.close(cmd.ErrOrStderr())
 	for _, path := range paths {
 		entries, err := framework.ReadJournal(path)
@@ -220,6 +222,10 @@ func recoverJournals(ctx context.Context, cmd *cobra.Command, paths []string, vc
 type recoverConns struct {
 	flags *vcenterFlags
 	byURL map[string]*vsphere.Provider
+	// clusters are the management clusters reached, by kubeconfig and
+	// context; closers close what they opened.
+	clusters map[string]framework.Provider
+	closers  []func(context.Context) error
 }
 
 // undo undoes one pending fault, reconnecting to its provider.
@@ -248,14 +254,40 @@ func (c *recoverConns) undo(ctx context.Context, e framework.JournalEntry) (stri
 		}
 		return framework.ResultUndone, nil
 	}
+	if e.Provider.Config[capi.RefKubeconfig] != "" {
+		// A Cluster API management cluster: reached again with the same
+		// kubeconfig and context. The run was allowed to touch that
+		// context; undoing its faults needs no new opt-in.
+		key := e.Provider.Config[capi.RefKubeconfig] + "|" + e.Provider.Config[capi.RefContext]
+		p, ok := c.clusters[key]
+		if !ok {
+			ctxName := e.Provider.Config[capi.RefContext]
+			f := &clusterFlags{kubeconfig: e.Provider.Config[capi.RefKubeconfig], context: ctxName, allowed: []string{ctxName}}
+			prov, closeFn, err := f.open(ctx, c.flags, logr.Discard())
+			if err != nil {
+				return "", err
+			}
+			c.closers = append(c.closers, closeFn)
+			c.clusters[key] = prov
+			p = prov
+		}
+		if err := framework.RunUndo(ctx, p, *e.Undo); err != nil {
+			return "", err
+		}
+		return framework.ResultUndone, nil
+	}
 	return "", fmt.Errorf("provider %q in journal: faultline cannot reconnect to it", e.Provider.Name)
 }
 
 // close logs out of every vCenter, reporting failures on w.
 func (c *recoverConns) close(w io.Writer) {
+	closers := append([]func(context.Context) error(nil), c.closers...)
 	for _, p := range c.byURL {
+		closers = append(closers, p.Close)
+	}
+	for _, closeFn := range closers {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := p.Close(ctx); err != nil {
+		if err := closeFn(ctx); err != nil {
 			fmt.Fprintln(w, "faultline:", err)
 		}
 		cancel()

@@ -46,6 +46,8 @@ const (
 type Provider struct {
 	name string
 	c    client.Client
+	// kubeconfig and context say how c was made, for recovery.
+	kubeconfig, context string
 	vc   *vsphere.Provider
 	log  logr.Logger
 	// probeTimeout bounds one read of a workload cluster, so a dead API
@@ -77,6 +79,13 @@ func WithName(name string) Option { return func(p *Provider) { p.name = name } }
 // WithLogger sets the logger.
 func WithLogger(l logr.Logger) Option { return func(p *Provider) { p.log = l } }
 
+// WithKubeconfig records where the management cluster was reached from
+// (a kubeconfig file and context; no credentials), so `faultline recover`
+// can reach it again after a crash.
+func WithKubeconfig(path, context string) Option {
+	return func(p *Provider) { p.kubeconfig, p.context = path, context }
+}
+
 // WithVCenter lets VM faults and probes reach the Machines' VMs.
 func WithVCenter(vc *vsphere.Provider) Option { return func(p *Provider) { p.vc = vc } }
 
@@ -101,16 +110,32 @@ func (p *Provider) Client() client.Client { return p.c }
 // Name implements framework.Provider.
 func (p *Provider) Name() string { return p.name }
 
-// Ref implements framework.Describer: recovery needs the vCenter, since
-// only VM faults leave anything to undo.
+// Ref implements framework.Describer: the kubeconfig file and context the
+// management cluster was reached with and, when VM faults are possible, the
+// vCenter (never credentials).
 func (p *Provider) Ref() framework.ProviderRef {
-	if p.vc == nil {
-		return framework.ProviderRef{Name: p.name}
+	ref := framework.ProviderRef{Name: p.name, Config: map[string]string{}}
+	if p.vc != nil {
+		ref = p.vc.Ref()
+		ref.Name = p.name
 	}
-	ref := p.vc.Ref()
-	ref.Name = p.name
+	if ref.Config == nil {
+		ref.Config = map[string]string{}
+	}
+	if p.kubeconfig != "" {
+		ref.Config[RefKubeconfig] = p.kubeconfig
+	}
+	if p.context != "" {
+		ref.Config[RefContext] = p.context
+	}
 	return ref
 }
+
+// The ProviderRef.Config keys Ref sets.
+const (
+	RefKubeconfig = "kubeconfig"
+	RefContext    = "context"
+)
 
 // Resolve implements framework.Provider: it returns the Machines the
 // selector matches.
