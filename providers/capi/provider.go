@@ -48,8 +48,8 @@ type Provider struct {
 	c    client.Client
 	// kubeconfig and context say how c was made, for recovery.
 	kubeconfig, context string
-	vc   *vsphere.Provider
-	log  logr.Logger
+	vc                  *vsphere.Provider
+	log                 logr.Logger
 	// probeTimeout bounds one read of a workload cluster, so a dead API
 	// server costs a probe seconds, not client-go's default of forever.
 	probeTimeout time.Duration
