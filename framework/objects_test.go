@@ -45,6 +45,25 @@ func kcp(ready int64, avail string) map[string]any {
 	}
 }
 
+// checkProbePhase runs objectScenario with probe and args on p and checks
+// whether its phase is reached and, when not, that its message says detail.
+func checkProbePhase(t *testing.T, p *fake.Provider, probe, args string, reached bool, detail string) {
+	t.Helper()
+	src := strings.Replace(strings.Replace(objectScenario, "%PROBE%", probe, 1), "%ARGS%", args, 1)
+	sc, err := framework.Parse("t.yaml", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ := run(t, context.Background(), sc, p)
+	ph := res.Phases[0]
+	if ph.OK != reached {
+		t.Fatalf("reached %t, want %t (%s; %s)", ph.OK, reached, ph.Message, res.Reason)
+	}
+	if !reached && !strings.Contains(ph.Message, detail) {
+		t.Errorf("message %q lacks %q", ph.Message, detail)
+	}
+}
+
 func TestObjectProbes(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -67,21 +86,9 @@ func TestObjectProbes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			src := strings.Replace(strings.Replace(objectScenario, "%PROBE%", tc.probe, 1), "%ARGS%", tc.args, 1)
-			sc, err := framework.Parse("t.yaml", []byte(src), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
 			p := fake.New("vm-a")
 			p.SetObject(kcpRef, tc.obj)
-			res, _ := run(t, context.Background(), sc, p)
-			ph := res.Phases[0]
-			if ph.OK != tc.reached {
-				t.Fatalf("reached %t, want %t (%s; %s)", ph.OK, tc.reached, ph.Message, res.Reason)
-			}
-			if !tc.reached && !strings.Contains(ph.Message, tc.detail) {
-				t.Errorf("message %q lacks %q", ph.Message, tc.detail)
-			}
+			checkProbePhase(t, p, tc.probe, tc.args, tc.reached, tc.detail)
 		})
 	}
 }
@@ -132,22 +139,10 @@ func TestEventProbe(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			src := strings.Replace(strings.Replace(objectScenario, "%PROBE%", "event", 1), "%ARGS%", tc.args, 1)
-			sc, err := framework.Parse("t.yaml", []byte(src), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
 			p := fake.New("vm-a")
 			p.SetObject(framework.ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "Event", Namespace: "kube-system", Name: "a"}, refused)
 			p.SetObject(framework.ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "Event", Namespace: "kube-system", Name: "b"}, other)
-			res, _ := run(t, context.Background(), sc, p)
-			ph := res.Phases[0]
-			if ph.OK != tc.reached {
-				t.Fatalf("reached %t, want %t (%s; %s)", ph.OK, tc.reached, ph.Message, res.Reason)
-			}
-			if !tc.reached && !strings.Contains(ph.Message, tc.detail) {
-				t.Errorf("message %q lacks %q", ph.Message, tc.detail)
-			}
+			checkProbePhase(t, p, "event", tc.args, tc.reached, tc.detail)
 		})
 	}
 }

@@ -16,16 +16,25 @@ import (
 // (vm-a), with every capability declared.
 func scenario(t *testing.T, steps string) *framework.Scenario {
 	t.Helper()
+	return parseScenario(t, "[VMPower, VMLifecycle, VMNetwork]", "", `
+    - name: victim
+      select: {vm: vm-a}`, steps)
+}
+
+// parseScenario parses a scenario with the given requires, spec lines
+// (such as safety), targets and steps.
+func parseScenario(t *testing.T, requires, extra, targets, steps string) *framework.Scenario {
+	t.Helper()
 	src := `apiVersion: faultline.dev/v1alpha1
 kind: Scenario
 metadata: {name: t}
 spec:
-  requires: [VMPower, VMLifecycle, VMNetwork]
+  requires: ` + requires + `
   pollInterval: 50ms
   timeout: 20s
+` + extra + `
   targets:
-    - name: victim
-      select: {vm: vm-a}
+` + targets + `
   steps:
 ` + steps
 	s, err := framework.Parse("t.yaml", []byte(src), nil)
@@ -377,23 +386,7 @@ func etcdFake() *fake.Provider {
 
 func etcdScenario(t *testing.T, safety, targets, steps string) *framework.Scenario {
 	t.Helper()
-	src := `apiVersion: faultline.dev/v1alpha1
-kind: Scenario
-metadata: {name: t}
-spec:
-  requires: [VMPower]
-  pollInterval: 50ms
-  timeout: 20s
-` + safety + `
-  targets:
-` + targets + `
-  steps:
-` + steps
-	s, err := framework.Parse("t.yaml", []byte(src), nil)
-	if err != nil {
-		t.Fatalf("scenario: %v", err)
-	}
-	return s
+	return parseScenario(t, "[VMPower]", safety, targets, steps)
 }
 
 func TestRunRefusesQuorumLoss(t *testing.T) {

@@ -73,6 +73,15 @@ func runScenarioText(t *testing.T, l *lab.Lab, name string, edit func(string) st
 	return res
 }
 
+// expect fails the test unless the run ended with verdict and a reason
+// that says want.
+func expect(t *testing.T, res *framework.Result, verdict framework.Verdict, want string) {
+	t.Helper()
+	if res.Verdict != verdict || !strings.Contains(res.Reason, want) {
+		t.Fatalf("verdict %s (%s), want %s saying %q", res.Verdict, res.Reason, verdict, want)
+	}
+}
+
 func deleteMHC(t *testing.T, l *lab.Lab, name string) {
 	t.Helper()
 	ctx := context.Background()
@@ -95,19 +104,14 @@ func TestIntegrationLabScenarios(t *testing.T) {
 
 	for _, name := range []string{"power-off-worker", "delete-worker-vm", "stop-kubelet-worker"} {
 		t.Run(name, func(t *testing.T) {
-			res := runScenario(t, l, name, nil)
-			if res.Verdict != framework.Pass {
-				t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
-			}
+			expect(t, runScenario(t, l, name, nil), framework.Pass, "")
 		})
 	}
 	// Seed 000's recreation loop and its runbook; then the same loop
 	// without the runbook fails, naming the phase never reached.
 	t.Run("break-webhook-service", func(t *testing.T) {
 		res := runScenario(t, l, "break-webhook-service", map[string]string{"cniDaemonSet": "calico-node"})
-		if res.Verdict != framework.Pass {
-			t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
-		}
+		expect(t, res, framework.Pass, "")
 	})
 	t.Run("break-webhook-service-no-runbook", func(t *testing.T) {
 		res := runScenarioText(t, l, "break-webhook-service", func(s string) string {
@@ -120,22 +124,15 @@ func TestIntegrationLabScenarios(t *testing.T) {
             within: 20s
 `
 		}, map[string]string{"cniDaemonSet": "calico-node", "loop.replacements": "0", "window.loop": "1s"})
-		want := "phase workers-ready not reached within its budget 20s of inject"
-		if res.Verdict != framework.Fail || !strings.Contains(res.Reason, want) {
-			t.Fatalf("verdict %s (%s), want fail saying %q", res.Verdict, res.Reason, want)
-		}
+		expect(t, res, framework.Fail, "phase workers-ready not reached within its budget 20s of inject")
 	})
 	t.Run("webhook-denies-system-namespaces", func(t *testing.T) {
 		res := runScenario(t, l, "webhook-denies-system-namespaces", map[string]string{"cniDaemonSet": "calico-node"})
-		if res.Verdict != framework.Pass {
-			t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
-		}
+		expect(t, res, framework.Pass, "")
 	})
 	t.Run("delete-cp-vm", func(t *testing.T) {
 		res := runScenario(t, l, "delete-cp-vm", nil)
-		if res.Verdict != framework.Pass {
-			t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
-		}
+		expect(t, res, framework.Pass, "")
 		if len(res.Assertions) != 1 || !res.Assertions[0].OK || !strings.Contains(res.Assertions[0].Message, "readings") {
 			t.Errorf("api-stayed-available: %+v", res.Assertions)
 		}
@@ -145,34 +142,24 @@ func TestIntegrationLabScenarios(t *testing.T) {
 	// never fails, and the run fails naming the phase.
 	t.Run("kill-etcd-quorum", func(t *testing.T) {
 		res := runScenario(t, l, "kill-etcd-quorum", nil)
-		if res.Verdict != framework.Pass {
-			t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
-		}
+		expect(t, res, framework.Pass, "")
 	})
 	t.Run("kill-etcd-quorum-undeclared", func(t *testing.T) {
 		res := runScenarioText(t, l, "kill-etcd-quorum", func(s string) string {
 			return strings.Replace(s, "acceptQuorumLoss: true", "acceptQuorumLoss: false", 1)
 		}, nil)
-		want := "refused: step stop-etcd would have 2 of the 3 etcd members of default/lab-control-plane down at once"
-		if res.Verdict != framework.Error || !strings.Contains(res.Reason, want) {
-			t.Fatalf("verdict %s (%s), want error saying %q", res.Verdict, res.Reason, want)
-		}
+		expect(t, res, framework.Error, "refused: step stop-etcd would have 2 of the 3 etcd members of default/lab-control-plane down at once")
 		if len(res.Faults) != 0 {
 			t.Errorf("a refused run injected %d faults", len(res.Faults))
 		}
 	})
 	t.Run("kill-etcd-one-member", func(t *testing.T) {
 		res := runScenario(t, l, "kill-etcd-quorum", map[string]string{"members": "1", "budget.down": "10s", "window.down": "1s", "window.unremediated": "1s"})
-		want := "phase api-no-leader not reached within its budget 10s of inject"
-		if res.Verdict != framework.Fail || !strings.Contains(res.Reason, want) {
-			t.Fatalf("verdict %s (%s), want fail saying %q", res.Verdict, res.Reason, want)
-		}
+		expect(t, res, framework.Fail, "phase api-no-leader not reached within its budget 10s of inject")
 	})
 	t.Run("remove-apiserver-pods", func(t *testing.T) {
 		res := runScenario(t, l, "remove-apiserver-pods", nil)
-		if res.Verdict != framework.Pass {
-			t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
-		}
+		expect(t, res, framework.Pass, "")
 	})
 	// Without its undo step the API does not come back by itself.
 	t.Run("remove-apiserver-pods-no-undo", func(t *testing.T) {
@@ -180,29 +167,18 @@ func TestIntegrationLabScenarios(t *testing.T) {
 			s = strings.Replace(s, "    - name: restore-manifests\n      undo:\n        all: true\n", "", 1)
 			return strings.ReplaceAll(s, "from: undo:restore-manifests", "from: inject:remove-third")
 		}, map[string]string{"budget.recovered": "5s", "window.served": "1s", "window.unremediated": "1s"})
-		want := "phase api-available not reached within its budget 5s of inject:remove-third"
-		if res.Verdict != framework.Fail || !strings.Contains(res.Reason, want) {
-			t.Fatalf("verdict %s (%s), want fail saying %q", res.Verdict, res.Reason, want)
-		}
+		expect(t, res, framework.Fail, "phase api-available not reached within its budget 5s of inject:remove-third")
 	})
 	// Seed 002's TKGS scope: no health check on the control plane.
 	t.Run("stop-kubelet-cp", func(t *testing.T) {
 		deleteMHC(t, l, "lab-control-plane")
 		res := runScenario(t, l, "stop-kubelet-cp", nil)
-		if res.Verdict != framework.Pass {
-			t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
-		}
+		expect(t, res, framework.Pass, "")
 	})
 	t.Run("power-off-worker-without-mhc", func(t *testing.T) {
 		deleteMHC(t, l, "lab-workers")
 		res := runScenario(t, l, "power-off-worker", map[string]string{"budget.unhealthy": "30s", "budget.deleted": "30s", "budget.destroyed": "30s", "budget.replacement": "30s"})
-		if res.Verdict != framework.Fail {
-			t.Fatalf("verdict %s, want fail: %s", res.Verdict, res.Reason)
-		}
-		want := "phase machine-unhealthy not reached within its budget 30s of inject"
-		if !strings.Contains(res.Reason, want) {
-			t.Errorf("reason %q does not say %q", res.Reason, want)
-		}
+		expect(t, res, framework.Fail, "phase machine-unhealthy not reached within its budget 30s of inject")
 		for _, p := range res.Phases {
 			if p.Name == "node-not-ready" && !p.OK {
 				t.Errorf("node-not-ready should still be reached: %s", p.Message)
