@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
-	inmemoryclient "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime/client"
 )
 
 // extraResource is a kind the lab's workload API serves on top of Cluster
@@ -93,7 +92,7 @@ type extraAPI struct {
 	next http.Handler
 	// locked is the store for watches, which run outside the server's
 	// lock; every other request runs inside it.
-	locked inmemoryclient.Client
+	locked *lockedClient
 }
 
 // extraRequest is a request for one of extraResources.
@@ -419,7 +418,7 @@ func (x *extraAPI) watch(rw http.ResponseWriter, r *http.Request, req extraReque
 			if req.namespace != "" && ev.Object.GetNamespace() != req.namespace {
 				continue
 			}
-			obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ev.Object)
+			obj, err := x.locked.snapshot(ev.Object)
 			if err != nil {
 				continue
 			}

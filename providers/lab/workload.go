@@ -17,6 +17,8 @@ import (
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
@@ -72,7 +74,7 @@ func newWorkloadServer(mgr inmemoryruntime.Manager, rg string, log logr.Logger) 
 	}
 	w.listener = &gatedListener{Listener: l, w: w}
 	resolve := func(string) (string, error) { return rg, nil }
-	api := &extraAPI{mem: mgr, rg: rg, next: inmemoryapi.NewAPIServerHandler(mgr, log, resolve), locked: w.client()}
+	api := &extraAPI{mem: mgr, rg: rg, next: inmemoryapi.NewAPIServerHandler(mgr, log, resolve), locked: w.locked()}
 	etcd := inmemoryetcd.NewEtcdServerHandler(mgr, log, resolve)
 	w.srv = &http.Server{
 		Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
@@ -112,7 +114,9 @@ func (w *workloadServer) serve() {
 
 // client is the cluster's in-memory store, locked against the API
 // server's requests.
-func (w *workloadServer) client() inmemoryclient.Client {
+func (w *workloadServer) client() inmemoryclient.Client { return w.locked() }
+
+func (w *workloadServer) locked() *lockedClient {
 	return &lockedClient{c: w.mem.GetResourceGroup(w.rg).GetClient(), mu: &w.store}
 }
 
@@ -120,6 +124,7 @@ func (w *workloadServer) client() inmemoryclient.Client {
 // hands out the map of an object stored unstructured (written through the
 // API) by reference on Get and List, then writes the kind into it, so two
 // concurrent reads of such an object are a fatal concurrent map write.
+// What it reads unstructured is copied before the lock is released.
 type lockedClient struct {
 	c  inmemoryclient.Client
 	mu *sync.Mutex
@@ -128,13 +133,38 @@ type lockedClient struct {
 func (l *lockedClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.c.Get(ctx, key, obj)
+	if err := l.c.Get(ctx, key, obj); err != nil {
+		return err
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		u.Object = runtime.DeepCopyJSON(u.Object)
+	}
+	return nil
 }
 
 func (l *lockedClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.c.List(ctx, list, opts...)
+	if err := l.c.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	if u, ok := list.(*unstructured.UnstructuredList); ok {
+		for i := range u.Items {
+			u.Items[i].Object = runtime.DeepCopyJSON(u.Items[i].Object)
+		}
+	}
+	return nil
+}
+
+// snapshot is a copy of o's content taken under the lock: o may be an
+// object the store holds (as its informers pass them).
+func (l *lockedClient) snapshot(o client.Object) (map[string]any, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if u, ok := o.(*unstructured.Unstructured); ok {
+		return runtime.DeepCopyJSON(u.Object), nil
+	}
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 }
 
 func (l *lockedClient) Create(ctx context.Context, obj client.Object) error {
