@@ -235,12 +235,10 @@ func writeFileSync(path string, b []byte) error {
 		return err
 	}
 	if _, err := f.Write(b); err != nil {
-		_ = f.Close()
-		return err
+		return errors.Join(err, f.Close())
 	}
 	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
+		return errors.Join(err, f.Close())
 	}
 	return f.Close()
 }

@@ -234,7 +234,7 @@ var objectProbes = map[string]probeDef{
 	"object-expression": {capability: CapObjects, args: append(append([]string{}, objectArgs...), "expression"), check: checkExpressionArgs,
 		summary: "a CEL expression over `object` is true (compiled when the file loads)", eval: objectExpression},
 	"event": {capability: CapObjects, args: []string{"cluster", "namespace", "reason", "message", "involvedKind", "involvedName"}, check: checkEventArgs,
-		summary: "an Event with the reason and a message containing the text was recorded since the run started (args: cluster, default workload; namespace, reason, message, involvedKind, involvedName)", eval: eventRecorded},
+		summary: "an Event with the reason and a message containing the text was recorded since the run started (args: cluster, default workload; namespace, reason, message, involvedKind, involvedName)", evalSince: eventRecorded},
 }
 
 func checkEventArgs(args map[string]string) []argError {
@@ -250,7 +250,7 @@ func checkEventArgs(args map[string]string) []argError {
 
 // eventRecorded holds when an Event matches: the evidence seed 000 quotes
 // ("failed calling webhook ... connection refused") is an Event's message.
-func eventRecorded(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error) {
+func eventRecorded(ctx context.Context, p Provider, obj Object, args map[string]string, since time.Time) (bool, string, error) {
 	o, err := as[Objects](p, CapObjects)
 	if err != nil {
 		return false, "", err
@@ -263,10 +263,9 @@ func eventRecorded(ctx context.Context, p Provider, obj Object, args map[string]
 	if err != nil {
 		return false, "", err
 	}
-	since, bounded := runStart(ctx)
 	old := 0
 	for _, e := range events {
-		if at := eventTime(e); bounded && !at.IsZero() && at.Before(since.Truncate(time.Second)) {
+		if at := eventTime(e); !since.IsZero() && !at.IsZero() && at.Before(since.Truncate(time.Second)) {
 			old++ // recorded before this run: not its evidence
 			continue
 		}
@@ -305,17 +304,4 @@ func eventTime(e map[string]any) time.Time {
 		}
 	}
 	return time.Time{}
-}
-
-type runStartKey struct{}
-
-// withRunStart tells probes when the run started: evidence recorded
-// before it (an Event) is not the run's.
-func withRunStart(ctx context.Context, t time.Time) context.Context {
-	return context.WithValue(ctx, runStartKey{}, t)
-}
-
-func runStart(ctx context.Context) (time.Time, bool) {
-	t, ok := ctx.Value(runStartKey{}).(time.Time)
-	return t, ok
 }

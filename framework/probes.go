@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // probeDef describes one named probe: a yes/no question about one object.
@@ -18,6 +19,9 @@ type probeDef struct {
 	// for obj (the replacements of a Machine): count assertions count
 	// each new one.
 	ids func(ctx context.Context, p Provider, obj Object, args map[string]string) ([]string, string, error)
+	// evalSince, set instead of eval, also gets the time the run started:
+	// evidence older than the run (an Event) is not the run's.
+	evalSince func(ctx context.Context, p Provider, obj Object, args map[string]string, since time.Time) (bool, string, error)
 	// check, when set, validates the args when the file loads.
 	check func(args map[string]string) []argError
 }
@@ -91,7 +95,7 @@ type Observation struct {
 
 // evaluate reads cond once over objs. A missing object counts as not
 // satisfying the probe, except for vm-absent, whose probe handles it.
-func evaluate(ctx context.Context, p Provider, cond Condition, objs []Object) (Observation, error) {
+func evaluate(ctx context.Context, p Provider, cond Condition, objs []Object, runStart time.Time) (Observation, error) {
 	def, ok := probeCatalogue[cond.Probe]
 	if !ok {
 		return Observation{}, fmt.Errorf("unknown probe %q", cond.Probe)
@@ -112,7 +116,14 @@ func evaluate(ctx context.Context, p Provider, cond Condition, objs []Object) (O
 			}
 			continue
 		}
-		met, detail, err := def.eval(ctx, p, obj, cond.Args)
+		var met bool
+		var detail string
+		var err error
+		if def.evalSince != nil {
+			met, detail, err = def.evalSince(ctx, p, obj, cond.Args, runStart)
+		} else {
+			met, detail, err = def.eval(ctx, p, obj, cond.Args)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrNotFound) {
 				return Observation{}, fmt.Errorf("probe %s on %s: %w", cond.Probe, obj, err)

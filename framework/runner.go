@@ -143,7 +143,7 @@ func (r *run) execute(ctx context.Context) {
 	if timeout == 0 {
 		timeout = DefaultScenarioTimeout
 	}
-	sctx, cancel := context.WithTimeout(withRunStart(ctx, r.res.StartedAt), timeout)
+	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
 	aborted := false

@@ -42,7 +42,7 @@ func (r *run) watch(ctx context.Context, w watchSpec, see func(Observation, time
 	tick := time.NewTicker(r.poll)
 	defer tick.Stop()
 	for {
-		obs, evalErr := evaluate(wctx, r.in.Provider, cond, objs)
+		obs, evalErr := evaluate(wctx, r.in.Provider, cond, objs, r.res.StartedAt)
 		now := time.Now()
 		switch {
 		case evalErr == nil:

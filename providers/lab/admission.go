@@ -20,6 +20,7 @@ import (
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -233,14 +234,9 @@ func listInto(ctx context.Context, c inmemoryclient.Client, into client.ObjectLi
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), into)
 }
 
-var kinds = func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = corev1.AddToScheme(s)
-	return s
-}()
-
+// kindOf names a built-in kind (the lab reads only those typed).
 func kindOf(o runtime.Object) (schema.GroupVersionKind, error) {
-	gvks, _, err := kinds.ObjectKinds(o)
+	gvks, _, err := clientgoscheme.Scheme.ObjectKinds(o)
 	if err != nil || len(gvks) == 0 {
 		return schema.GroupVersionKind{}, fmt.Errorf("kind of %T: %v", o, err)
 	}

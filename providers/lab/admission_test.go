@@ -128,7 +128,11 @@ func TestAdmissionWebhooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = hook.close() }()
+	t.Cleanup(func() {
+		if err := hook.close(); err != nil {
+			t.Error(err)
+		}
+	})
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "policy-system"}},

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -93,6 +94,7 @@ type extraAPI struct {
 	// locked is the store for watches, which run outside the server's
 	// lock; every other request runs inside it.
 	locked *lockedClient
+	log    logr.Logger
 }
 
 // extraRequest is a request for one of extraResources.
@@ -136,7 +138,7 @@ func parseExtra(path string) (extraRequest, bool) {
 func (x *extraAPI) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
 		if merged, ok := x.discovery(r); ok {
-			writeJSON(rw, http.StatusOK, merged)
+			writeJSON(x.log, rw, http.StatusOK, merged)
 			return
 		}
 	}
@@ -166,7 +168,7 @@ func (x *extraAPI) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			opts = append(opts, client.InNamespace(req.namespace))
 		}
 		if err = c.List(ctx, list, opts...); err == nil {
-			writeJSON(rw, http.StatusOK, list.UnstructuredContent())
+			writeJSON(x.log, rw, http.StatusOK, list.UnstructuredContent())
 			return
 		}
 	case r.Method == http.MethodPost && req.name == "":
@@ -193,11 +195,11 @@ func (x *extraAPI) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		err = apierrors.NewMethodNotSupported(schema.GroupResource{Group: req.res.group, Resource: req.res.resource}, r.Method)
 	}
 	if err != nil {
-		writeError(rw, err)
+		writeError(x.log, rw, err)
 		return
 	}
 	u.SetGroupVersionKind(req.res.gvk())
-	writeJSON(rw, status, u.Object)
+	writeJSON(x.log, rw, status, u.Object)
 }
 
 func (x *extraAPI) decodeBody(r *http.Request, u *unstructured.Unstructured, req extraRequest) error {
@@ -349,15 +351,19 @@ func (x *extraAPI) watch(rw http.ResponseWriter, r *http.Request, req extraReque
 	cache := x.mem.GetCache()
 	inf, err := cache.GetInformerForKind(ctx, gvk)
 	if err != nil {
-		writeError(rw, err)
+		writeError(x.log, rw, err)
 		return
 	}
 	w := &watchEvents{rg: x.rg, events: make(chan watchEvent, 1000)}
 	if err := inf.AddEventHandler(w); err != nil {
-		writeError(rw, err)
+		writeError(x.log, rw, err)
 		return
 	}
-	defer func() { _ = inf.RemoveEventHandler(w) }()
+	defer func() {
+		if err := inf.RemoveEventHandler(w); err != nil {
+			x.log.V(1).Info("end watch", "kind", gvk.Kind, "error", err.Error())
+		}
+	}()
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(req.res.kind + "List"))
 	var opts []client.ListOption
@@ -365,18 +371,18 @@ func (x *extraAPI) watch(rw http.ResponseWriter, r *http.Request, req extraReque
 		opts = append(opts, client.InNamespace(req.namespace))
 	}
 	if err := x.locked.List(ctx, list, opts...); err != nil {
-		writeError(rw, err)
+		writeError(x.log, rw, err)
 		return
 	}
 	since, _ := strconv.ParseUint(r.URL.Query().Get("resourceVersion"), 10, 64)
 	bookmark, err := cache.GetBookmarkResourceVersion(x.rg)
 	if err != nil {
-		writeError(rw, err)
+		writeError(x.log, rw, err)
 		return
 	}
 	flusher, ok := rw.(http.Flusher)
 	if !ok {
-		writeError(rw, errors.New("watch needs a streaming connection"))
+		writeError(x.log, rw, errors.New("watch needs a streaming connection"))
 		return
 	}
 	rw.Header().Set("Content-Type", "application/json")
@@ -432,19 +438,23 @@ func (x *extraAPI) watch(rw http.ResponseWriter, r *http.Request, req extraReque
 	}
 }
 
-func writeJSON(rw http.ResponseWriter, status int, v any) {
+// writeJSON answers with v. A write that fails means the client left:
+// there is nobody to tell but the log.
+func writeJSON(log logr.Logger, rw http.ResponseWriter, status int, v any) {
 	rw.Header().Set("Content-Type", "application/json")
 	rw.WriteHeader(status)
-	_ = json.NewEncoder(rw).Encode(v)
+	if err := json.NewEncoder(rw).Encode(v); err != nil {
+		log.V(1).Info("write answer", "error", err.Error())
+	}
 }
 
 // writeError answers with err as a Status, as kube-apiserver does.
-func writeError(rw http.ResponseWriter, err error) {
+func writeError(log logr.Logger, rw http.ResponseWriter, err error) {
 	var st apierrors.APIStatus
 	if !errors.As(err, &st) {
 		st = apierrors.NewInternalError(err)
 	}
 	s := st.Status()
 	s.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-	writeJSON(rw, int(s.Code), s)
+	writeJSON(log, rw, int(s.Code), s)
 }

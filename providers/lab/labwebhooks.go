@@ -76,8 +76,10 @@ func (s *nodeSim) reconcilePolicyWebhooks(ctx context.Context, cluster string) e
 			continue
 		}
 		// The Service is gone: so are the engine's pods and Endpoints.
-		_ = hook.close()
 		delete(s.webhooks, key)
+		if err := hook.close(); err != nil {
+			return fmt.Errorf("stop the policy webhook of %s: %w", rest, err)
+		}
 		ns, name, _ := strings.Cut(rest, "/")
 		eps := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 		if err := c.Delete(ctx, eps); err != nil && !apierrors.IsNotFound(err) {

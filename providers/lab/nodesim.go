@@ -129,8 +129,10 @@ func (s *nodeSim) run(ctx context.Context, every time.Duration) {
 				_ = s.view.Destroy(context.WithoutCancel(ctx))
 			}
 			s.mu.Lock()
-			for _, hook := range s.webhooks {
-				_ = hook.close()
+			for key, hook := range s.webhooks {
+				if err := hook.close(); err != nil {
+					s.log.V(1).Info("stop policy webhook", "service", key, "error", err.Error())
+				}
 			}
 			s.mu.Unlock()
 			return

@@ -29,6 +29,8 @@ type policyWebhook struct {
 	srv       *http.Server
 	addr      string
 	caPEM     []byte
+	// served receives why it stopped serving; close reports it.
+	served chan error
 }
 
 // startPolicyWebhook serves the webhook for Service name in namespace.
@@ -58,14 +60,14 @@ func startPolicyWebhook(namespace, name string) (*policyWebhook, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy webhook: %w", err)
 	}
-	p := &policyWebhook{namespace: namespace, addr: l.Addr().String(), caPEM: certs.EncodeCertPEM(ca)}
+	p := &policyWebhook{namespace: namespace, addr: l.Addr().String(), caPEM: certs.EncodeCertPEM(ca), served: make(chan error, 1)}
 	p.srv = &http.Server{
 		Handler:           http.HandlerFunc(p.review),
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12},
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          stdlog.New(io.Discard, "", 0),
 	}
-	go func() { _ = p.srv.ServeTLS(l, "", "") }()
+	go func() { p.served <- p.srv.ServeTLS(l, "", "") }()
 	return p, nil
 }
 
@@ -93,6 +95,9 @@ func (p *policyWebhook) review(rw http.ResponseWriter, r *http.Request) {
 func (p *policyWebhook) close() error {
 	if err := p.srv.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 		return err
+	}
+	if err := <-p.served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("policy webhook on %s: %w", p.addr, err)
 	}
 	return nil
 }

@@ -39,6 +39,7 @@ import (
 // balancer with no live backend refuses them.
 type workloadServer struct {
 	rg   string
+	log  logr.Logger
 	addr *net.TCPAddr
 	srv  *http.Server
 	key  *rsa.PrivateKey
@@ -69,12 +70,12 @@ func newWorkloadServer(mgr inmemoryruntime.Manager, rg string, log logr.Logger) 
 		return nil, fmt.Errorf("workload cluster %s: serving key: %w", rg, err)
 	}
 	w := &workloadServer{
-		rg: rg, key: key, addr: l.Addr().(*net.TCPAddr), mem: mgr, apiServers: map[string]bool{},
+		rg: rg, log: log, key: key, addr: l.Addr().(*net.TCPAddr), mem: mgr, apiServers: map[string]bool{},
 		etcdCerts: map[string]*tls.Certificate{}, conns: map[net.Conn]bool{},
 	}
 	w.listener = &gatedListener{Listener: l, w: w}
 	resolve := func(string) (string, error) { return rg, nil }
-	api := &extraAPI{mem: mgr, rg: rg, next: inmemoryapi.NewAPIServerHandler(mgr, log, resolve), locked: w.locked()}
+	api := &extraAPI{mem: mgr, rg: rg, next: inmemoryapi.NewAPIServerHandler(mgr, log, resolve), locked: w.locked(), log: log}
 	etcd := inmemoryetcd.NewEtcdServerHandler(mgr, log, resolve)
 	w.srv = &http.Server{
 		Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
@@ -85,7 +86,7 @@ func newWorkloadServer(mgr inmemoryruntime.Manager, rg string, log logr.Logger) 
 				return
 			}
 			if !w.hasQuorum() {
-				writeNoLeader(rw)
+				writeNoLeader(log, rw)
 				return
 			}
 			if !isWatchRequest(r) && !strings.HasSuffix(r.URL.Path, "/portforward") {
@@ -109,7 +110,13 @@ func newWorkloadServer(mgr inmemoryruntime.Manager, rg string, log logr.Logger) 
 // listener set.
 func (w *workloadServer) serve() {
 	l := w.listener
-	go func() { _ = w.srv.ServeTLS(l, "", "") }()
+	go func() {
+		// It ends when the listener closes (no API server left) or the
+		// server does (the lab stops); anything else is news.
+		if err := w.srv.ServeTLS(l, "", ""); !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+			w.log.Error(err, "workload endpoint stopped serving", "cluster", w.rg)
+		}
+	}()
 }
 
 // client is the cluster's in-memory store, locked against the API
@@ -288,8 +295,8 @@ func (w *workloadServer) canStore() bool {
 
 // writeNoLeader answers as kube-apiserver does when etcd has no leader: the
 // storage error, unwrapped, as a 500 Status.
-func writeNoLeader(rw http.ResponseWriter) {
-	writeJSON(rw, http.StatusInternalServerError, metav1.Status{
+func writeNoLeader(log logr.Logger, rw http.ResponseWriter) {
+	writeJSON(log, rw, http.StatusInternalServerError, metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusFailure, Message: "etcdserver: no leader",
 		Reason: metav1.StatusReasonUnknown, Code: http.StatusInternalServerError,
