@@ -165,6 +165,7 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 		cnis[cs.Name] = cs.CNI
 	}
 	l.nodes = newNodeSim(l.vc.Client(), l.sim.SetGuestIP, c, l.mem, l.workloads, cnis, refused, in.Profile, in.Log.WithName("nodes"))
+	l.nodes.dir = l.dir
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	l.cancel = cancel
 	go func() {

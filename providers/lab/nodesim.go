@@ -7,8 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -82,6 +86,8 @@ type nodeSim struct {
 	// webhooks are the policy webhooks the lab serves, by
 	// cluster/namespace/service.
 	webhooks map[string]*policyWebhook
+	// dir is the lab folder, where stall reports go.
+	dir string
 }
 
 // simVM is what the simulator knows of one VM and its Node.
@@ -119,8 +125,13 @@ func (s *nodeSim) run(ctx context.Context, every time.Duration) {
 	s.mu.Unlock()
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var started atomic.Int64 // unix nanoseconds of the running tick, 0 between ticks
+	go s.watchdog(ctx, &started)
 	for {
-		if err := s.tick(ctx); err != nil && ctx.Err() == nil {
+		started.Store(time.Now().UnixNano())
+		err := s.tick(ctx)
+		started.Store(0)
+		if err != nil && ctx.Err() == nil {
 			s.log.V(1).Info("node simulator tick", "error", err.Error())
 		}
 		select {
@@ -138,6 +149,38 @@ func (s *nodeSim) run(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// stallAfter is how long a tick may run before the watchdog reports it:
+// a stalled simulator freezes every Node, which shows up as a phase never
+// reached.
+const stallAfter = 20 * time.Second
+
+// watchdog reports, once per tick, a tick that runs longer than
+// stallAfter, with every goroutine's stack in a file of the lab folder.
+func (s *nodeSim) watchdog(ctx context.Context, started *atomic.Int64) {
+	t := time.NewTicker(stallAfter / 4)
+	defer t.Stop()
+	var reported int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		at := started.Load()
+		if at == 0 || at == reported || time.Since(time.Unix(0, at)) < stallAfter {
+			continue
+		}
+		reported = at
+		buf := make([]byte, 8<<20)
+		buf = buf[:goruntime.Stack(buf, true)]
+		file := filepath.Join(s.dir, fmt.Sprintf("nodesim-stall-%d.txt", at))
+		if err := os.WriteFile(file, buf, 0o600); err != nil {
+			file = "(not written: " + err.Error() + ")"
+		}
+		s.log.Error(errors.New("node simulator stalled"), "a tick has run too long: Nodes are frozen", "for", time.Since(time.Unix(0, at)).Round(time.Second).String(), "stacks", file)
 	}
 }
 
