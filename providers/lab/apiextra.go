@@ -306,6 +306,17 @@ type recorder struct {
 	body   bytes.Buffer
 }
 
+// replay sends what was recorded to rw.
+func (c *recorder) replay(log logr.Logger, rw http.ResponseWriter) {
+	for k, v := range c.header {
+		rw.Header()[k] = v
+	}
+	rw.WriteHeader(c.status)
+	if _, err := rw.Write(c.body.Bytes()); err != nil {
+		log.V(1).Info("write answer", "error", err.Error())
+	}
+}
+
 func (c *recorder) Header() http.Header         { return c.header }
 func (c *recorder) Write(b []byte) (int, error) { return c.body.Write(b) }
 func (c *recorder) WriteHeader(status int)      { c.status = status }

@@ -89,12 +89,19 @@ func newWorkloadServer(mgr inmemoryruntime.Manager, rg string, log logr.Logger) 
 				writeNoLeader(log, rw)
 				return
 			}
-			if !isWatchRequest(r) && !strings.HasSuffix(r.URL.Path, "/portforward") {
-				// Streams run unlocked; every other request is short.
-				w.store.Lock()
-				defer w.store.Unlock()
+			if isWatchRequest(r) || strings.HasSuffix(r.URL.Path, "/portforward") {
+				api.ServeHTTP(rw, r) // streams run unlocked
+				return
 			}
-			api.ServeHTTP(rw, r)
+			// Every other request is answered into memory under the
+			// store's lock and sent after it is released: a client slow to
+			// read (HTTP/2 shares one flow-control window among a
+			// connection's streams) must not hold the store.
+			rec := &recorder{header: http.Header{}, status: http.StatusOK}
+			w.store.Lock()
+			api.ServeHTTP(rec, r)
+			w.store.Unlock()
+			rec.replay(log, rw)
 		}),
 		TLSConfig:         &tls.Config{GetCertificate: w.certificate, MinVersion: tls.VersionTLS12},
 		ReadHeaderTimeout: 10 * time.Second,
