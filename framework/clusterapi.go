@@ -149,14 +149,23 @@ func machineRunning(st MachineState) (bool, string) {
 	return !st.Gone && !st.Deleting && st.Phase == "Running", "phase " + st.Phase
 }
 
+// replacements reads the Machines that replaced the target's Machine.
+func replacements(ctx context.Context, p Provider, obj Object) ([]MachineState, error) {
+	c, err := as[ClusterAPI](p, CapClusterAPI)
+	if err != nil {
+		return nil, err
+	}
+	return c.Replacements(ctx, obj)
+}
+
+func replacementDetail(r MachineState) string {
+	return r.Name + " phase " + r.Phase + ", " + nodeDetail(r)
+}
+
 // replacementRunning holds when a Machine that replaced the target's Machine
 // is Running with a Ready Node.
 func replacementRunning(ctx context.Context, p Provider, obj Object, _ map[string]string) (bool, string, error) {
-	c, err := as[ClusterAPI](p, CapClusterAPI)
-	if err != nil {
-		return false, "", err
-	}
-	reps, err := c.Replacements(ctx, obj)
+	reps, err := replacements(ctx, p, obj)
 	if err != nil {
 		return false, "", err
 	}
@@ -168,7 +177,7 @@ func replacementRunning(ctx context.Context, p Provider, obj Object, _ map[strin
 		if !r.Gone && !r.Deleting && r.Phase == "Running" && r.NodeReady == "True" {
 			return true, "replacement " + r.Name + " Running, " + nodeDetail(r) + stamps(r.Stamps), nil
 		}
-		seen = append(seen, r.Name+" phase "+r.Phase+", "+nodeDetail(r))
+		seen = append(seen, replacementDetail(r))
 	}
 	return false, "replacements: " + strings.Join(seen, "; "), nil
 }
@@ -177,11 +186,7 @@ func replacementRunning(ctx context.Context, p Provider, obj Object, _ map[strin
 // Machine, in any phase: a count assertion over it counts the Machines of
 // a recreation loop.
 func replacementsCreated(ctx context.Context, p Provider, obj Object, args map[string]string) ([]string, string, error) {
-	c, err := as[ClusterAPI](p, CapClusterAPI)
-	if err != nil {
-		return nil, "", err
-	}
-	reps, err := c.Replacements(ctx, obj)
+	reps, err := replacements(ctx, p, obj)
 	if err != nil {
 		return nil, "", err
 	}
@@ -191,7 +196,7 @@ func replacementsCreated(ctx context.Context, p Provider, obj Object, args map[s
 	ids := make([]string, 0, len(reps))
 	seen := make([]string, 0, len(reps))
 	for _, r := range reps {
-		seen = append(seen, r.Name+" phase "+r.Phase+", "+nodeDetail(r))
+		seen = append(seen, replacementDetail(r))
 		if m := args["nodeMessage"]; m == "" || strings.Contains(r.NodeMessage, m) {
 			ids = append(ids, r.Name)
 		}
