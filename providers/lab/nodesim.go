@@ -100,6 +100,9 @@ type simVM struct {
 	// static pods start after the last power-on.
 	on   bool
 	upAt time.Time
+	// bootTime is vCenter's summary.runtime.bootTime as last read: a new
+	// one on a VM seen on both times is a power cycle between two reads.
+	bootTime time.Time
 	// booted: the VM has run its kubelet before (a power-on is a reboot).
 	booted bool
 	// beatAt is the last time the kubelet was up.
@@ -185,12 +188,14 @@ func (s *nodeSim) watchdog(ctx context.Context, started *atomic.Int64) {
 }
 
 type vmState struct {
-	ref   types.ManagedObjectReference
-	on    bool
-	hasIP bool
+	ref      types.ManagedObjectReference
+	on       bool
+	hasIP    bool
+	bootTime time.Time
 }
 
-// inventory reads every VM's BIOS UUID, power state and IP in one call.
+// inventory reads every VM's BIOS UUID, power state, boot time and IP in
+// one call.
 func (s *nodeSim) inventory(ctx context.Context) (map[string]vmState, error) {
 	if s.view == nil {
 		v, err := view.NewManager(s.vc).CreateContainerView(ctx, s.vc.ServiceContent.RootFolder, []string{"VirtualMachine"}, true)
@@ -200,7 +205,7 @@ func (s *nodeSim) inventory(ctx context.Context) (map[string]vmState, error) {
 		s.view = v
 	}
 	var vms []mo.VirtualMachine
-	if err := s.view.Retrieve(ctx, []string{"VirtualMachine"}, []string{"config.uuid", "runtime.powerState", "guest.ipAddress"}, &vms); err != nil {
+	if err := s.view.Retrieve(ctx, []string{"VirtualMachine"}, []string{"config.uuid", "runtime.powerState", "summary.runtime.bootTime", "guest.ipAddress"}, &vms); err != nil {
 		return nil, fmt.Errorf("read VMs: %w", err)
 	}
 	out := make(map[string]vmState, len(vms))
@@ -211,6 +216,9 @@ func (s *nodeSim) inventory(ctx context.Context) (map[string]vmState, error) {
 		st := vmState{ref: vm.Reference(), on: vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn}
 		// SetGuestIP sets guest.ipAddress with the adapter's address.
 		st.hasIP = vm.Guest != nil && vm.Guest.IpAddress != ""
+		if bt := vm.Summary.Runtime.BootTime; bt != nil {
+			st.bootTime = *bt
+		}
 		out[vm.Config.Uuid] = st
 	}
 	return out, nil
@@ -256,7 +264,10 @@ func (s *nodeSim) tick(ctx context.Context) error {
 		case !exists && vm.destroyedAt.IsZero():
 			vm.destroyedAt = now
 			vm.on = false
-		case exists && st.on && !vm.on:
+		case exists && st.on && (!vm.on || !st.bootTime.Equal(vm.bootTime) && !vm.bootTime.IsZero()):
+			// Powered on, or powered off and on again between two reads
+			// (a reset; CAPV powers a VM it finds off back on at once):
+			// the guest boots either way.
 			boot := s.profile.Boot
 			if vm.booted {
 				boot = s.profile.Reboot
@@ -265,6 +276,7 @@ func (s *nodeSim) tick(ctx context.Context) error {
 		case exists && !st.on:
 			vm.on = false
 		}
+		vm.bootTime = st.bootTime
 		if exists && st.on && !st.hasIP {
 			errs = append(errs, s.assignIP(vm))
 		}

@@ -107,6 +107,15 @@ func TestIntegrationLabScenarios(t *testing.T) {
 			expect(t, runScenario(t, l, name, nil), framework.Pass, "")
 		})
 	}
+	// A reset powers the VM off and on within one read of the node
+	// simulator: the guest still reboots, and the Machine is replaced as
+	// after a power-off (CAPV powers an off VM back on that fast too).
+	t.Run("reset-worker", func(t *testing.T) {
+		res := runScenarioText(t, l, "power-off-worker", func(s string) string {
+			return strings.Replace(s, "fault: vm.power-off", "fault: vm.reset", 1)
+		}, nil)
+		expect(t, res, framework.Pass, "")
+	})
 	// Seed 000's recreation loop and its runbook; then the same loop
 	// without the runbook fails, naming the phase never reached.
 	t.Run("break-webhook-service", func(t *testing.T) {
