@@ -26,6 +26,9 @@ type ObjectWriter interface {
 	// DeleteObject deletes the object ref names; a missing one is not an
 	// error.
 	DeleteObject(ctx context.Context, scope Object, ref ObjectRef) error
+	// DryRunCreate asks the API server whether it would create obj
+	// (admission webhooks included) without storing it.
+	DryRunCreate(ctx context.Context, scope Object, cluster string, obj map[string]any) error
 }
 
 // CapObjectWrites is the capability behind ObjectWriter. Its faults read
@@ -373,4 +376,52 @@ func firstDifference(want, got []byte) string {
 		}
 	}
 	return "no line differs"
+}
+
+// writeProbes are the probes that ask the API server what it would do.
+var writeProbes = map[string]probeDef{
+	"create-refused": {capability: CapObjectWrites, args: []string{"cluster", "manifest", "message"}, check: checkDryRunArgs,
+		summary: "a server-side dry-run create of the manifest's object fails with a message containing the text: a webhook that refuses or cannot be reached (args: cluster, default workload; manifest, one object; message)", eval: dryRunCreate(false)},
+	"create-admitted": {capability: CapObjectWrites, args: []string{"cluster", "manifest"}, check: checkDryRunArgs,
+		summary: "a server-side dry-run create of the manifest's object succeeds (same args)", eval: dryRunCreate(true)},
+}
+
+func checkDryRunArgs(args map[string]string) []argError {
+	objs, err := parseManifest(args["manifest"])
+	if err != nil {
+		return []argError{{"manifest", err.Error()}}
+	}
+	if len(objs) != 1 {
+		return []argError{{"manifest", fmt.Sprintf("got %d objects, expected one", len(objs))}}
+	}
+	return checkClusterParam(args)
+}
+
+// dryRunCreate holds when the API server would create the object (want
+// true), or refuses it with the message (want false).
+func dryRunCreate(want bool) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
+	return func(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error) {
+		w, err := as[ObjectWriter](p, CapObjectWrites)
+		if err != nil {
+			return false, "", err
+		}
+		objs, err := parseManifest(args["manifest"])
+		if err != nil {
+			return false, "", err
+		}
+		cluster := args["cluster"]
+		if cluster == "" {
+			cluster = "workload"
+		}
+		u := objs[0]
+		what := fmt.Sprintf("dry-run create of %v %v", u["kind"], str(u, "metadata", "name"))
+		err = w.DryRunCreate(ctx, obj, cluster, u)
+		if err == nil {
+			return want, what + ": admitted", nil
+		}
+		if ctx.Err() != nil {
+			return false, "", err
+		}
+		return !want && strings.Contains(err.Error(), args["message"]), what + ": " + err.Error(), nil
+	}
 }

@@ -81,6 +81,19 @@ type LabSpec struct {
 	// CNI is calico (the default) or antrea: the node agent whose pod
 	// must be admitted before a Node turns Ready.
 	CNI string `yaml:"cni"`
+	// Network is the cluster's pod network; empty fields take Calico's and
+	// kubeadm's defaults.
+	Network LabNetwork `yaml:"network"`
+}
+
+// LabNetwork is a lab cluster's pod network.
+type LabNetwork struct {
+	// PodCIDR is kubeadm's podSubnet (default 192.168.0.0/16).
+	PodCIDR string `yaml:"podCIDR"`
+	// NodeCIDRMaskSize is the size of each Node's podCIDR (default 24).
+	NodeCIDRMaskSize int `yaml:"nodeCIDRMaskSize"`
+	// CalicoBlockSize is the default IPPool's blockSize (default 26).
+	CalicoBlockSize int `yaml:"calicoBlockSize"`
 }
 
 // Target names a set of objects a fault or a condition applies to.

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"fmt"
+	"net/netip"
 	"regexp"
 	"slices"
 	"sort"
@@ -104,6 +105,23 @@ func (v *validator) spec() {
 		}
 		if l.CNI != "" && l.CNI != "calico" && l.CNI != "antrea" {
 			v.errf("spec.lab.cni", "got %q, expected calico or antrea", l.CNI)
+		}
+		podBits := 16
+		if n := l.Network.PodCIDR; n != "" {
+			p, err := netip.ParsePrefix(n)
+			if err != nil || !p.Addr().Is4() {
+				v.errf("spec.lab.network.podCIDR", "got %q, expected an IPv4 CIDR such as 10.202.146.0/24", n)
+			} else {
+				podBits = p.Bits()
+			}
+		}
+		for _, f := range []struct {
+			path string
+			bits int
+		}{{"nodeCIDRMaskSize", l.Network.NodeCIDRMaskSize}, {"calicoBlockSize", l.Network.CalicoBlockSize}} {
+			if f.bits != 0 && (f.bits < podBits || f.bits > 32) {
+				v.errf("spec.lab.network."+f.path, "got %d, expected %d to 32 (a subnet of the pod CIDR /%d)", f.bits, podBits, podBits)
+			}
 		}
 	}
 	names := map[string]bool{}

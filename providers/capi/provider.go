@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -334,6 +335,10 @@ func (p *Provider) ListObjects(ctx context.Context, scope framework.Object, ref 
 		opts = append(opts, client.InNamespace(ref.Namespace))
 	}
 	if err := c.List(ctx, list, opts...); err != nil {
+		if meta.IsNoMatchError(err) {
+			// The cluster does not serve the kind (Calico's, without Calico).
+			return nil, fmt.Errorf("list %s: %v: %w", ref.Kind, err, framework.ErrNotFound)
+		}
 		return nil, fmt.Errorf("list %s: %w", ref.Kind, err)
 	}
 	out := make([]map[string]any, len(list.Items))
@@ -377,6 +382,24 @@ func (p *Provider) ApplyObject(ctx context.Context, scope framework.Object, clus
 	}
 	u.SetResourceVersion(existing.GetResourceVersion())
 	return c.Update(ctx, u)
+}
+
+// dryRunTimeout bounds a dry-run create, which waits for the webhooks it
+// calls: the longest timeout a webhook may have is 30s.
+const dryRunTimeout = 35 * time.Second
+
+// DryRunCreate implements framework.ObjectWriter.
+func (p *Provider) DryRunCreate(ctx context.Context, scope framework.Object, cluster string, obj map[string]any) error {
+	c := p.c
+	if cluster == "workload" {
+		var err error
+		if c, err = p.workload(ctx, scope.Attributes[attrNamespace], scope.Attributes[attrCluster]); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, dryRunTimeout)
+	defer cancel()
+	return c.Create(ctx, &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj)}, client.DryRunAll)
 }
 
 // DeleteObject implements framework.ObjectWriter.

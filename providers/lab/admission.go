@@ -87,8 +87,12 @@ func newAdmitter(ctx context.Context, cfg *rest.Config, mem inmemoryclient.Clien
 // pod by user, as kube-apiserver's admission chain does.
 func (a *admitter) admit(ctx context.Context, pod *corev1.Pod, by string) error {
 	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
-	attrs := admission.NewAttributesRecord(pod, nil, gvk, pod.Namespace, pod.Name, corev1.SchemeGroupVersion.WithResource("pods"), "",
-		admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: by})
+	return a.run(ctx, admission.NewAttributesRecord(pod, nil, gvk, pod.Namespace, pod.Name, corev1.SchemeGroupVersion.WithResource("pods"), "",
+		admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: by}))
+}
+
+// run runs the mutating then the validating webhooks on attrs.
+func (a *admitter) run(ctx context.Context, attrs admission.Attributes) error {
 	o := admission.NewObjectInterfacesFromScheme(a.scheme)
 	if err := a.mutating.Admit(ctx, attrs, o); err != nil {
 		return err
@@ -133,6 +137,12 @@ func (a *admitter) dial(ctx context.Context, network, addr string) (net.Conn, er
 			return nil, &net.OpError{Op: "dial", Net: network, Addr: tcpAddr(addr), Err: err}
 		}
 	}
+	if target == unanswered {
+		// SYNs reach the pod, its SYN-ACKs are routed to another node:
+		// the connect waits until the caller gives up.
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, network, target)
 	if err != nil && target == a.refused {
@@ -147,8 +157,14 @@ func (a *admitter) dial(ctx context.Context, network, addr string) (net.Conn, er
 	return c, err
 }
 
+// unanswered is the route to a pod whose replies never come back: it runs
+// on a node without a Calico block of its own, so its address is borrowed
+// from another node's block, where the replies are routed (seed 001).
+const unanswered = "unanswered"
+
 // route finds the Service with ClusterIP ip and a ready loopback endpoint
-// for its port; without one it is the refused port.
+// for its port; without one it is the refused port; a pod on a node
+// without a Calico block is unanswered.
 func (a *admitter) route(ctx context.Context, ip, port string) (string, error) {
 	var svcs corev1.ServiceList
 	if err := listInto(ctx, a.mem, &svcs); err != nil {
@@ -179,6 +195,15 @@ func (a *admitter) route(ctx context.Context, ip, port string) (string, error) {
 				for _, addr := range sub.Addresses {
 					if ip := net.ParseIP(addr.IP); ip == nil || !ip.IsLoopback() {
 						return "", fmt.Errorf("endpoint %s of service %s/%s is not a loopback address; the lab dials only loopback", addr.IP, svc.Namespace, svc.Name)
+					}
+					if addr.NodeName != nil {
+						routed, err := nodeHasBlock(ctx, a.mem, *addr.NodeName)
+						if err != nil {
+							return "", err
+						}
+						if !routed {
+							return unanswered, nil
+						}
 					}
 					return net.JoinHostPort(addr.IP, strconv.Itoa(int(ep.Port))), nil
 				}

@@ -124,7 +124,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 	pod := cniPod("calico-node", "calico/node", "worker-1")
 	admitUntil(t, ctx, a, pod, "")
 
-	hook, err := startPolicyWebhook("policy-system", "policy-webhook")
+	hook, err := startPolicyWebhook("policy-system", "policy-webhook", true)
 	if err != nil {
 		t.Fatal(err)
 	}

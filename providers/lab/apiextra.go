@@ -15,9 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,7 +25,8 @@ import (
 
 // extraResource is a kind the lab's workload API serves on top of Cluster
 // API's in-memory API server, whose list of resources is fixed: the kinds
-// the seeds' faults are made of (webhook configurations, Events).
+// the seeds' faults are made of (webhook configurations, Events, Calico's
+// pools).
 type extraResource struct {
 	group, version, resource, kind string
 	namespaced                     bool
@@ -39,6 +38,9 @@ var extraResources = []extraResource{
 	{"admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", false, webhookDefaults(false)},
 	{"admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", false, webhookDefaults(true)},
 	{"", "v1", "events", "Event", true, nil},
+	// Calico's IPAM state, kept in the Kubernetes API (seed 001).
+	{"crd.projectcalico.org", "v1", "ippools", "IPPool", false, nil},
+	{"crd.projectcalico.org", "v1", "blockaffinities", "BlockAffinity", false, nil},
 }
 
 // webhookDefaults are admissionregistration/v1's defaults, as
@@ -203,30 +205,11 @@ func (x *extraAPI) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 }
 
 func (x *extraAPI) decodeBody(r *http.Request, u *unstructured.Unstructured, req extraRequest) error {
-	b, err := io.ReadAll(r.Body)
+	got, err := decodeObject(x.mem.GetScheme(), r)
 	if err != nil {
-		return apierrors.NewBadRequest("read body: " + err.Error())
+		return err
 	}
-	switch ct := r.Header.Get("Content-Type"); {
-	case strings.HasPrefix(ct, runtime.ContentTypeProtobuf):
-		// Typed clients send built-in kinds as protobuf.
-		obj, _, err := serializer.NewCodecFactory(x.mem.GetScheme()).UniversalDeserializer().Decode(b, nil, nil)
-		if err != nil {
-			return apierrors.NewBadRequest("decode body: " + err.Error())
-		}
-		if u.Object, err = runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err != nil {
-			return apierrors.NewBadRequest("decode body: " + err.Error())
-		}
-	case ct == "" || strings.HasPrefix(ct, runtime.ContentTypeJSON):
-		if err := json.Unmarshal(b, &u.Object); err != nil {
-			return apierrors.NewBadRequest("decode body: " + err.Error())
-		}
-	default:
-		return &apierrors.StatusError{ErrStatus: metav1.Status{
-			Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
-			Message: fmt.Sprintf("the lab's workload API takes JSON or protobuf, not %s", ct),
-		}}
-	}
+	u.Object = got.Object
 	u.SetGroupVersionKind(req.res.gvk())
 	if req.res.defaults != nil {
 		req.res.defaults(u.Object)

@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"time"
 
@@ -43,6 +44,29 @@ type ClusterSpec struct {
 	ControlPlaneMHC bool
 	// CNI is the node network agent, CNICalico (the default) or CNIAntrea.
 	CNI string
+	// PodCIDR is the pod network (kubeadm's podSubnet): kube-controller-
+	// manager gives each Node a podCIDR of NodeCIDRMaskSize bits from it,
+	// and Calico's default IPPool carves it into blocks of CalicoBlockSize
+	// bits. Defaults 192.168.0.0/16, 24 and 26, Calico's and kubeadm's.
+	PodCIDR          string
+	NodeCIDRMaskSize int
+	CalicoBlockSize  int
+}
+
+// network is the spec's pod network with its defaults filled in.
+func (s ClusterSpec) network() (pod netip.Prefix, nodeBits, blockBits int) {
+	pod, err := netip.ParsePrefix(s.PodCIDR)
+	if err != nil {
+		pod = netip.MustParsePrefix("192.168.0.0/16")
+	}
+	nodeBits, blockBits = s.NodeCIDRMaskSize, s.CalicoBlockSize
+	if nodeBits == 0 {
+		nodeBits = 24
+	}
+	if blockBits == 0 {
+		blockBits = 26
+	}
+	return pod.Masked(), nodeBits, blockBits
 }
 
 // Validate checks the shape.
@@ -56,6 +80,21 @@ func (s ClusterSpec) Validate() error {
 		return fmt.Errorf("cluster %s: workers must not be negative, got %d", s.Name, s.Workers)
 	case s.CNI != "" && s.CNI != CNICalico && s.CNI != CNIAntrea:
 		return fmt.Errorf("cluster %s: CNI must be %s or %s, got %q", s.Name, CNICalico, CNIAntrea, s.CNI)
+	}
+	if s.PodCIDR != "" {
+		p, err := netip.ParsePrefix(s.PodCIDR)
+		if err != nil || !p.Addr().Is4() {
+			return fmt.Errorf("cluster %s: pod CIDR %q: expected an IPv4 CIDR such as 10.202.146.0/24", s.Name, s.PodCIDR)
+		}
+	}
+	pod, nodeBits, blockBits := s.network()
+	for _, b := range []struct {
+		what string
+		bits int
+	}{{"node CIDR mask size", nodeBits}, {"Calico block size", blockBits}} {
+		if b.bits < pod.Bits() || b.bits > 32 {
+			return fmt.Errorf("cluster %s: %s %d: expected %d to 32 for pod CIDR %s", s.Name, b.what, b.bits, pod.Bits(), pod)
+		}
 	}
 	return nil
 }

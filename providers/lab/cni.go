@@ -203,7 +203,7 @@ func (s *nodeSim) ensureCNIDaemonSet(ctx context.Context, c inmemoryclient.Clien
 }
 
 func (s *nodeSim) cniOf(cluster string) string {
-	if c := s.cnis[cluster]; c != "" {
+	if c := s.specs[cluster].CNI; c != "" {
 		return c
 	}
 	return CNICalico

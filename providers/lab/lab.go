@@ -160,12 +160,15 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	if err != nil {
 		return l, err
 	}
-	cnis := map[string]string{}
+	specs := map[string]ClusterSpec{}
 	for _, cs := range in.Clusters {
-		cnis[cs.Name] = cs.CNI
+		specs[cs.Name] = cs
 	}
-	l.nodes = newNodeSim(l.vc.Client(), l.sim.SetGuestIP, c, l.mem, l.workloads, cnis, refused, in.Profile, in.Log.WithName("nodes"))
+	l.nodes = newNodeSim(l.vc.Client(), l.sim.SetGuestIP, c, l.mem, l.workloads, specs, refused, in.Profile, in.Log.WithName("nodes"))
 	l.nodes.dir = l.dir
+	for name, w := range l.workloads {
+		w.admitter = func(ctx context.Context) (*admitter, error) { return l.nodes.admitterFor(ctx, name) }
+	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	l.cancel = cancel
 	go func() {

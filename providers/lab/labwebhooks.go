@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	inmemoryclient "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime/client"
@@ -28,6 +29,9 @@ const (
 	// PolicyDenyOutsideNamespace denies every pod outside the Service's
 	// namespace (seed 000, scenario 2).
 	PolicyDenyOutsideNamespace = "deny-outside-namespace"
+	// PolicyAllowAll allows every request, as MetalLB's webhook does good
+	// objects (seed 001): what matters there is whether it can be reached.
+	PolicyAllowAll = "allow-all"
 	// AnnotationInjectCA on a webhook configuration names the Service
 	// (namespace/name) whose webhook's CA the lab writes into every
 	// caBundle, as cert-manager's CA injector does.
@@ -51,19 +55,25 @@ func (s *nodeSim) reconcilePolicyWebhooks(ctx context.Context, cluster string) e
 	for _, svc := range svcs.Items {
 		key := cluster + "/" + svc.Namespace + "/" + svc.Name
 		want[key] = true
-		if policy := svc.Labels[LabelPolicyWebhook]; policy != PolicyDenyOutsideNamespace {
-			return fmt.Errorf("service %s/%s: label %s=%q, expected %s", svc.Namespace, svc.Name, LabelPolicyWebhook, policy, PolicyDenyOutsideNamespace)
+		policy := svc.Labels[LabelPolicyWebhook]
+		if policy != PolicyDenyOutsideNamespace && policy != PolicyAllowAll {
+			return fmt.Errorf("service %s/%s: label %s=%q, expected %s or %s", svc.Namespace, svc.Name, LabelPolicyWebhook, policy, PolicyDenyOutsideNamespace, PolicyAllowAll)
 		}
 		hook := s.webhooks[key]
 		if hook == nil {
 			var err error
-			if hook, err = startPolicyWebhook(svc.Namespace, svc.Name); err != nil {
+			if hook, err = startPolicyWebhook(svc.Namespace, svc.Name, policy == PolicyDenyOutsideNamespace); err != nil {
 				return err
 			}
 			s.webhooks[key] = hook
 			s.log.V(1).Info("policy webhook serving", "service", svc.Namespace+"/"+svc.Name, "address", hook.addr)
 		}
-		if err := ensureEndpoints(ctx, c, &svc, hook.addr); err != nil {
+		node, err := scheduleWorker(ctx, c, hook.node)
+		if err != nil {
+			return err
+		}
+		hook.node = node
+		if err := ensureEndpoints(ctx, c, &svc, hook.addr, hook.node); err != nil {
 			return err
 		}
 		if err := injectCA(ctx, c, svc.Namespace+"/"+svc.Name, hook.caPEM); err != nil {
@@ -89,8 +99,48 @@ func (s *nodeSim) reconcilePolicyWebhooks(ctx context.Context, cluster string) e
 	return nil
 }
 
-// ensureEndpoints points the Service at the webhook's loopback address.
-func ensureEndpoints(ctx context.Context, c inmemoryclient.Client, svc *corev1.Service, addr string) error {
+// scheduleWorker is where the engine's pod runs: it stays on current
+// while that is a Ready worker; otherwise it is (re)created where
+// kube-scheduler's least-allocated scoring puts it, on the emptiest node,
+// which in the lab (every node runs the same pods) is the newest Ready
+// worker; "" when there is none yet.
+func scheduleWorker(ctx context.Context, c inmemoryclient.Client, current string) (string, error) {
+	var nodes corev1.NodeList
+	if err := listInto(ctx, c, &nodes); err != nil {
+		return "", err
+	}
+	var best *corev1.Node
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if _, cp := n.Labels["node-role.kubernetes.io/control-plane"]; cp || !nodeReady(n) {
+			continue
+		}
+		if n.Name == current {
+			return current, nil
+		}
+		if best == nil || best.CreationTimestamp.Before(&n.CreationTimestamp) ||
+			best.CreationTimestamp.Equal(&n.CreationTimestamp) && n.Name > best.Name {
+			best = n
+		}
+	}
+	if best == nil {
+		return "", nil
+	}
+	return best.Name, nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// ensureEndpoints points the Service at the webhook's loopback address,
+// as the pod on node.
+func ensureEndpoints(ctx context.Context, c inmemoryclient.Client, svc *corev1.Service, addr, node string) error {
 	host, portText, err := net.SplitHostPort(addr)
 	if err != nil {
 		return err
@@ -103,7 +153,11 @@ func ensureEndpoints(ctx context.Context, c inmemoryclient.Client, svc *corev1.S
 	if len(svc.Spec.Ports) > 0 {
 		name = svc.Spec.Ports[0].Name
 	}
-	want := []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: host}}, Ports: []corev1.EndpointPort{{Name: name, Port: int32(port)}}}}
+	ep := corev1.EndpointAddress{IP: host}
+	if node != "" {
+		ep.NodeName = &node
+	}
+	want := []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{ep}, Ports: []corev1.EndpointPort{{Name: name, Port: int32(port)}}}}
 	var eps corev1.Endpoints
 	err = getInto(ctx, c, client.ObjectKeyFromObject(svc), &eps)
 	switch {
@@ -112,6 +166,7 @@ func ensureEndpoints(ctx context.Context, c inmemoryclient.Client, svc *corev1.S
 	case err != nil:
 		return err
 	case len(eps.Subsets) == 1 && len(eps.Subsets[0].Addresses) == 1 && eps.Subsets[0].Addresses[0].IP == host &&
+		ptr.Deref(eps.Subsets[0].Addresses[0].NodeName, "") == node &&
 		len(eps.Subsets[0].Ports) == 1 && eps.Subsets[0].Ports[0].Port == int32(port):
 		return nil
 	}

@@ -75,11 +75,11 @@ type nodeSim struct {
 	cniBroken   map[string]bool
 	addons      map[string]bool // clusters whose kubeadm objects exist
 	nextIP      int
-	// cni is each node's CNI agent; cnis names each cluster's CNI;
-	// admitters run each cluster's webhooks; refused is a closed loopback
-	// port, where a Service without endpoints leads.
+	// cni is each node's CNI agent; specs are the clusters' (CNI, pod
+	// network); admitters run each cluster's webhooks; refused is a closed
+	// loopback port, where a Service without endpoints leads.
 	cni       map[string]*cniState
-	cnis      map[string]string
+	specs     map[string]ClusterSpec
 	admitters map[string]*admitter
 	refused   string
 	runCtx    context.Context
@@ -112,10 +112,10 @@ type simVM struct {
 	podsUp bool
 }
 
-func newNodeSim(vc *vim25.Client, setIP func(types.ManagedObjectReference, string) error, mc client.Client, mem inmemoryruntime.Manager, workloads map[string]*workloadServer, cnis map[string]string, refused string, p Profile, log logr.Logger) *nodeSim {
+func newNodeSim(vc *vim25.Client, setIP func(types.ManagedObjectReference, string) error, mc client.Client, mem inmemoryruntime.Manager, workloads map[string]*workloadServer, specs map[string]ClusterSpec, refused string, p Profile, log logr.Logger) *nodeSim {
 	return &nodeSim{
 		vc: vc, setIP: setIP, mc: mc, mem: mem, workloads: workloads, profile: p, log: log,
-		cni: map[string]*cniState{}, cnis: cnis, webhooks: map[string]*policyWebhook{}, admitters: map[string]*admitter{}, refused: refused, runCtx: context.Background(),
+		cni: map[string]*cniState{}, specs: specs, webhooks: map[string]*policyWebhook{}, admitters: map[string]*admitter{}, refused: refused, runCtx: context.Background(),
 		vms: map[string]*simVM{}, kubeletStopped: map[string]bool{}, cniBroken: map[string]bool{}, addons: map[string]bool{},
 		podsStopped: map[string]map[string]bool{}, podsChanged: map[string]bool{},
 	}
@@ -290,6 +290,9 @@ func (s *nodeSim) tick(ctx context.Context) error {
 		errs = append(errs, s.electLeader(ctx, cluster))
 		if s.addons[cluster] {
 			errs = append(errs, s.reconcilePolicyWebhooks(ctx, cluster))
+			if w := s.workloads[cluster]; s.cniOf(cluster) == CNICalico && w.canStore() {
+				errs = append(errs, s.reconcileCalicoIPAM(ctx, w.client()))
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -382,7 +385,14 @@ func (s *nodeSim) reconcileVM(ctx context.Context, vm *simVM, now time.Time) (bo
 			return false, nil // no API server can store the kubelet's status
 		}
 		if node == nil {
-			return false, createNode(ctx, c, vm, s.cniDown(vm.name), now)
+			cidr, err := s.allocatePodCIDR(ctx, c, vm.cluster)
+			if err != nil {
+				return false, err
+			}
+			if err := createNode(ctx, c, vm, cidr, s.cniDown(vm.name), now); err != nil || cidr != "" {
+				return false, err
+			}
+			return false, recordCIDRNotAvailable(ctx, c, vm.name)
 		}
 		s.reconcileCNI(ctx, vm, now)
 		return false, s.setReady(ctx, c, node, vm, now)
@@ -665,6 +675,11 @@ func (s *nodeSim) ensureAddons(ctx context.Context, c inmemoryclient.Client, clu
 	if err := s.ensureCNIDaemonSet(ctx, c, cluster); err != nil {
 		return err
 	}
+	if s.cniOf(cluster) == CNICalico {
+		if err := s.ensureCalicoPool(ctx, c, cluster); err != nil {
+			return err
+		}
+	}
 	s.addons[cluster] = true
 	return nil
 }
@@ -724,7 +739,9 @@ func getNode(ctx context.Context, c inmemoryclient.Client, name string) (*corev1
 	return n, nil
 }
 
-func createNode(ctx context.Context, c inmemoryclient.Client, vm *simVM, cniBroken bool, now time.Time) error {
+// createNode registers the Node, with the pod CIDR kube-controller-manager
+// gives it ("" when it has none left).
+func createNode(ctx context.Context, c inmemoryclient.Client, vm *simVM, podCIDR string, cniBroken bool, now time.Time) error {
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: vm.name, Labels: map[string]string{corev1.LabelHostname: vm.name, corev1.LabelOSStable: "linux"}},
 		Spec:       corev1.NodeSpec{ProviderID: "vsphere://" + vm.uuid},
@@ -745,6 +762,9 @@ func createNode(ctx context.Context, c inmemoryclient.Client, vm *simVM, cniBrok
 	}
 	if cniBroken {
 		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
+	}
+	if podCIDR != "" {
+		n.Spec.PodCIDR, n.Spec.PodCIDRs = podCIDR, []string{podCIDR}
 	}
 	return createIfMissing(ctx, c, n)
 }

@@ -22,19 +22,25 @@ import (
 // policyWebhook stands in for a third-party policy engine's validating
 // webhook (seed 000 names Gatekeeper, Kyverno, Rancher...): a real HTTPS
 // server on 127.0.0.1 that denies every pod outside its own namespace, the
-// policy seed 000's scenario 2 describes. Its certificate names the
+// policy seed 000's scenario 2 describes, or allows everything. Its certificate names the
 // Service it is reached through, and is signed by its own CA.
 type policyWebhook struct {
 	namespace string
-	srv       *http.Server
-	addr      string
-	caPEM     []byte
+	// denyOutside: the policy denies pods outside namespace; otherwise it
+	// allows everything, as a validating webhook for good objects does
+	// (seed 001's MetalLB).
+	denyOutside bool
+	srv         *http.Server
+	addr        string
+	caPEM       []byte
+	// node is where its pod runs, once there is a worker to run it.
+	node string
 	// served receives why it stopped serving; close reports it.
 	served chan error
 }
 
 // startPolicyWebhook serves the webhook for Service name in namespace.
-func startPolicyWebhook(namespace, name string) (*policyWebhook, error) {
+func startPolicyWebhook(namespace, name string, denyOutside bool) (*policyWebhook, error) {
 	caKey, err := certs.NewPrivateKey()
 	if err != nil {
 		return nil, err
@@ -60,7 +66,7 @@ func startPolicyWebhook(namespace, name string) (*policyWebhook, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy webhook: %w", err)
 	}
-	p := &policyWebhook{namespace: namespace, addr: l.Addr().String(), caPEM: certs.EncodeCertPEM(ca), served: make(chan error, 1)}
+	p := &policyWebhook{namespace: namespace, denyOutside: denyOutside, addr: l.Addr().String(), caPEM: certs.EncodeCertPEM(ca), served: make(chan error, 1)}
 	p.srv = &http.Server{
 		Handler:           http.HandlerFunc(p.review),
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12},
@@ -80,7 +86,7 @@ func (p *policyWebhook) review(rw http.ResponseWriter, r *http.Request) {
 	}
 	req := review.Request
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
-	if req.Namespace != p.namespace {
+	if p.denyOutside && req.Namespace != p.namespace {
 		resp.Allowed = false
 		resp.Result = &metav1.Status{
 			Status: metav1.StatusFailure, Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden,

@@ -194,6 +194,17 @@ func TestIntegrationLabScenarios(t *testing.T) {
 			}
 		}
 	})
+	// Seed 001's scenario on a pool that fits (192.168.0.0/16, /26 blocks,
+	// five nodes): no finding, and the webhook answers.
+	t.Run("mismatched-calico-pool-on-a-fitting-pool", func(t *testing.T) {
+		res := runScenario(t, l, "mismatched-calico-pool", map[string]string{"budget.network": "3s", "budget.timeout": "5s"})
+		expect(t, res, framework.Fail, "phase nodes-without-block not reached within its budget 3s")
+		for _, p := range res.Phases {
+			if ok := p.Name == "create-admitted"; p.OK != ok {
+				t.Errorf("phase %s ok=%t: %s", p.Name, p.OK, p.Message)
+			}
+		}
+	})
 	// Seed 000's symptom, with no health check left to remediate it.
 	t.Run("cni-not-initialized", func(t *testing.T) {
 		ctx := context.Background()
@@ -235,4 +246,12 @@ func TestIntegrationLabScenarios(t *testing.T) {
 		l.SetCNI(node, true)
 		waitNode("True", "kubelet is posting ready status")
 	})
+}
+
+// TestIntegrationCalicoPool runs seed 001's cluster: one control plane and
+// six workers in a /24 pod network, /25 node ranges, /26 Calico blocks.
+func TestIntegrationCalicoPool(t *testing.T) {
+	l := startLab(t, lab.ClusterSpec{Name: "lab", ControlPlanes: 1, Workers: 6, WorkerMHC: true, CNI: lab.CNICalico,
+		PodCIDR: "10.202.146.0/24", NodeCIDRMaskSize: 25, CalicoBlockSize: 26})
+	expect(t, runScenario(t, l, "mismatched-calico-pool", nil), framework.Pass, "")
 }

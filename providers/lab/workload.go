@@ -55,6 +55,9 @@ type workloadServer struct {
 	apiCert    *tls.Certificate
 	etcdCerts  map[string]*tls.Certificate
 	conns      map[net.Conn]bool
+	// admitter runs the cluster's webhooks on dry-run creates; set once
+	// the node simulator exists.
+	admitter func(context.Context) (*admitter, error)
 }
 
 // newWorkloadServer reserves the endpoint's port; it serves once the first
@@ -87,6 +90,10 @@ func newWorkloadServer(mgr inmemoryruntime.Manager, rg string, log logr.Logger) 
 			}
 			if !w.hasQuorum() {
 				writeNoLeader(log, rw)
+				return
+			}
+			if isDryRunCreate(r) {
+				w.serveDryRunCreate(rw, r) // webhooks run unlocked
 				return
 			}
 			if isWatchRequest(r) || strings.HasSuffix(r.URL.Path, "/portforward") {

@@ -1,0 +1,164 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Seed 001 in the lab: seven Nodes, a /24 pool of /26 blocks. The first
+// four Nodes hold a block each, the rest none; kube-controller-manager has
+// /25s for two Nodes only; a dry-run create that a webhook on a blockless
+// Node must validate times out with the seed's message, and is admitted
+// once the webhook's pod runs on a Node with a block.
+func TestCalicoSeed001(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w, cfg, c := workloadAPI(t, ctx)
+	s := &nodeSim{specs: map[string]ClusterSpec{"t": {Name: "t", ControlPlanes: 1, PodCIDR: "10.202.146.0/24", NodeCIDRMaskSize: 25, CalicoBlockSize: 26}}}
+
+	var cidrs []string
+	for i := range 7 {
+		cidr, err := s.allocatePodCIDR(ctx, w.client(), "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cidrs = append(cidrs, cidr)
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i)}, Spec: corev1.NodeSpec{PodCIDR: cidr},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+		if err := c.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := strings.Join(cidrs, ","); got != "10.202.146.0/25,10.202.146.128/25,,,,," {
+		t.Errorf("node pod CIDRs %s, want two /25s then none", got)
+	}
+	if err := s.ensureCalicoPool(ctx, w.client(), "t"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.reconcileCalicoIPAM(ctx, w.client()); err != nil {
+		t.Fatal(err)
+	}
+	affs := &unstructured.UnstructuredList{}
+	affs.SetAPIVersion(calicoAPIVersion)
+	affs.SetKind("BlockAffinityList")
+	if err := c.List(ctx, affs); err != nil {
+		t.Fatalf("list BlockAffinities through the endpoint: %v", err)
+	}
+	var held []string
+	for _, a := range affs.Items {
+		node, _, _ := unstructured.NestedString(a.Object, "spec", "node")
+		cidr, _, _ := unstructured.NestedString(a.Object, "spec", "cidr")
+		held = append(held, node+"="+cidr)
+	}
+	sort.Strings(held)
+	want := "node-0=10.202.146.0/26,node-1=10.202.146.64/26,node-2=10.202.146.128/26,node-3=10.202.146.192/26"
+	if got := strings.Join(held, ","); got != want {
+		t.Errorf("blocks %s, want %s", got, want)
+	}
+	if node, err := scheduleWorker(ctx, w.client(), ""); err != nil || node != "node-6" {
+		t.Errorf("webhook pod scheduled on %q (%v), want node-6, the newest", node, err)
+	}
+
+	// The webhook, its Service and its Endpoints on node-6.
+	refused, err := closedPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch := runtime.NewScheme()
+	_ = corev1.AddToScheme(sch)
+	a, err := newAdmitter(ctx, cfg, w.client(), sch, refused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.admitter = func(context.Context) (*admitter, error) { return a, nil }
+	hook, err := startPolicyWebhook("metallb-system", "metallb-webhook-service", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := hook.close(); err != nil {
+			t.Error(err)
+		}
+	})
+	conf := policyConfig([]byte(hook.caPEM))
+	conf.Webhooks[0].Name = "ipaddresspoolvalidationwebhook.metallb.io"
+	conf.Webhooks[0].ClientConfig.Service = &admissionregv1.ServiceReference{Namespace: "metallb-system", Name: "metallb-webhook-service",
+		Path: conf.Webhooks[0].ClientConfig.Service.Path, Port: conf.Webhooks[0].ClientConfig.Service.Port}
+	conf.Webhooks[0].Rules[0].Resources = []string{"configmaps"}
+	timeout := int32(1)
+	conf.Webhooks[0].TimeoutSeconds = &timeout
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "metallb-system", Name: "metallb-webhook-service"},
+		Spec:       corev1.ServiceSpec{ClusterIP: "10.96.200.12", Ports: []corev1.ServicePort{{Port: 443, TargetPort: intstr.FromInt32(9443)}}},
+	}
+	for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "metallb-system"}}, svc, conf} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("create %T: %v", o, err)
+		}
+	}
+	if err := ensureEndpoints(ctx, w.client(), svc, hook.addr, "node-6"); err != nil {
+		t.Fatal(err)
+	}
+	dryRunUntil(t, ctx, c, `failed calling webhook "ipaddresspoolvalidationwebhook.metallb.io": failed to call webhook: Post "https://metallb-webhook-service.metallb-system.svc:443/validate?timeout=1s": context deadline exceeded`)
+
+	if err := ensureEndpoints(ctx, w.client(), svc, hook.addr, "node-2"); err != nil {
+		t.Fatal(err)
+	}
+	dryRunUntil(t, ctx, c, "")
+	var cms corev1.ConfigMapList
+	if err := c.List(ctx, &cms, client.InNamespace("metallb-system")); err != nil || len(cms.Items) != 0 {
+		t.Errorf("a dry run stored %d ConfigMaps (%v)", len(cms.Items), err)
+	}
+}
+
+// dryRunUntil dry-run creates a ConfigMap until the error contains want
+// ("" for none): the admitter's informers take a moment to see changes.
+func dryRunUntil(t *testing.T, ctx context.Context, c client.Client, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "metallb-system", Name: "pool"}}
+		err = c.Create(ctx, cm, client.DryRunAll)
+		if (want == "" && err == nil) || (want != "" && err != nil && strings.Contains(err.Error(), want)) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(100 * time.Millisecond): // poll interval of a bounded wait
+		}
+	}
+	t.Fatalf("dry-run create: %v, want %q", err, want)
+}
+
+func TestParseCollection(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		path, want string
+		ok         bool
+	}{
+		{"/api/v1/namespaces/metallb-system/configmaps", "/v1, Resource=configmaps metallb-system", true},
+		{"/apis/crd.projectcalico.org/v1/ippools", "crd.projectcalico.org/v1, Resource=ippools ", true},
+		{"/api/v1/namespaces/x/configmaps/name", "", false},
+		{"/healthz", "", false},
+	} {
+		gvr, ns, ok := parseCollection(tc.path)
+		if got := gvr.String() + " " + ns; ok != tc.ok || (ok && got != tc.want) {
+			t.Errorf("%s: %q %t, want %q %t", tc.path, got, ok, tc.want, tc.ok)
+		}
+	}
+}
