@@ -69,7 +69,7 @@ func nicConnected(want bool) func(context.Context, Provider, Object, map[string]
 }
 
 // probeCatalogue lists every named probe a condition can use.
-var probeCatalogue = mergeMaps(vmProbes, clusterAPIProbes, objectProbes, networkProbes, writeProbes)
+var probeCatalogue = mergeMaps(vmProbes, clusterAPIProbes, objectProbes, checkProbes, writeProbes)
 
 // vmProbes are the named probes over vSphere VMs.
 var vmProbes = map[string]probeDef{

@@ -1,0 +1,79 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// FindingIDs are the rules the checks report, each with what it looks at.
+var FindingIDs = map[string]string{
+	"webhook-blocks-node-bringup": "a webhook with failurePolicy Fail sees pod creation in the system namespaces (seed 000)",
+	"calico-pool-too-small":       "an enabled IPPool holds fewer blocks than there are nodes (seed 001)",
+	"calico-blocksize-mismatch":   "an IPPool's blockSize differs from the nodes' pod CIDR prefix (seed 001)",
+	"calico-nodes-without-block":  "nodes that hold no Calico block (seed 001)",
+	"calico-pool-invalid":         "an IPPool whose CIDR or blockSize cannot be used",
+}
+
+// RunChecks reads the workload cluster of scope and runs every check on
+// it; reads only.
+func RunChecks(ctx context.Context, o Objects, scope Object) ([]Finding, error) {
+	adm, err := ReadAdmissionState(ctx, o, scope)
+	if err != nil {
+		return nil, err
+	}
+	net, err := ReadCalicoNetwork(ctx, o, scope)
+	if err != nil {
+		return nil, err
+	}
+	return append(CheckWebhooks(adm), CheckCalicoPools(net)...), nil
+}
+
+// checkProbes are the probes over the checks.
+var checkProbes = map[string]probeDef{
+	"check": {capability: CapObjects, args: []string{"finding", "message"}, check: checkFindingArgs,
+		summary: "the checks of the target's workload cluster report the finding (an id such as calico-pool-too-small) with a message containing the text", eval: findingReported},
+}
+
+func findingIDList() string {
+	ids := make([]string, 0, len(FindingIDs))
+	for id := range FindingIDs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return strings.Join(ids, ", ")
+}
+
+func checkFindingArgs(args map[string]string) []argError {
+	switch id := args["finding"]; {
+	case id == "":
+		return []argError{{"finding", "required: one of " + findingIDList()}}
+	case FindingIDs[id] == "":
+		return []argError{{"finding", fmt.Sprintf("got %q, expected one of %s", id, findingIDList())}}
+	}
+	return nil
+}
+
+// findingReported holds when the checks report the finding.
+func findingReported(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error) {
+	o, err := as[Objects](p, CapObjects)
+	if err != nil {
+		return false, "", err
+	}
+	findings, err := RunChecks(ctx, o, obj)
+	if err != nil {
+		return false, "", err
+	}
+	ids := make([]string, 0, len(findings))
+	for _, f := range findings {
+		if f.ID == args["finding"] && strings.Contains(f.Message, args["message"]) {
+			return true, f.Message, nil
+		}
+		ids = append(ids, f.ID)
+	}
+	if len(ids) == 0 {
+		return false, "no finding", nil
+	}
+	return false, "findings: " + strings.Join(ids, ", "), nil
+}
