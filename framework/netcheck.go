@@ -113,13 +113,15 @@ func CheckCalicoPools(n CalicoNetwork) []Finding {
 			// is common and harmless (Calico's /26 with kubeadm's /24); it
 			// matters when the pool is short of blocks, as in seed 001.
 			severity := "info"
+			fix := "nothing while the pool has blocks to spare: Calico's IPAM does not use Node.spec.podCIDR"
 			if tooSmall {
 				severity = "warning"
+				fix = fmt.Sprintf("make the pool's blockSize and kube-controller-manager's node-cidr-mask-size agree (seed 001: kubespray's calico_pool_blocksize %d overrode kube_network_node_prefix %d)", size, bits)
 			}
 			out = append(out, Finding{ID: "calico-blocksize-mismatch", Severity: severity, Objects: append([]string{"IPPool/" + name}, prefixed("Node/", names)...),
 				Message: fmt.Sprintf("IPPool %s: blockSize %d differs from the node pod CIDR prefix %d (Node.spec.podCIDR of %s): a /%d node range is %s blocks of /%d",
 					name, size, bits, strings.Join(names, ", "), bits, blockRatio(bits, size), size),
-				Fix: fmt.Sprintf("make the pool's blockSize and kube-controller-manager's node-cidr-mask-size agree (seed 001: kubespray's calico_pool_blocksize %d overrode kube_network_node_prefix %d)", size, bits)})
+				Fix: fix})
 		}
 	}
 	if len(poolNames) == 0 || len(n.Affinities) == 0 {

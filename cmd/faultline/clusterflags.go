@@ -43,53 +43,9 @@ func (f *clusterFlags) register(fs *pflag.FlagSet) {
 // configured, to the vCenter behind it for VM faults. Both must be allowed
 // explicitly.
 func (f *clusterFlags) open(ctx context.Context, vc *vcenterFlags, log logr.Logger) (framework.Provider, func(context.Context) error, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	switch {
-	case strings.ContainsRune(f.kubeconfig, os.PathListSeparator):
-		// A recovery: the $KUBECONFIG list the run loaded.
-		rules.Precedence = filepath.SplitList(f.kubeconfig)
-	case f.kubeconfig != "":
-		if _, err := os.Stat(f.kubeconfig); err != nil {
-			return nil, nil, usageErr("--kubeconfig %s: %v", f.kubeconfig, err)
-		}
-		rules.ExplicitPath = f.kubeconfig
-	}
-	source := rules.ExplicitPath
-	if source == "" {
-		source = strings.Join(rules.GetLoadingPrecedence(), string(os.PathListSeparator))
-	}
-	raw, err := rules.Load()
+	c, source, name, err := f.client(true)
 	if err != nil {
-		return nil, nil, usageErr("kubeconfig: %v", err)
-	}
-	name := f.context
-	if name == "" {
-		name = raw.CurrentContext
-	}
-	if _, ok := raw.Contexts[name]; !ok || name == "" {
-		var names []string
-		for n := range raw.Contexts {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return nil, nil, usageErr("kubeconfig context %q not found; it has: %s", name, strings.Join(names, ", "))
-	}
-	if !f.isAllowed(name) {
-		return nil, nil, usageErr("refusing a destructive run against context %q: it is not in --allow-context or $%s", name, envAllowedContexts)
-	}
-	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{CurrentContext: name}).ClientConfig()
-	if err != nil {
-		return nil, nil, usageErr("kubeconfig context %q: %v", name, err)
-	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, controlplanev1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, nil, infraErr(err)
-		}
-	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, nil, infraErr(err)
+		return nil, nil, err
 	}
 	opts := []capi.Option{capi.WithLogger(log), capi.WithKubeconfig(source, name)}
 	closeFn := func(context.Context) error { return nil }
@@ -109,6 +65,61 @@ func (f *clusterFlags) open(ctx context.Context, vc *vcenterFlags, log logr.Logg
 		closeFn = p.Close
 	}
 	return capi.New(c, opts...), closeFn, nil
+}
+
+// client is a client of the management cluster the flags name, with the
+// kubeconfig source and context it came from; destructive asks that the
+// context be allowed.
+func (f *clusterFlags) client(destructive bool) (client.Client, string, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	switch {
+	case strings.ContainsRune(f.kubeconfig, os.PathListSeparator):
+		// A recovery: the $KUBECONFIG list the run loaded.
+		rules.Precedence = filepath.SplitList(f.kubeconfig)
+	case f.kubeconfig != "":
+		if _, err := os.Stat(f.kubeconfig); err != nil {
+			return nil, "", "", usageErr("--kubeconfig %s: %v", f.kubeconfig, err)
+		}
+		rules.ExplicitPath = f.kubeconfig
+	}
+	source := rules.ExplicitPath
+	if source == "" {
+		source = strings.Join(rules.GetLoadingPrecedence(), string(os.PathListSeparator))
+	}
+	raw, err := rules.Load()
+	if err != nil {
+		return nil, "", "", usageErr("kubeconfig: %v", err)
+	}
+	name := f.context
+	if name == "" {
+		name = raw.CurrentContext
+	}
+	if _, ok := raw.Contexts[name]; !ok || name == "" {
+		var names []string
+		for n := range raw.Contexts {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, "", "", usageErr("kubeconfig context %q not found; it has: %s", name, strings.Join(names, ", "))
+	}
+	if destructive && !f.isAllowed(name) {
+		return nil, "", "", usageErr("refusing a destructive run against context %q: it is not in --allow-context or $%s", name, envAllowedContexts)
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{CurrentContext: name}).ClientConfig()
+	if err != nil {
+		return nil, "", "", usageErr("kubeconfig context %q: %v", name, err)
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, controlplanev1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, "", "", infraErr(err)
+		}
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, "", "", infraErr(err)
+	}
+	return c, source, name, nil
 }
 
 func (f *clusterFlags) isAllowed(name string) bool {

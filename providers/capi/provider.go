@@ -54,6 +54,8 @@ type Provider struct {
 	// probeTimeout bounds one read of a workload cluster, so a dead API
 	// server costs a probe seconds, not client-go's default of forever.
 	probeTimeout time.Duration
+	// readOnly: every client refuses writes (WithReadOnly).
+	readOnly bool
 
 	mu        sync.Mutex
 	workloads map[types.NamespacedName]client.Client
@@ -627,6 +629,9 @@ func (p *Provider) workload(ctx context.Context, ns, cluster string) (client.Cli
 	c, err = client.New(cfg, client.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("client for cluster %s: %w", key, err)
+	}
+	if p.readOnly {
+		c = readOnlyClient{c}
 	}
 	p.mu.Lock()
 	p.workloads[key] = c

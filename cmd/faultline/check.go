@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers/capi"
+	"github.com/faultline-dev/faultline/providers/lab"
+)
+
+type checkOptions struct {
+	cluster clusterFlags
+	lab     labFlags
+	output  string
+	timeout time.Duration
+}
+
+// checkedCluster is one workload cluster's findings.
+type checkedCluster struct {
+	Cluster  string              `json:"cluster"`
+	Findings []framework.Finding `json:"findings"`
+	// Skipped says why the cluster was not checked (no Machine to reach it
+	// through).
+	Skipped string `json:"skipped,omitempty"`
+}
+
+func newCheckCommand() *cobra.Command {
+	var o checkOptions
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Find the seeds' latent hazards in a cluster, read-only",
+		Long: `Read a Cluster API management cluster and its workload clusters and report
+the hazards the seeds show were visible before they struck: admission webhooks
+that would block the CNI pod of a new node (seed 000), Calico IP pools too
+small for the nodes or with a block size other than the nodes' pod CIDR
+prefix (seed 001). Every client refuses writes.
+
+With --kubeconfig or --context it checks that management cluster; with
+neither it starts the embedded lab (one control plane, two workers) and
+checks it, as a demo and a self-test.
+
+Exit codes: 0 nothing at error severity, 1 an error finding, 2 invalid input,
+3 the cluster could not be reached.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return o.run(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.cluster.kubeconfig, "kubeconfig", "", "kubeconfig of the Cluster API management cluster (default: start the embedded lab)")
+	fs.StringVar(&o.cluster.context, "context", "", "kubeconfig context to use")
+	o.lab.register(fs)
+	fs.StringVarP(&o.output, "output", "o", "text", "text, json or junit")
+	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up reading the clusters after this long (exit 3)")
+	return cmd
+}
+
+func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+	switch o.output {
+	case "text", "json", "junit":
+	default:
+		return usageErr("--output %q: expected text, json or junit", o.output)
+	}
+	if o.timeout <= 0 {
+		return usageErr("--timeout %s: expected a positive duration such as 2m", o.timeout)
+	}
+	var c client.Client
+	target := "the embedded lab"
+	if o.cluster.kubeconfig == "" && o.cluster.context == "" {
+		l, err := o.lab.start(ctx, lab.ClusterSpec{Name: "lab", ControlPlanes: 1, Workers: 2, WorkerMHC: true}, stderr, newLogger(stderr, 0))
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := l.Stop(context.WithoutCancel(ctx)); err != nil {
+				fmt.Fprintln(stderr, "lab: stop:", err)
+			}
+		}()
+		c = l.Client()
+	} else {
+		var err error
+		var name string
+		if c, _, name, err = o.cluster.client(false); err != nil {
+			return err
+		}
+		target = "context " + name
+	}
+	p := capi.New(c, capi.WithReadOnly())
+	rctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	checked, err := checkClusters(rctx, c, p)
+	if err != nil {
+		return infraErr(fmt.Errorf("check %s: %w", target, err))
+	}
+	if err := writeChecks(stdout, o.output, checked); err != nil {
+		return err
+	}
+	for _, cc := range checked {
+		for _, f := range cc.Findings {
+			if f.Severity == "error" {
+				return exitCode(framework.ExitFail)
+			}
+		}
+	}
+	return nil
+}
+
+// checkClusters runs the checks on every workload cluster, reached
+// through one of its Machines.
+func checkClusters(ctx context.Context, c client.Client, p *capi.Provider) ([]checkedCluster, error) {
+	var clusters clusterv1.ClusterList
+	if err := c.List(ctx, &clusters); err != nil {
+		return nil, fmt.Errorf("list Clusters: %w", err)
+	}
+	out := make([]checkedCluster, 0, len(clusters.Items))
+	for _, cl := range clusters.Items {
+		key := cl.Namespace + "/" + cl.Name
+		machines, err := p.Resolve(ctx, framework.Selector{Cluster: key})
+		if err != nil {
+			return nil, err
+		}
+		if len(machines) == 0 {
+			out = append(out, checkedCluster{Cluster: key, Skipped: "no Machine yet"})
+			continue
+		}
+		findings, err := framework.RunChecks(ctx, p, machines[0])
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: %w", key, err)
+		}
+		sort.SliceStable(findings, func(i, j int) bool { return severityRank(findings[i].Severity) < severityRank(findings[j].Severity) })
+		out = append(out, checkedCluster{Cluster: key, Findings: findings})
+	}
+	return out, nil
+}
+
+func severityRank(s string) int {
+	switch s {
+	case "error":
+		return 0
+	case "warning":
+		return 1
+	}
+	return 2
+}
+
+func writeChecks(w io.Writer, format string, checked []checkedCluster) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"clusters": checked})
+	case "junit":
+		return writeChecksJUnit(w, checked)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, cc := range checked {
+		switch {
+		case cc.Skipped != "":
+			fmt.Fprintf(tw, "cluster %s: not checked (%s)\n", cc.Cluster, cc.Skipped)
+		case len(cc.Findings) == 0:
+			fmt.Fprintf(tw, "cluster %s: no finding\n", cc.Cluster)
+		case len(cc.Findings) == 1:
+			fmt.Fprintf(tw, "cluster %s: 1 finding\n", cc.Cluster)
+		default:
+			fmt.Fprintf(tw, "cluster %s: %d findings\n", cc.Cluster, len(cc.Findings))
+		}
+		for _, f := range cc.Findings {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", f.Severity, f.ID, f.Message)
+			fmt.Fprintf(tw, "  \tfix\t%s\n", f.Fix)
+		}
+	}
+	return tw.Flush()
+}
+
+type junitSuites struct {
+	XMLName xml.Name     `xml:"testsuites"`
+	Suites  []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name    string        `xml:"name,attr"`
+	Failure *junitFailure `xml:"failure,omitempty"`
+	Output  string        `xml:"system-out,omitempty"`
+}
+
+type junitFailure struct {
+	Message string `xml:"message,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// writeChecksJUnit writes one suite per cluster and one case per rule:
+// an error finding fails its case; warnings and info are its output.
+func writeChecksJUnit(w io.Writer, checked []checkedCluster) error {
+	ids := make([]string, 0, len(framework.FindingIDs))
+	for id := range framework.FindingIDs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var doc junitSuites
+	for _, cc := range checked {
+		s := junitSuite{Name: "faultline check " + cc.Cluster}
+		for _, id := range ids {
+			jc := junitCase{Name: id}
+			var errs, notes []string
+			for _, f := range cc.Findings {
+				if f.ID != id {
+					continue
+				}
+				line := f.Severity + ": " + f.Message + "\nfix: " + f.Fix
+				if f.Severity == "error" {
+					errs = append(errs, line)
+				} else {
+					notes = append(notes, line)
+				}
+			}
+			if len(errs) > 0 {
+				jc.Failure = &junitFailure{Message: fmt.Sprintf("%d error findings", len(errs)), Text: strings.Join(errs, "\n\n")}
+				s.Failures++
+			}
+			jc.Output = strings.Join(notes, "\n\n")
+			s.Cases = append(s.Cases, jc)
+		}
+		s.Tests = len(s.Cases)
+		doc.Suites = append(doc.Suites, s)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
