@@ -9,11 +9,17 @@ import (
 
 // FindingIDs are the rules the checks report, each with what it looks at.
 var FindingIDs = map[string]string{
-	"webhook-blocks-node-bringup": "a webhook with failurePolicy Fail sees pod creation in the system namespaces (seed 000)",
-	"calico-pool-too-small":       "an enabled IPPool holds fewer blocks than there are nodes (seed 001)",
-	"calico-blocksize-mismatch":   "an IPPool's blockSize differs from the nodes' pod CIDR prefix (seed 001)",
-	"calico-nodes-without-block":  "nodes that hold no Calico block (seed 001)",
-	"calico-pool-invalid":         "an IPPool whose CIDR or blockSize cannot be used",
+	"webhook-blocks-node-bringup":  "a webhook with failurePolicy Fail sees pod creation in the system namespaces (seed 000)",
+	"calico-pool-too-small":        "an enabled IPPool holds fewer blocks than there are nodes (seed 001)",
+	"calico-blocksize-mismatch":    "an IPPool's blockSize differs from the nodes' pod CIDR prefix (seed 001)",
+	"calico-nodes-without-block":   "nodes that hold no Calico block (seed 001)",
+	"calico-pool-invalid":          "an IPPool whose CIDR or blockSize cannot be used",
+	"mhc-coverage":                 "which Machines a MachineHealthCheck covers, its timeouts and limit",
+	"control-plane-not-remediated": "control-plane Machines no MachineHealthCheck covers (seed 002)",
+	"kcp-remediation-unbounded":    "KCP remediation without spec.remediation.maxRetry (seed 003)",
+	"remediation-loop":             "a control-plane Machine recreated 3 times or more (seed 003)",
+	"etcd-unhealthy":               "KCP reports EtcdClusterHealthy False (seeds 002, 003)",
+	"etcd-quorum-margin":           "the control plane cannot lose another etcd member (seed 002)",
 }
 
 // RunChecks reads the workload cluster of scope and runs every check on
@@ -27,7 +33,13 @@ func RunChecks(ctx context.Context, o Objects, scope Object) ([]Finding, error) 
 	if err != nil {
 		return nil, err
 	}
-	return append(CheckWebhooks(adm), CheckCalicoPools(net)...), nil
+	mgmt, err := ReadManagementState(ctx, o, scope)
+	if err != nil {
+		return nil, err
+	}
+	out := append(CheckWebhooks(adm), CheckCalicoPools(net)...)
+	out = append(out, CheckEtcd(mgmt)...)
+	return append(out, CheckRemediation(mgmt)...), nil
 }
 
 // checkProbes are the probes over the checks.

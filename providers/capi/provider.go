@@ -30,8 +30,8 @@ import (
 
 // Object attributes set by Resolve, read back by every later call.
 const (
-	attrNamespace  = "namespace"
-	attrCluster    = "cluster"
+	attrNamespace  = framework.AttrNamespace
+	attrCluster    = framework.AttrCluster
 	attrProviderID = "providerID"
 	attrOwnerKind  = "ownerKind"
 	attrOwner      = "owner"

@@ -106,6 +106,7 @@ func (s ClusterSpec) machineDeploymentName() string { return s.Name + "-md-0" }
 // clusterObjects returns the Cluster API objects of one workload cluster,
 // in creation order.
 func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpointPort int32, p Profile) []client.Object {
+	podCIDR, _, _ := s.network()
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: map[string]string{clusterv1.ClusterNameLabel: s.Name}}
 	}
@@ -141,6 +142,10 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpointPort 
 			Spec: controlplanev1.KubeadmControlPlaneSpec{
 				Replicas: ptrTo(s.ControlPlanes),
 				Version:  KubernetesVersion,
+				// A bounded retry, as a cluster configured after seed 003
+				// has: a replacement that cannot join is not recreated
+				// forever.
+				Remediation: controlplanev1.KubeadmControlPlaneRemediationSpec{MaxRetry: ptrTo(int32(5))},
 				MachineTemplate: controlplanev1.KubeadmControlPlaneMachineTemplate{
 					Spec: controlplanev1.KubeadmControlPlaneMachineTemplateSpec{
 						InfrastructureRef: clusterv1.ContractVersionedObjectReference{
@@ -155,7 +160,7 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpointPort 
 			ObjectMeta: meta(s.Name),
 			Spec: clusterv1.ClusterSpec{
 				ClusterNetwork: clusterv1.ClusterNetwork{
-					Pods:     clusterv1.NetworkRanges{CIDRBlocks: []string{"192.168.0.0/16"}},
+					Pods:     clusterv1.NetworkRanges{CIDRBlocks: []string{podCIDR.String()}},
 					Services: clusterv1.NetworkRanges{CIDRBlocks: []string{"10.128.0.0/12"}},
 				},
 				ControlPlaneRef: clusterv1.ContractVersionedObjectReference{

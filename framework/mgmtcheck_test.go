@@ -1,0 +1,108 @@
+package framework
+
+import (
+	"strings"
+	"testing"
+)
+
+func capiMachine(name string, controlPlane bool, etcdHealthy string, annotations map[string]any) map[string]any {
+	l := map[string]any{"cluster.x-k8s.io/cluster-name": "c1"}
+	if controlPlane {
+		l["cluster.x-k8s.io/control-plane"] = ""
+	}
+	m := map[string]any{"metadata": map[string]any{"name": name, "labels": l, "annotations": annotations}}
+	if etcdHealthy != "" {
+		m["status"] = map[string]any{"conditions": []any{map[string]any{"type": "EtcdMemberHealthy", "status": etcdHealthy}}}
+	}
+	return m
+}
+
+func findingsByID(fs []Finding) map[string]Finding {
+	out := map[string]Finding{}
+	for _, f := range fs {
+		out[f.ID] = f
+	}
+	return out
+}
+
+// TestCheckRemediation: seed 003's control plane (no retry limit, a
+// replacement recreated 819 times, no health check on the control plane)
+// and a configured one.
+func TestCheckRemediation(t *testing.T) {
+	workers := map[string]any{"metadata": map[string]any{"name": "workers"}, "spec": map[string]any{
+		"selector": map[string]any{"matchLabels": map[string]any{"cluster.x-k8s.io/deployment-name": "md-0"}},
+		"checks":   map[string]any{"unhealthyNodeConditions": []any{map[string]any{"type": "Ready", "status": "Unknown", "timeoutSeconds": int64(300)}}},
+	}}
+	w := capiMachine("w1", false, "", nil)
+	w["metadata"].(map[string]any)["labels"].(map[string]any)["cluster.x-k8s.io/deployment-name"] = "md-0"
+	seed := ManagementState{
+		MHCs: []map[string]any{workers},
+		KCPs: []map[string]any{{"metadata": map[string]any{"name": "cp"}, "spec": map[string]any{}}},
+		Machines: []map[string]any{w, capiMachine("cp-a", true, "True", nil),
+			capiMachine("cp-new", true, "", map[string]any{"controlplane.cluster.x-k8s.io/remediation-for": `{"machine":"cp-old","timestamp":"2023-11-30T14:39:33Z","retryCount":819}`})},
+	}
+	got := findingsByID(CheckRemediation(seed))
+	for id, want := range map[string]string{
+		"mhc-coverage":                 "MachineHealthCheck workers covers 1 Machines (w1); node startup timeout 600s (default); unhealthy when Ready=Unknown for 300s; no limit",
+		"control-plane-not-remediated": "no MachineHealthCheck covers cp-a, cp-new",
+		"kcp-remediation-unbounded":    "KubeadmControlPlane cp retries remediation without limit",
+		"remediation-loop":             "Machine cp-new is the 820th replacement of cp-old (remediation-for retryCount 819)",
+	} {
+		if !strings.Contains(got[id].Message, want) {
+			t.Errorf("%s: %q, want it to contain %q", id, got[id].Message, want)
+		}
+	}
+	if got["remediation-loop"].Severity != "error" || got["kcp-remediation-unbounded"].Severity != "warning" {
+		t.Errorf("severities: %+v", got)
+	}
+
+	configured := seed
+	configured.KCPs = []map[string]any{{"metadata": map[string]any{"name": "cp"}, "spec": map[string]any{"remediation": map[string]any{"maxRetry": int64(5)}}}}
+	configured.Machines = seed.Machines[:2]
+	for _, f := range CheckRemediation(configured) {
+		if f.Severity != "info" {
+			t.Errorf("a configured cluster: %s %s: %s", f.Severity, f.ID, f.Message)
+		}
+	}
+}
+
+// TestCheckEtcd: quorum margin and KCP's etcd condition.
+func TestCheckEtcd(t *testing.T) {
+	kcp := map[string]any{"metadata": map[string]any{"name": "cp"}}
+	for _, tc := range []struct {
+		name     string
+		health   []string
+		unhealth bool
+		want     map[string]string
+	}{
+		{"3 healthy", []string{"True", "True", "True"}, false, nil},
+		{"2 of 3", []string{"True", "True", "False"}, false, map[string]string{"etcd-quorum-margin": "2 of 3 etcd members healthy, quorum 2: losing one more member stops the API"}},
+		{"1 of 3", []string{"True", "", "False"}, true, map[string]string{
+			"etcd-quorum-margin": "1 of 3 etcd members healthy, quorum 2: below quorum: the API cannot store anything (seed 002); not healthy: m1, m2",
+			"etcd-unhealthy":     "EtcdClusterHealthy is False (NotHealthy): etcd has no leader"}},
+		{"single member", []string{"True"}, false, map[string]string{"etcd-quorum-margin": "1 of 1 etcd members healthy"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := map[string]any{"metadata": kcp["metadata"]}
+			if tc.unhealth {
+				k["status"] = map[string]any{"conditions": []any{map[string]any{"type": "EtcdClusterHealthy", "status": "False", "reason": "NotHealthy", "message": "etcd has no leader"}}}
+			}
+			s := ManagementState{KCPs: []map[string]any{k}}
+			for i, h := range tc.health {
+				s.Machines = append(s.Machines, capiMachine("m"+string(rune('0'+i)), true, h, nil))
+			}
+			got := findingsByID(CheckEtcd(s))
+			if len(got) != len(tc.want) {
+				t.Fatalf("findings %+v, want %v", got, tc.want)
+			}
+			for id, want := range tc.want {
+				if !strings.Contains(got[id].Message, want) {
+					t.Errorf("%s: %q, want %q", id, got[id].Message, want)
+				}
+			}
+			if tc.name == "single member" && got["etcd-quorum-margin"].Severity != "info" {
+				t.Errorf("a single member is info, got %s", got["etcd-quorum-margin"].Severity)
+			}
+		})
+	}
+}
