@@ -169,12 +169,14 @@ func CheckEtcd(s ManagementState) []Finding {
 		}
 		quorum := total/2 + 1
 		if margin := healthy - quorum; margin < 1 {
-			severity := "warning"
 			if total == 1 && healthy == 1 {
-				severity = "info" // one member has no margin by design
+				out = append(out, Finding{ID: "etcd-quorum-margin", Severity: "info", Objects: []string{"KubeadmControlPlane/" + name},
+					Message: fmt.Sprintf("KubeadmControlPlane %s: a single etcd member, no margin by design: losing its node stops the API", name),
+					Fix:     "run three control planes where the API must survive the loss of a node"})
+				continue
 			}
 			sort.Strings(sick)
-			out = append(out, Finding{ID: "etcd-quorum-margin", Severity: severity, Objects: append([]string{"KubeadmControlPlane/" + name}, prefixed("Machine/", sick)...),
+			out = append(out, Finding{ID: "etcd-quorum-margin", Severity: "warning", Objects: append([]string{"KubeadmControlPlane/" + name}, prefixed("Machine/", sick)...),
 				Message: fmt.Sprintf("KubeadmControlPlane %s: %d of %d etcd members healthy, quorum %d: %s (seed 002); not healthy: %s",
 					name, healthy, total, quorum, marginText(margin), orNone(sick)),
 				Fix: "bring the members back before an upgrade: a rollout takes one member down at a time"})

@@ -80,7 +80,7 @@ func TestCheckEtcd(t *testing.T) {
 		{"1 of 3", []string{"True", "", "False"}, true, map[string]string{
 			"etcd-quorum-margin": "1 of 3 etcd members healthy, quorum 2: below quorum: the API cannot store anything (seed 002); not healthy: m1, m2",
 			"etcd-unhealthy":     "EtcdClusterHealthy is False (NotHealthy): etcd has no leader"}},
-		{"single member", []string{"True"}, false, map[string]string{"etcd-quorum-margin": "1 of 1 etcd members healthy"}},
+		{"single member", []string{"True"}, false, map[string]string{"etcd-quorum-margin": "a single etcd member, no margin by design"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := map[string]any{"metadata": kcp["metadata"]}

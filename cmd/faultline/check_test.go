@@ -2,12 +2,26 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
 )
 
@@ -66,5 +80,82 @@ func TestIntegrationCheckLab(t *testing.T) {
 		if f.Severity != "info" {
 			t.Errorf("a fresh lab: %s finding %s: %s", f.Severity, f.ID, f.Message)
 		}
+	}
+}
+
+// TestIntegrationCheckReadOnlyRBAC: faultline check passes under a
+// ServiceAccount that may only get, list and watch, which cannot write.
+func TestIntegrationCheckReadOnlyRBAC(t *testing.T) {
+	labtest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	p, err := lab.ProfileNamed(lab.DefaultProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lab.Start(ctx, lab.Input{Profile: p, Clusters: []lab.ClusterSpec{{Name: "lab", ControlPlanes: 1, Workers: 1, WorkerMHC: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := l.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	paths, err := l.WriteKubeconfigs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := clientcmd.BuildConfigFromFlags("", paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := l.Client()
+	for _, o := range []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "checker"}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "read-only"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}}}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "checker-read-only"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "read-only"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: "checker"}}},
+	} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("create %T: %v", o, err)
+		}
+	}
+	cs, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "checker", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro := rest.AnonymousClientConfig(admin)
+	ro.BearerToken = tok.Status.Token
+	roClient, err := client.New(ro, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := roClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x"}}); !apierrors.IsForbidden(err) {
+		t.Fatalf("the read-only ServiceAccount wrote: %v, want Forbidden", err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["lab"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: admin.CAData}
+	kc.AuthInfos["checker"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	kc.Contexts["checker"] = &clientcmdapi.Context{Cluster: "lab", AuthInfo: "checker"}
+	kc.CurrentContext = "checker"
+	path := filepath.Join(t.TempDir(), "checker.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	code := execute([]string{"check", "--kubeconfig", path, "-o", "text"}, &out, &errOut)
+	t.Logf("stdout:\n%s", out.String())
+	if code != 0 || !strings.Contains(out.String(), "cluster default/lab:") {
+		t.Fatalf("exit %d\nstderr: %s", code, errOut.String())
 	}
 }
