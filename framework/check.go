@@ -20,26 +20,33 @@ var FindingIDs = map[string]string{
 	"remediation-loop":             "a control-plane Machine recreated 3 times or more (seed 003)",
 	"etcd-unhealthy":               "KCP reports EtcdClusterHealthy False (seeds 002, 003)",
 	"etcd-quorum-margin":           "the control plane cannot lose another etcd member (seed 002)",
+	"workload-api-unavailable":     "the workload cluster's API cannot be read",
 }
 
-// RunChecks reads the workload cluster of scope and runs every check on
-// it; reads only.
+// RunChecks reads the management cluster's objects of scope's Cluster
+// and its workload cluster, and runs every check; reads only. A workload
+// cluster that cannot be read is itself a finding (its etcd may have lost
+// quorum, as in seed 002): the management cluster's checks still run.
 func RunChecks(ctx context.Context, o Objects, scope Object) ([]Finding, error) {
-	adm, err := ReadAdmissionState(ctx, o, scope)
-	if err != nil {
-		return nil, err
-	}
-	net, err := ReadCalicoNetwork(ctx, o, scope)
-	if err != nil {
-		return nil, err
-	}
 	mgmt, err := ReadManagementState(ctx, o, scope)
 	if err != nil {
 		return nil, err
 	}
-	out := append(CheckWebhooks(adm), CheckCalicoPools(net)...)
-	out = append(out, CheckEtcd(mgmt)...)
-	return append(out, CheckRemediation(mgmt)...), nil
+	out := append(CheckEtcd(mgmt), CheckRemediation(mgmt)...)
+	adm, err := ReadAdmissionState(ctx, o, scope)
+	var net CalicoNetwork
+	if err == nil {
+		net, err = ReadCalicoNetwork(ctx, o, scope)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return append(out, Finding{ID: "workload-api-unavailable", Severity: "error", Objects: []string{"Cluster/" + mgmt.Cluster},
+			Message: fmt.Sprintf("the workload API of %s cannot be read: %v", mgmt.Cluster, err),
+			Fix:     "restore the control plane (etcd quorum, API servers) before anything else; its checks did not run"}), nil
+	}
+	return append(append(out, CheckWebhooks(adm)...), CheckCalicoPools(net)...), nil
 }
 
 // checkProbes are the probes over the checks.

@@ -163,7 +163,7 @@ func TestIntegrationLabScenarios(t *testing.T) {
 		}
 	})
 	t.Run("kill-etcd-one-member", func(t *testing.T) {
-		res := runScenario(t, l, "kill-etcd-quorum", map[string]string{"members": "1", "budget.down": "10s", "window.down": "1s", "window.unremediated": "1s"})
+		res := runScenario(t, l, "kill-etcd-quorum", map[string]string{"members": "1", "budget.down": "10s", "budget.check": "10s", "window.down": "1s", "window.unremediated": "1s"})
 		expect(t, res, framework.Fail, "phase api-no-leader not reached within its budget 10s of inject")
 	})
 	t.Run("remove-apiserver-pods", func(t *testing.T) {
