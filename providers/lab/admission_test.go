@@ -86,10 +86,17 @@ func policyConfig(caBundle []byte) *admissionregv1.ValidatingWebhookConfiguratio
 // a moment to see a new configuration) or the deadline passes.
 func admitUntil(t *testing.T, ctx context.Context, a *admitter, pod *corev1.Pod, want string) {
 	t.Helper()
+	errorUntil(t, ctx, "admit", func() error { return a.admit(ctx, pod, daemonSetController) }, want)
+}
+
+// errorUntil calls f until its error contains want ("" for no error) or
+// 20s pass: the admitter's informers take a moment to see changes.
+func errorUntil(t *testing.T, ctx context.Context, what string, f func() error, want string) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	var err error
 	for time.Now().Before(deadline) {
-		err = a.admit(ctx, pod, daemonSetController)
+		err = f()
 		if (want == "" && err == nil) || (want != "" && err != nil && strings.Contains(err.Error(), want)) {
 			return
 		}
@@ -99,7 +106,7 @@ func admitUntil(t *testing.T, ctx context.Context, a *admitter, pod *corev1.Pod,
 		case <-time.After(100 * time.Millisecond): // poll interval of a bounded wait
 		}
 	}
-	t.Fatalf("admit: %v, want %q", err, want)
+	t.Fatalf("%s: %v, want %q", what, err, want)
 }
 
 // Seed 000 in the lab's admission: a webhook whose Service has no endpoint

@@ -125,24 +125,12 @@ func TestCalicoSeed001(t *testing.T) {
 }
 
 // dryRunUntil dry-run creates a ConfigMap until the error contains want
-// ("" for none): the admitter's informers take a moment to see changes.
+// ("" for none).
 func dryRunUntil(t *testing.T, ctx context.Context, c client.Client, want string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	var err error
-	for time.Now().Before(deadline) {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "metallb-system", Name: "pool"}}
-		err = c.Create(ctx, cm, client.DryRunAll)
-		if (want == "" && err == nil) || (want != "" && err != nil && strings.Contains(err.Error(), want)) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-time.After(100 * time.Millisecond): // poll interval of a bounded wait
-		}
-	}
-	t.Fatalf("dry-run create: %v, want %q", err, want)
+	errorUntil(t, ctx, "dry-run create", func() error {
+		return c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "metallb-system", Name: "pool"}}, client.DryRunAll)
+	}, want)
 }
 
 func TestParseCollection(t *testing.T) {
