@@ -110,24 +110,19 @@ func objectCondition(ctx context.Context, p Provider, obj Object, args map[strin
 	if wantStatus == "" {
 		wantStatus = "True"
 	}
-	status, _ := u["status"].(map[string]any)
-	conds, _ := status["conditions"].([]any)
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] != args["type"] {
-			continue
-		}
-		detail := fmt.Sprintf("%s: %s=%v reason %v", ref, args["type"], m["status"], m["reason"])
-		if msg, _ := m["message"].(string); msg != "" {
-			detail += " (" + msg + ")"
-		}
-		if t, _ := m["lastTransitionTime"].(string); t != "" {
-			detail += " [lastTransitionTime " + t + "]"
-		}
-		ok := m["status"] == wantStatus && (args["reason"] == "" || m["reason"] == args["reason"])
-		return ok, detail, nil
+	m := condition(u, args["type"])
+	if m == nil {
+		return false, fmt.Sprintf("%s: no condition %s", ref, args["type"]), nil
 	}
-	return false, fmt.Sprintf("%s: no condition %s", ref, args["type"]), nil
+	detail := fmt.Sprintf("%s: %s=%v reason %v", ref, args["type"], m["status"], m["reason"])
+	if msg, _ := m["message"].(string); msg != "" {
+		detail += " (" + msg + ")"
+	}
+	if t, _ := m["lastTransitionTime"].(string); t != "" {
+		detail += " [lastTransitionTime " + t + "]"
+	}
+	ok := m["status"] == wantStatus && (args["reason"] == "" || m["reason"] == args["reason"])
+	return ok, detail, nil
 }
 
 func checkConditionArgs(args map[string]string) []argError {
