@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,10 +11,12 @@ import (
 // FindingIDs are the rules the checks report, each with what it looks at.
 var FindingIDs = map[string]string{
 	"webhook-blocks-node-bringup":  "a webhook with failurePolicy Fail sees pod creation in the system namespaces (seed 000)",
-	"calico-pool-too-small":        "an enabled IPPool holds fewer blocks than there are nodes (seed 001)",
+	"calico-pool-too-small":        "an enabled IPPool holds fewer blocks than there are nodes, or than a rolling upgrade's surge needs (seed 001)",
 	"calico-blocksize-mismatch":    "an IPPool's blockSize differs from the nodes' pod CIDR prefix (seed 001)",
 	"calico-nodes-without-block":   "nodes that hold no Calico block (seed 001)",
 	"calico-pool-invalid":          "an IPPool whose CIDR or blockSize cannot be used",
+	"calico-pool-overlap":          "an IPPool overlapping the service range or the nodes' addresses",
+	"etcd-member-mismatch":         "etcd members (kubeadm's etcd static pods) and control-plane Machines that do not pair up (seed 003)",
 	"mhc-coverage":                 "which Machines a MachineHealthCheck covers, its timeouts and limit",
 	"control-plane-not-remediated": "control-plane Machines no MachineHealthCheck covers (seed 002)",
 	"kcp-remediation-unbounded":    "KCP remediation without spec.remediation.maxRetry (seed 003)",
@@ -21,6 +24,9 @@ var FindingIDs = map[string]string{
 	"etcd-unhealthy":               "KCP reports EtcdClusterHealthy False (seeds 002, 003)",
 	"etcd-quorum-margin":           "the control plane cannot lose another etcd member (seed 002)",
 	"workload-api-unavailable":     "the workload cluster's API cannot be read",
+	"vcenter-vm-missing":           "a Machine whose providerID names no VM in the vCenter (seed 003)",
+	"vcenter-vm-powered-off":       "a Running Machine whose VM is powered off",
+	"vcenter-orphan-vm":            "VMs named like the Cluster's Machines that no Machine owns (seed 003)",
 }
 
 // RunChecks reads the management cluster's objects of scope's Cluster
@@ -33,10 +39,23 @@ func RunChecks(ctx context.Context, o Objects, scope Object) ([]Finding, error) 
 		return nil, err
 	}
 	out := append(CheckEtcd(mgmt), CheckRemediation(mgmt)...)
+	if inv, ok := o.(Inventory); ok {
+		vms, err := inv.ListVMs(ctx)
+		switch {
+		case err == nil:
+			out = append(out, CheckInventory(mgmt, vms)...)
+		case !errors.Is(err, ErrUnsupported):
+			return nil, err
+		}
+	}
 	adm, err := ReadAdmissionState(ctx, o, scope)
 	var net CalicoNetwork
 	if err == nil {
 		net, err = ReadCalicoNetwork(ctx, o, scope)
+	}
+	var pods []map[string]any
+	if err == nil {
+		pods, err = o.ListObjects(ctx, scope, ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "Pod", Namespace: "kube-system"})
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -46,6 +65,13 @@ func RunChecks(ctx context.Context, o Objects, scope Object) ([]Finding, error) 
 			Message: fmt.Sprintf("the workload API of %s cannot be read: %v", mgmt.Cluster, err),
 			Fix:     "restore the control plane (etcd quorum, API servers) before anything else; its checks did not run"}), nil
 	}
+	net.Surge, net.SurgeFrom = upgradeSurge(mgmt)
+	if cidrs, ok := field(mgmt.ClusterObject, "spec", "clusterNetwork", "services", "cidrBlocks").([]any); ok {
+		for _, c := range cidrs {
+			net.ServiceCIDRs = append(net.ServiceCIDRs, fmt.Sprint(c))
+		}
+	}
+	out = append(out, CheckEtcdMembers(mgmt, pods)...)
 	return append(append(out, CheckWebhooks(adm)...), CheckCalicoPools(net)...), nil
 }
 

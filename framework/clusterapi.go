@@ -197,7 +197,7 @@ func replacementsCreated(ctx context.Context, p Provider, obj Object, args map[s
 	seen := make([]string, 0, len(reps))
 	for _, r := range reps {
 		seen = append(seen, replacementDetail(r))
-		if m := args["nodeMessage"]; m == "" || strings.Contains(r.NodeMessage, m) {
+		if m, ph := args["nodeMessage"], args["phase"]; (m == "" || strings.Contains(r.NodeMessage, m)) && (ph == "" || r.Phase == ph) {
 			ids = append(ids, r.Name)
 		}
 	}
@@ -270,7 +270,7 @@ var clusterAPIProbes = map[string]probeDef{
 	"machine-deleted":     {capability: CapClusterAPI, summary: "the Machine is being deleted or is gone", eval: machineProbe(machineDeleted)},
 	"machine-running":     {capability: CapClusterAPI, summary: "the Machine is in phase Running", eval: machineProbe(machineRunning)},
 	"replacement-running": {capability: CapClusterAPI, summary: "a Machine that replaced it is Running with a Ready Node", eval: replacementRunning},
-	"replacement-created": {capability: CapClusterAPI, args: []string{"nodeMessage"}, summary: "a Machine replaced it (any phase; with nodeMessage, one whose Node's Ready message contains the text); count assertions count each new one", ids: replacementsCreated},
+	"replacement-created": {capability: CapClusterAPI, args: []string{"nodeMessage", "phase"}, summary: "a Machine replaced it (any phase; with nodeMessage, one whose Node's Ready message contains the text; with phase, one in that phase, e.g. Provisioned: a VM but no Node); count assertions count each new one", ids: replacementsCreated},
 	"replicas-restored":   {capability: CapClusterAPI, summary: "the Machine's MachineDeployment or control plane has all its replicas healthy again", eval: ownerProbe(replicasRestored)},
 	"etcd-healthy":        {capability: CapClusterAPI, summary: "the Machine's control plane has all its etcd members healthy (KCP's EtcdMemberHealthy)", eval: ownerProbe(etcdHealthy)},
 	"api-available":       {capability: CapClusterAPI, summary: "the Machine's workload cluster API server answers", eval: apiServer(true)},

@@ -123,6 +123,20 @@ var nodeAndVMFaults = map[string]faultDef{
 		undo:      startStaticPodUndo("etcd"),
 		takesEtcd: takesEtcdMember,
 	},
+	"etcd.stuck-leader": {
+		capability: CapEtcdLeadership,
+		summary:    "make the etcd member on a control-plane Machine's node the leader, cut off from its peers (no member can join); undo moves leadership to another member (etcdctl move-leader)",
+		inject: func(ctx context.Context, p Provider, obj Object, _ map[string]string) error {
+			e, err := as[EtcdLeadership](p, CapEtcdLeadership)
+			if err != nil {
+				return err
+			}
+			return e.SetLeaderStuck(ctx, obj, true)
+		},
+		undo: func(obj Object, _ map[string]string) UndoAction {
+			return UndoAction{Action: "etcd.move-leader", Target: obj}
+		},
+	},
 	"node.remove-static-pod": {
 		capability: CapNodeStaticPods, params: []string{"component"},
 		summary: "remove a control-plane static pod (kube-apiserver, kube-controller-manager, kube-scheduler, etcd) from a Machine's node; undo puts its manifest back",
@@ -184,6 +198,13 @@ var nodeAndVMUndos = map[string]func(ctx context.Context, p Provider, u UndoActi
 			return err
 		}
 		return k.SetStaticPod(ctx, u.Target, u.Params["component"], true)
+	},
+	"etcd.move-leader": func(ctx context.Context, p Provider, u UndoAction) error {
+		e, err := as[EtcdLeadership](p, CapEtcdLeadership)
+		if err != nil {
+			return err
+		}
+		return e.SetLeaderStuck(ctx, u.Target, false)
 	},
 	"vm.nic-connect": func(ctx context.Context, p Provider, u UndoAction) error {
 		v, err := as[VMNetwork](p, CapVMNetwork)

@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // Attributes a Cluster API provider sets on a Machine: its namespace and
@@ -25,8 +26,10 @@ const capiAPIVersion = "cluster.x-k8s.io/v1beta2"
 // Cluster in the management cluster: its MachineHealthChecks,
 // KubeadmControlPlanes and Machines, as the API serves them.
 type ManagementState struct {
-	Cluster              string
-	MHCs, KCPs, Machines []map[string]any
+	Cluster                   string
+	MHCs, KCPs, Machines, MDs []map[string]any
+	// ClusterObject is the Cluster itself; nil if it cannot be read.
+	ClusterObject map[string]any
 }
 
 // ReadManagementState reads the objects of the Cluster scope belongs to.
@@ -40,6 +43,7 @@ func ReadManagementState(ctx context.Context, o Objects, scope Object) (Manageme
 		{capiAPIVersion, "MachineHealthCheck", &s.MHCs},
 		{"controlplane.cluster.x-k8s.io/v1beta2", "KubeadmControlPlane", &s.KCPs},
 		{capiAPIVersion, "Machine", &s.Machines},
+		{capiAPIVersion, "MachineDeployment", &s.MDs},
 	} {
 		all, err := o.ListObjects(ctx, scope, ObjectRef{Cluster: "management", APIVersion: l.apiVersion, Kind: l.kind, Namespace: ns})
 		if err != nil {
@@ -51,7 +55,58 @@ func ReadManagementState(ctx context.Context, o Objects, scope Object) (Manageme
 			}
 		}
 	}
-	return s, nil
+	c, err := o.GetObject(ctx, scope, ObjectRef{Cluster: "management", APIVersion: capiAPIVersion, Kind: "Cluster", Namespace: ns, Name: cluster})
+	s.ClusterObject = c
+	return s, err
+}
+
+// upgradeSurge is how many Machines a rolling upgrade of s adds at once,
+// and where that comes from: the control plane rolls first, with KCP's
+// maxSurge (default 1); then the MachineDeployments, which may roll
+// together, each with its maxSurge (default 1, a percentage of its
+// replicas rounded up; none with the OnDelete strategy).
+func upgradeSurge(s ManagementState) (int, []string) {
+	kcp, md := 0, 0
+	var kcpFrom, mdFrom []string
+	for _, k := range s.KCPs {
+		n := scaledSurge(field(k, "spec", "rollout", "strategy", "rollingUpdate", "maxSurge"), 1)
+		kcp += n
+		kcpFrom = append(kcpFrom, fmt.Sprintf("KubeadmControlPlane %s maxSurge %d", str(k, "metadata", "name"), n))
+	}
+	for _, d := range s.MDs {
+		if str(d, "spec", "rollout", "strategy", "type") == "OnDelete" {
+			continue
+		}
+		replicas, ok := number(field(d, "spec", "replicas"))
+		if !ok {
+			replicas = 1
+		}
+		n := scaledSurge(field(d, "spec", "rollout", "strategy", "rollingUpdate", "maxSurge"), replicas)
+		md += n
+		mdFrom = append(mdFrom, fmt.Sprintf("MachineDeployment %s maxSurge %d", str(d, "metadata", "name"), n))
+	}
+	if kcp > md {
+		return kcp, kcpFrom
+	}
+	return md, mdFrom
+}
+
+// scaledSurge reads a maxSurge (an integer or a percentage of replicas,
+// rounded up as Cluster API does); absent, it is 1.
+func scaledSurge(v any, replicas int) int {
+	var is intstr.IntOrString
+	if t, ok := v.(string); ok {
+		is = intstr.FromString(t)
+	} else if n, ok := number(v); ok {
+		is = intstr.FromInt32(int32(n))
+	} else {
+		return 1
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(&is, replicas, true)
+	if err != nil || n < 0 {
+		return 1
+	}
+	return n
 }
 
 // CheckRemediation reports what the health checks and KCP will and will
@@ -222,4 +277,57 @@ func marginText(margin int) string {
 		return "losing one more member stops the API"
 	}
 	return "below quorum: the API cannot store anything"
+}
+
+// CheckEtcdMembers pairs etcd members with control-plane Machines, as
+// far as a reader can see them: kubeadm runs each member as the static pod
+// etcd-<node> in kube-system (the member list itself needs etcdctl, which
+// is not a read of the API). A member on a node no Machine owns still
+// counts towards quorum while nothing manages it; a Machine whose node
+// runs no member, or that never got a Node (seed 003's new control plane,
+// stuck Provisioned), is out of step. Without etcd static pods (external
+// etcd) there is nothing to pair.
+func CheckEtcdMembers(s ManagementState, kubeSystemPods []map[string]any) []Finding {
+	members := map[string]bool{}
+	for _, p := range kubeSystemPods {
+		l := stringMap(field(p, "metadata", "labels"))
+		if l["component"] == "etcd" && l["tier"] == "control-plane" && field(p, "metadata", "deletionTimestamp") == nil {
+			members[str(p, "spec", "nodeName")] = true
+		}
+	}
+	if len(members) == 0 {
+		return nil
+	}
+	var out []Finding
+	owned := map[string]bool{}
+	for _, m := range s.Machines {
+		if _, cp := stringMap(field(m, "metadata", "labels"))["cluster.x-k8s.io/control-plane"]; !cp || field(m, "metadata", "deletionTimestamp") != nil {
+			continue
+		}
+		name, node := str(m, "metadata", "name"), str(m, "status", "nodeRef", "name")
+		owned[node] = true
+		switch {
+		case node == "" && str(m, "status", "phase") == "Provisioned":
+			out = append(out, Finding{ID: "etcd-member-mismatch", Severity: "warning", Objects: []string{"Machine/" + name},
+				Message: fmt.Sprintf("control-plane Machine %s is Provisioned (it has a VM) but no Node joined: its etcd member was never added (seed 003: the etcd leader could not reach its peers)", name),
+				Fix:     "on a healthy control-plane node, check etcd (etcdctl endpoint status --cluster; seed 003 moved the leader with etcdctl move-leader) before the upgrade adds more members"})
+		case node != "" && !members[node]:
+			out = append(out, Finding{ID: "etcd-member-mismatch", Severity: "warning", Objects: []string{"Machine/" + name},
+				Message: fmt.Sprintf("control-plane Machine %s: its node %s runs no etcd member (no kube-system/etcd-%s)", name, node, node),
+				Fix:     "find why the member is not running on the node (kubelet, /etc/kubernetes/manifests/etcd.yaml) before the upgrade replaces members"})
+		}
+	}
+	var strays []string
+	for node := range members {
+		if !owned[node] {
+			strays = append(strays, node)
+		}
+	}
+	if len(strays) > 0 {
+		sort.Strings(strays)
+		out = append(out, Finding{ID: "etcd-member-mismatch", Severity: "error", Objects: prefixed("Node/", strays),
+			Message: fmt.Sprintf("etcd members run on %s, which no control-plane Machine of %s owns: they count towards quorum but nothing manages them (a member of a Machine that was deleted without it being removed, seed 003)", strings.Join(strays, ", "), s.Cluster),
+			Fix:     "list the members (etcdctl member list) and remove the ones no Machine owns (etcdctl member remove <id>) before the upgrade"})
+	}
+	return out
 }

@@ -106,3 +106,41 @@ func TestCheckEtcd(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckEtcdMembers: seed 003's control plane after its crash (a
+// member of a deleted Machine still running, a new Machine stuck
+// Provisioned, a node without its member) and a healthy one.
+func TestCheckEtcdMembers(t *testing.T) {
+	cp := func(name, node, phase string) map[string]any {
+		m := capiMachine(name, true, "", nil)
+		m["status"] = map[string]any{"phase": phase, "nodeRef": map[string]any{"name": node}}
+		return m
+	}
+	etcdPod := func(node string) map[string]any {
+		return map[string]any{"metadata": map[string]any{"name": "etcd-" + node, "labels": map[string]any{"component": "etcd", "tier": "control-plane"}}, "spec": map[string]any{"nodeName": node}}
+	}
+	proxy := map[string]any{"metadata": map[string]any{"name": "kube-proxy-x", "labels": map[string]any{"k8s-app": "kube-proxy"}}, "spec": map[string]any{"nodeName": "n1"}}
+	seed := ManagementState{Cluster: "ns/c1", Machines: []map[string]any{
+		cp("cp-a", "n1", "Running"), cp("cp-b", "n2", "Running"), cp("cp-new", "", "Provisioned"), capiMachine("w1", false, "", nil),
+	}}
+	got := CheckEtcdMembers(seed, []map[string]any{etcdPod("n1"), etcdPod("n-old"), proxy})
+	for i, want := range []string{
+		"control-plane Machine cp-b: its node n2 runs no etcd member (no kube-system/etcd-n2)",
+		"control-plane Machine cp-new is Provisioned (it has a VM) but no Node joined",
+		"etcd members run on n-old, which no control-plane Machine of ns/c1 owns",
+	} {
+		if len(got) != 3 || !strings.Contains(got[i].Message, want) {
+			t.Fatalf("findings %+v, want [%d] to contain %q", got, i, want)
+		}
+	}
+	if got[2].Severity != "error" || got[0].Severity != "warning" {
+		t.Errorf("severities %s %s", got[0].Severity, got[2].Severity)
+	}
+	healthy := ManagementState{Machines: seed.Machines[:2]}
+	if got := CheckEtcdMembers(healthy, []map[string]any{etcdPod("n1"), etcdPod("n2")}); len(got) != 0 {
+		t.Errorf("healthy: %+v", got)
+	}
+	if got := CheckEtcdMembers(seed, []map[string]any{proxy}); len(got) != 0 {
+		t.Errorf("external etcd: %+v", got)
+	}
+}

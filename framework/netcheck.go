@@ -33,6 +33,13 @@ type CalicoNetwork struct {
 	// Pools are Calico IPPools, Affinities its BlockAffinities, Nodes the
 	// cluster's Nodes, each as the API serves it.
 	Pools, Affinities, Nodes []map[string]any
+	// Surge is how many nodes a rolling upgrade adds at once, and
+	// SurgeFrom the settings it comes from (see upgradeSurge).
+	Surge     int
+	SurgeFrom []string
+	// ServiceCIDRs are the Cluster's service ranges
+	// (spec.clusterNetwork.services.cidrBlocks).
+	ServiceCIDRs []string
 }
 
 // ReadCalicoNetwork reads the IPPools, BlockAffinities and Nodes of the
@@ -97,7 +104,14 @@ func CheckCalicoPools(n CalicoNetwork) []Finding {
 		poolNames = append(poolNames, "IPPool/"+name)
 		count := new(big.Int).Lsh(big.NewInt(1), uint(size-cidr.Bits()))
 		blocks.Add(blocks, count)
+		out = append(out, poolOverlaps(name, cidr, n)...)
 		tooSmall := big.NewInt(int64(len(nodes))).Cmp(count) > 0
+		if peak := big.NewInt(int64(len(nodes) + n.Surge)); !tooSmall && n.Surge > 0 && peak.Cmp(count) > 0 {
+			out = append(out, Finding{ID: "calico-pool-too-small", Severity: "warning", Objects: []string{"IPPool/" + name},
+				Message: fmt.Sprintf("IPPool %s: a /%d holds %s blocks of /%d (2^(%d-%d)): enough for the %d nodes now, not for the %s during a rolling upgrade (+%d: %s); the nodes beyond it get no block (seed 001)",
+					name, cidr.Bits(), count, size, size, cidr.Bits(), len(nodes), peak, n.Surge, strings.Join(n.SurgeFrom, ", ")),
+				Fix: fmt.Sprintf("before the upgrade, give the pool a CIDR of at least /%d, or set maxSurge 0 (the rollout then removes a Machine before it adds one)", size-bitsFor(len(nodes)+n.Surge))})
+		}
 		if tooSmall {
 			out = append(out, Finding{ID: "calico-pool-too-small", Severity: "error", Objects: []string{"IPPool/" + name},
 				Message: fmt.Sprintf("IPPool %s: a /%d holds %s blocks of /%d (2^(%d-%d)), fewer than the %d nodes: the nodes beyond it get no block of their own, and pods there get addresses borrowed from other nodes' blocks, which are routed to those nodes",
@@ -148,21 +162,62 @@ func CheckCalicoPools(n CalicoNetwork) []Finding {
 	return out
 }
 
+// poolOverlaps finds a pool's CIDR overlapping the Cluster's service
+// ranges or holding a node's own address: pod routes would then shadow
+// Services or nodes.
+func poolOverlaps(name string, cidr netip.Prefix, n CalicoNetwork) []Finding {
+	var out []Finding
+	for _, s := range n.ServiceCIDRs {
+		if svc, err := netip.ParsePrefix(s); err == nil && svc.Overlaps(cidr) {
+			out = append(out, Finding{ID: "calico-pool-overlap", Severity: "error", Objects: []string{"IPPool/" + name},
+				Message: fmt.Sprintf("IPPool %s: %s overlaps the service range %s (Cluster spec.clusterNetwork.services.cidrBlocks)", name, cidr, svc),
+				Fix:     "pods and Services must not share addresses: move the pool (new pool, disable this one, recreate the pods)"})
+		}
+	}
+	var inside []string
+	for _, node := range n.Nodes {
+		list, _ := field(node, "status", "addresses").([]any)
+		for _, a := range list {
+			m, _ := a.(map[string]any)
+			addr, err := netip.ParseAddr(fmt.Sprint(m["address"]))
+			if t := m["type"]; err == nil && (t == "InternalIP" || t == "ExternalIP") && cidr.Contains(addr) {
+				inside = append(inside, fmt.Sprintf("%s (%s)", str(node, "metadata", "name"), addr))
+			}
+		}
+	}
+	if len(inside) > 0 {
+		sort.Strings(inside)
+		out = append(out, Finding{ID: "calico-pool-overlap", Severity: "error", Objects: []string{"IPPool/" + name},
+			Message: fmt.Sprintf("IPPool %s: %s holds the node addresses of %s: pod routes would shadow the node network", name, cidr, strings.Join(inside, ", ")),
+			Fix:     "choose a pod network apart from the nodes' network (new pool, disable this one, recreate the pods)"})
+	}
+	return out
+}
+
 // blockSize is the pool's spec.blockSize, or Calico's default: 26 for
 // IPv4, 122 for IPv6.
 func blockSize(pool map[string]any, cidr netip.Prefix) int {
-	switch v := field(pool, "spec", "blockSize").(type) {
-	case int64:
-		return int(v)
-	case float64:
-		return int(v)
-	case int:
-		return v
+	if n, ok := number(field(pool, "spec", "blockSize")); ok {
+		return n
 	}
 	if cidr.Addr().Is4() {
 		return 26
 	}
 	return 122
+}
+
+// number reads an integer field as JSON (float64) or YAML (int64) decoding
+// left it.
+func number(v any) (int, bool) {
+	switch t := v.(type) {
+	case int64:
+		return int(t), true
+	case float64:
+		return int(t), true
+	case int:
+		return t, true
+	}
+	return 0, false
 }
 
 // bitsFor is how many bits address n things.

@@ -95,3 +95,52 @@ func TestCheckCalicoPools(t *testing.T) {
 		t.Errorf("invalid pools: %s", ids)
 	}
 }
+
+// TestCheckCalicoPoolsUpgrade: a pool that fits the nodes of today but
+// not the surge of a rolling upgrade is a warning with the settings it
+// comes from; a pool over the service range or the nodes' addresses is an
+// error.
+func TestCheckCalicoPoolsUpgrade(t *testing.T) {
+	n := CalicoNetwork{
+		Pools:      []map[string]any{calicoPool("default-pool", "10.202.146.0/24", 26, false)},
+		Nodes:      calicoNodes(3, func(int) string { return "" }),
+		Affinities: affinities(0, 1, 2),
+	}
+	s := ManagementState{
+		KCPs: []map[string]any{{"metadata": map[string]any{"name": "cp"}}},
+		MDs: []map[string]any{
+			{"metadata": map[string]any{"name": "md-0"}, "spec": map[string]any{"replicas": int64(4), "rollout": map[string]any{"strategy": map[string]any{"rollingUpdate": map[string]any{"maxSurge": "50%"}}}}},
+			{"metadata": map[string]any{"name": "md-1"}, "spec": map[string]any{"replicas": int64(2), "rollout": map[string]any{"strategy": map[string]any{"type": "OnDelete"}}}},
+		},
+	}
+	n.Surge, n.SurgeFrom = upgradeSurge(s)
+	got := CheckCalicoPools(n)
+	want := "IPPool default-pool: a /24 holds 4 blocks of /26 (2^(26-24)): enough for the 3 nodes now, not for the 5 during a rolling upgrade (+2: MachineDeployment md-0 maxSurge 2)"
+	if len(got) != 1 || got[0].ID != "calico-pool-too-small" || got[0].Severity != "warning" || !strings.Contains(got[0].Message, want) {
+		t.Fatalf("findings %+v, want one warning containing %q", got, want)
+	}
+	if !strings.Contains(got[0].Fix, "at least /23") {
+		t.Errorf("fix %q, want the CIDR that fits 5 nodes", got[0].Fix)
+	}
+	// maxSurge 0 everywhere: the rollout removes before it adds.
+	s.KCPs[0]["spec"] = map[string]any{"rollout": map[string]any{"strategy": map[string]any{"rollingUpdate": map[string]any{"maxSurge": int64(0)}}}}
+	s.MDs = s.MDs[1:]
+	if n.Surge, n.SurgeFrom = upgradeSurge(s); n.Surge != 0 || len(CheckCalicoPools(n)) != 0 {
+		t.Errorf("no surge: %d (%v), findings %+v", n.Surge, n.SurgeFrom, CheckCalicoPools(n))
+	}
+
+	n.ServiceCIDRs = []string{"10.202.146.128/25"}
+	n.Nodes[1]["status"] = map[string]any{"addresses": []any{map[string]any{"type": "InternalIP", "address": "10.202.146.7"}, map[string]any{"type": "Hostname", "address": "node-1"}}}
+	got = CheckCalicoPools(n)
+	if ids := findingIDs(got); ids != "calico-pool-overlap,calico-pool-overlap" {
+		t.Fatalf("findings %s, want two overlaps: %+v", ids, got)
+	}
+	for i, want := range []string{
+		"IPPool default-pool: 10.202.146.0/24 overlaps the service range 10.202.146.128/25",
+		"IPPool default-pool: 10.202.146.0/24 holds the node addresses of node-1 (10.202.146.7)",
+	} {
+		if !strings.Contains(got[i].Message, want) {
+			t.Errorf("%q, want it to contain %q", got[i].Message, want)
+		}
+	}
+}

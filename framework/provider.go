@@ -43,7 +43,7 @@ const (
 	CapVMNetwork   Capability = "VMNetwork"
 )
 
-var capabilities = []Capability{CapVMPower, CapVMLifecycle, CapVMNetwork, CapClusterAPI, CapObjects, CapNodeKubelet, CapNodeStaticPods, CapObjectWrites}
+var capabilities = []Capability{CapVMPower, CapVMLifecycle, CapVMNetwork, CapClusterAPI, CapObjects, CapNodeKubelet, CapNodeStaticPods, CapEtcdLeadership, CapObjectWrites}
 
 // PowerState is a VM's power state, as vSphere names it.
 type PowerState string
@@ -105,6 +105,33 @@ type NodeStaticPods interface {
 	SetStaticPod(ctx context.Context, m Object, component string, running bool) error
 }
 
+// CapEtcdLeadership is the capability behind EtcdLeadership.
+const CapEtcdLeadership Capability = "EtcdLeadership"
+
+// EtcdLeadership holds etcd's leadership on a control-plane Machine's
+// member. A stuck leader is seed 003's state after a crash: the member
+// keeps leadership and answers its clients, but its peers cannot reach
+// it, so no membership change commits and a new control plane cannot
+// join. Freeing it is the seed's runbook, `etcdctl move-leader` to a
+// member that can serve.
+type EtcdLeadership interface {
+	SetLeaderStuck(ctx context.Context, m Object, stuck bool) error
+}
+
+// VMInfo is one VM of a vCenter inventory.
+type VMInfo struct {
+	Name string
+	// UUID is the BIOS UUID, the one in a CAPV providerID.
+	UUID       string
+	PowerState PowerState
+}
+
+// Inventory is optional: it lists a vCenter's VMs, read-only, for the
+// inventory check (orphan VMs, Machines without a VM).
+type Inventory interface {
+	ListVMs(ctx context.Context) ([]VMInfo, error)
+}
+
 // Watcher is optional: it notifies when an object may have changed, so waits
 // react at once instead of at the next poll. The channel is closed when ctx
 // ends or the watch breaks; waits then fall back to polling.
@@ -135,6 +162,7 @@ var capabilityCheck = map[Capability]func(Provider) bool{
 	CapObjects:        implements[Objects],
 	CapNodeKubelet:    implements[NodeKubelet],
 	CapNodeStaticPods: implements[NodeStaticPods],
+	CapEtcdLeadership: implements[EtcdLeadership],
 	CapObjectWrites:   implements[ObjectWriter],
 }
 

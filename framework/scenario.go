@@ -78,6 +78,9 @@ type LabSpec struct {
 	// to, the control plane has none unless told (as in seed 002's TKGS).
 	WorkerMHC       *bool `yaml:"workerMHC"`
 	ControlPlaneMHC bool  `yaml:"controlPlaneMHC"`
+	// NodeStartupTimeout is the health checks' nodeStartupTimeout; zero
+	// keeps the profile's (2m compressed, 10m real).
+	NodeStartupTimeout Duration `yaml:"nodeStartupTimeout"`
 	// CNI is calico (the default) or antrea: the node agent whose pod
 	// must be admitted before a Node turns Ready.
 	CNI string `yaml:"cni"`

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -105,6 +106,9 @@ func (v *validator) spec() {
 		}
 		if l.CNI != "" && l.CNI != "calico" && l.CNI != "antrea" {
 			v.errf("spec.lab.cni", "got %q, expected calico or antrea", l.CNI)
+		}
+		if d := l.NodeStartupTimeout.Duration; d < 0 || (d > 0 && d < 10*time.Second) {
+			v.errf("spec.lab.nodeStartupTimeout", "got %s, expected at least 10s: a control plane needs that long to join", l.NodeStartupTimeout)
 		}
 		podBits := 16
 		if n := l.Network.PodCIDR; n != "" {

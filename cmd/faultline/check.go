@@ -22,10 +22,12 @@ import (
 	"github.com/faultline-dev/faultline/framework"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/lab"
+	"github.com/faultline-dev/faultline/providers/vsphere"
 )
 
 type checkOptions struct {
 	cluster clusterFlags
+	vcenter vcenterFlags
 	lab     labFlags
 	output  string
 	timeout time.Duration
@@ -48,8 +50,11 @@ func newCheckCommand() *cobra.Command {
 		Long: `Read a Cluster API management cluster and its workload clusters and report
 the hazards the seeds show were visible before they struck: admission webhooks
 that would block the CNI pod of a new node (seed 000), Calico IP pools too
-small for the nodes or with a block size other than the nodes' pod CIDR
-prefix (seed 001). Every client refuses writes.
+small for the nodes (and an upgrade's surge) or with a block size other than
+the nodes' pod CIDR prefix (seed 001), etcd members and control planes out of
+step and remediation that loops (seed 003), quorum margin (seed 002), and,
+with a vCenter (--vcenter-url or $GOVC_URL), VMs no Machine owns and Machines
+without a VM. Every client refuses writes.
 
 With --kubeconfig or --context it checks that management cluster; with
 neither it starts the embedded lab (one control plane, two workers) and
@@ -67,6 +72,7 @@ Exit codes: 0 nothing at error severity, 1 an error finding, 2 invalid input,
 	fs := cmd.Flags()
 	fs.StringVar(&o.cluster.kubeconfig, "kubeconfig", "", "kubeconfig of the Cluster API management cluster (default: start the embedded lab)")
 	fs.StringVar(&o.cluster.context, "context", "", "kubeconfig context to use")
+	o.vcenter.register(fs, false)
 	o.lab.register(fs)
 	fs.StringVarP(&o.output, "output", "o", "text", "text, json or junit")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up reading the clusters after this long (exit 3)")
@@ -83,6 +89,7 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 		return usageErr("--timeout %s: expected a positive duration such as 2m", o.timeout)
 	}
 	var c client.Client
+	opts := []capi.Option{capi.WithReadOnly()}
 	target := "the embedded lab"
 	if o.cluster.kubeconfig == "" && o.cluster.context == "" {
 		l, err := o.lab.start(ctx, lab.ClusterSpec{Name: "lab", ControlPlanes: 1, Workers: 2, WorkerMHC: true}, stderr, newLogger(stderr, 0))
@@ -95,6 +102,7 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 			}
 		}()
 		c = l.Client()
+		opts = append(opts, capi.WithVCenter(l.VCenter()))
 	} else {
 		var err error
 		var name string
@@ -102,8 +110,24 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 			return err
 		}
 		target = "context " + name
+		// The inventory check reads the vCenter, when one is named.
+		vcfg, err := o.vcenter.merged()
+		if err == nil && vcfg.URL != "" {
+			vcfg, err = o.vcenter.config()
+		}
+		if err != nil {
+			return err
+		}
+		if vcfg.URL != "" {
+			vc, err := vsphere.New(ctx, vcfg, vsphere.WithLogger(newLogger(stderr, 0)))
+			if err != nil {
+				return infraErr(err)
+			}
+			defer func() { _ = vc.Close(context.WithoutCancel(ctx)) }()
+			opts = append(opts, capi.WithVCenter(vc))
+		}
 	}
-	p := capi.New(c, capi.WithReadOnly())
+	p := capi.New(c, opts...)
 	rctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	checked, err := checkClusters(rctx, c, p)

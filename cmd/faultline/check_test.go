@@ -49,6 +49,7 @@ current-context: mgmt
 		{[]string{"check", "--kubeconfig", filepath.Join(dir, "missing")}, 2, "--kubeconfig " + filepath.Join(dir, "missing")},
 		{[]string{"check", "--kubeconfig", unreachable, "--context", "other"}, 2, `kubeconfig context "other" not found; it has: mgmt`},
 		{[]string{"check", "--kubeconfig", unreachable, "--timeout", "3s"}, 3, "check context mgmt: list Clusters:"},
+		{[]string{"check", "--kubeconfig", unreachable, "--vcenter-url", "ftp://vc.example.com"}, 2, `vCenter URL scheme "ftp": expected https`},
 	} {
 		var out, errOut bytes.Buffer
 		code := execute(tc.args, &out, &errOut)

@@ -223,6 +223,7 @@ func labCluster(s framework.LabSpec) lab.ClusterSpec {
 		Name: "lab", ControlPlanes: int32(s.ControlPlanes), Workers: int32(s.Workers),
 		WorkerMHC: workerMHC, ControlPlaneMHC: s.ControlPlaneMHC, CNI: s.CNI,
 		PodCIDR: s.Network.PodCIDR, NodeCIDRMaskSize: s.Network.NodeCIDRMaskSize, CalicoBlockSize: s.Network.CalicoBlockSize,
+		NodeStartupTimeout: s.NodeStartupTimeout.Duration,
 	}
 }
 

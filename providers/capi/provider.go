@@ -719,6 +719,15 @@ func (p *Provider) PowerState(ctx context.Context, obj framework.Object) (framew
 	return st, err
 }
 
+// ListVMs implements framework.Inventory through the vCenter, when the
+// provider has one.
+func (p *Provider) ListVMs(ctx context.Context) ([]framework.VMInfo, error) {
+	if p.vc == nil {
+		return nil, fmt.Errorf("no vCenter configured: %w", framework.ErrUnsupported)
+	}
+	return p.vc.ListVMs(ctx)
+}
+
 // Destroy implements framework.VMLifecycle on the Machine's VM.
 func (p *Provider) Destroy(ctx context.Context, obj framework.Object) error {
 	return p.onVM(ctx, obj, func(vm framework.Object) error { return p.vc.Destroy(ctx, vm) })

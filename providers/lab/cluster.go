@@ -51,6 +51,9 @@ type ClusterSpec struct {
 	PodCIDR          string
 	NodeCIDRMaskSize int
 	CalicoBlockSize  int
+	// NodeStartupTimeout, when set, replaces the profile's nodeStartupTimeout
+	// in the cluster's MachineHealthChecks.
+	NodeStartupTimeout time.Duration
 }
 
 // network is the spec's pod network with its defaults filled in.
@@ -195,6 +198,9 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpointPort 
 				},
 			},
 		})
+	}
+	if s.NodeStartupTimeout > 0 {
+		p.MHCNodeStartup = s.NodeStartupTimeout
 	}
 	if s.WorkerMHC && s.Workers > 0 {
 		objs = append(objs, healthCheck(meta(s.Name+"-workers"), s.Name, map[string]string{clusterv1.MachineDeploymentNameLabel: s.machineDeploymentName()}, p))

@@ -285,6 +285,7 @@ type Provider struct {
 var (
 	_ framework.NodeKubelet    = (*Provider)(nil)
 	_ framework.NodeStaticPods = (*Provider)(nil)
+	_ framework.EtcdLeadership = (*Provider)(nil)
 )
 
 // SetKubelet implements framework.NodeKubelet on the Machine's node.
@@ -310,6 +311,20 @@ func (p *Provider) SetStaticPod(_ context.Context, m framework.Object, component
 	return nil
 }
 
+// SetLeaderStuck implements framework.EtcdLeadership on the Machine's
+// node: stuck, its member takes leadership and keeps it, and no new
+// control plane can join; freed, leadership moves to another member.
+func (p *Provider) SetLeaderStuck(_ context.Context, m framework.Object, stuck bool) error {
+	node := m.Attributes["node"]
+	if node == "" {
+		return fmt.Errorf("machine %s has no node yet: %w", m.Name, framework.ErrNotFound)
+	}
+	if m.Attributes["role"] != "control-plane" {
+		return fmt.Errorf("machine %s is a %s: only control-plane nodes run etcd", m.Name, m.Attributes["role"])
+	}
+	return p.nodes.setLeaderStuck(node, stuck)
+}
+
 // SetCNI makes the CNI of a node initialised or not: without it the
 // kubelet reports Ready=False with seed 000's "cni plugin not initialized"
 // message and the node carries the not-ready taint.
@@ -317,6 +332,9 @@ func (l *Lab) SetCNI(node string, ok bool) { l.nodes.setCNI(node, ok) }
 
 // Client reads and writes the management cluster.
 func (l *Lab) Client() client.Client { return l.mgmt.mgr.GetClient() }
+
+// VCenter is the lab's connection to its vCenter simulator.
+func (l *Lab) VCenter() *vsphere.Provider { return l.vc }
 
 // Sim is the lab's vCenter simulator.
 func (l *Lab) Sim() *VCSim { return l.sim }

@@ -74,6 +74,12 @@ type nodeSim struct {
 	podsChanged map[string]bool
 	cniBroken   map[string]bool
 	addons      map[string]bool // clusters whose kubeadm objects exist
+	// stuckLeader is, by cluster, the node whose etcd member holds
+	// leadership cut off from its peers (seed 003); moveLeader, by
+	// cluster, the node whose member is to hand leadership over
+	// (etcdctl move-leader).
+	stuckLeader map[string]string
+	moveLeader  map[string]string
 	nextIP      int
 	// cni is each node's CNI agent; specs are the clusters' (CNI, pod
 	// network); admitters run each cluster's webhooks; refused is a closed
@@ -110,6 +116,8 @@ type simVM struct {
 	destroyedAt time.Time
 	// podsUp: the control plane's static pods were started.
 	podsUp bool
+	// joinRefused: kubeadm join failed on it, and that was logged.
+	joinRefused bool
 }
 
 func newNodeSim(vc *vim25.Client, setIP func(types.ManagedObjectReference, string) error, mc client.Client, mem inmemoryruntime.Manager, workloads map[string]*workloadServer, specs map[string]ClusterSpec, refused string, p Profile, log logr.Logger) *nodeSim {
@@ -118,6 +126,7 @@ func newNodeSim(vc *vim25.Client, setIP func(types.ManagedObjectReference, strin
 		cni: map[string]*cniState{}, specs: specs, webhooks: map[string]*policyWebhook{}, admitters: map[string]*admitter{}, refused: refused, runCtx: context.Background(),
 		vms: map[string]*simVM{}, kubeletStopped: map[string]bool{}, cniBroken: map[string]bool{}, addons: map[string]bool{},
 		podsStopped: map[string]map[string]bool{}, podsChanged: map[string]bool{},
+		stuckLeader: map[string]string{}, moveLeader: map[string]string{},
 	}
 }
 
@@ -443,6 +452,9 @@ func (s *nodeSim) reconcileStaticPods(ctx context.Context, c inmemoryclient.Clie
 		return nil
 	}
 	if !vm.podsUp {
+		if refused, err := s.joinRefused(ctx, c, vm); refused || err != nil {
+			return err
+		}
 		if err := s.ensureEtcdPod(ctx, c, vm); err != nil {
 			return err
 		}
@@ -547,6 +559,55 @@ func (s *nodeSim) ensureEtcdPod(ctx context.Context, c inmemoryclient.Client, vm
 	return createIfMissing(ctx, c, pod)
 }
 
+// setLeaderStuck makes a control-plane node's etcd member a stuck leader,
+// or has it hand leadership to another member.
+func (s *nodeSim) setLeaderStuck(node string, stuck bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	vm := s.vms[node]
+	if vm == nil && !stuck {
+		// The VM is gone, and its member with it.
+		for cluster, n := range s.stuckLeader {
+			if n == node {
+				delete(s.stuckLeader, cluster)
+			}
+		}
+		return nil
+	}
+	if vm == nil || !vm.controlPlane {
+		return fmt.Errorf("no control-plane VM %s in the lab: %w", node, framework.ErrNotFound)
+	}
+	if stuck {
+		s.stuckLeader[vm.cluster] = node
+		return nil
+	}
+	if s.stuckLeader[vm.cluster] == node {
+		delete(s.stuckLeader, vm.cluster)
+	}
+	s.moveLeader[vm.cluster] = node
+	return nil
+}
+
+// joinRefused plays kubeadm join on a new control plane while the etcd
+// leader is stuck: adding the member never commits, so the node never
+// registers and its Machine stays Provisioned (seed 003). A node whose
+// member exists is rebooting, not joining.
+func (s *nodeSim) joinRefused(ctx context.Context, c inmemoryclient.Client, vm *simVM) (bool, error) {
+	stuck := s.stuckLeader[vm.cluster]
+	if stuck == "" || stuck == vm.name {
+		return false, nil
+	}
+	err := c.Get(ctx, client.ObjectKeyFromObject(staticPod("etcd", vm.name)), &corev1.Pod{})
+	if err == nil || !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	if !vm.joinRefused {
+		vm.joinRefused = true
+		s.log.Info("kubeadm join: adding the etcd member timed out; the leader cannot reach its peers", "node", vm.name, "leader", "etcd-"+stuck)
+	}
+	return true, nil
+}
+
 // electLeader plays etcd's election: when the leader's member is down and
 // a quorum of members is still up, one of them becomes leader. Without it
 // KCP never removes a dead leader's Machine.
@@ -573,18 +634,44 @@ func (s *nodeSim) electLeader(ctx context.Context, cluster string) error {
 		}
 	}
 	w.setQuorum(len(live)*2 > len(pods))
+	// A stuck leader keeps leadership while it runs; moving leadership
+	// away hands it to the first other live member.
+	take := ""
+	if stuck := "etcd-" + s.stuckLeader[cluster]; stuck != leaderName && w.hasEtcdMember(stuck) {
+		take = stuck
+	}
+	if from := s.moveLeader[cluster]; from != "" {
+		delete(s.moveLeader, cluster)
+		for _, p := range live {
+			if leaderName == "etcd-"+from && p.Name != leaderName {
+				take = p.Name
+				break
+			}
+		}
+	}
+	if take != "" {
+		for _, p := range live {
+			if p.Name == take {
+				return s.makeLeader(ctx, c, p, leaderFrom, leaderName, cluster)
+			}
+		}
+	}
 	if leaderUp || len(live)*2 <= len(pods) || len(live) == 0 {
 		return nil // a leader serves, or no quorum elects one
 	}
-	next := live[0]
+	return s.makeLeader(ctx, c, live[0], leaderFrom, leaderName, cluster)
+}
+
+// makeLeader makes next the leader after previous, who led since from.
+func (s *nodeSim) makeLeader(ctx context.Context, c inmemoryclient.Client, next corev1.Pod, from time.Time, previous, cluster string) error {
 	// RFC3339 has second resolution: the new leader's time must sort after
 	// the old one's.
 	at := time.Now()
-	if !at.After(leaderFrom) {
-		at = leaderFrom.Add(time.Second)
+	if !at.After(from) {
+		at = from.Add(time.Second)
 	}
 	next.Annotations[cloudv1.EtcdLeaderFromAnnotationName] = at.Format(time.RFC3339)
-	s.log.V(1).Info("etcd leader elected", "cluster", cluster, "member", next.Name, "previous", leaderName)
+	s.log.V(1).Info("etcd leader elected", "cluster", cluster, "member", next.Name, "previous", previous)
 	return c.Update(ctx, &next)
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/vim25/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -254,4 +256,65 @@ func TestIntegrationCalicoPool(t *testing.T) {
 	l := startLab(t, lab.ClusterSpec{Name: "lab", ControlPlanes: 1, Workers: 6, WorkerMHC: true, CNI: lab.CNICalico,
 		PodCIDR: "10.202.146.0/24", NodeCIDRMaskSize: 25, CalicoBlockSize: 26})
 	expect(t, runScenario(t, l, "mismatched-calico-pool", nil), framework.Pass, "")
+}
+
+// TestIntegrationEtcdLeaderStuck runs seed 003 on its own lab (its health
+// check waits 30s for a Node): the recreation loop and the move-leader
+// runbook; then, without the runbook, the loop goes on and no replacement
+// ever runs.
+func TestIntegrationEtcdLeaderStuck(t *testing.T) {
+	l := startLab(t, lab.ClusterSpec{Name: "lab", ControlPlanes: 3, Workers: 1, WorkerMHC: true, ControlPlaneMHC: true, NodeStartupTimeout: 30 * time.Second})
+	t.Run("etcd-leader-stuck", func(t *testing.T) {
+		expect(t, runScenario(t, l, "etcd-leader-stuck", nil), framework.Pass, "")
+	})
+	t.Run("etcd-leader-stuck-no-runbook", func(t *testing.T) {
+		res := runScenarioText(t, l, "etcd-leader-stuck", func(s string) string {
+			s = strings.Replace(s, "    - name: move-leader\n      undo:\n        fault: stick-leader\n", "", 1)
+			return strings.ReplaceAll(s, "from: undo:move-leader", "from: inject:crash")
+		}, map[string]string{"loop.recreations": "1", "budget.recovered": "2m"})
+		expect(t, res, framework.Fail, "phase replacement-running not reached within its budget 2m0s of inject:crash")
+	})
+	// Seed 003's last finding: a control-plane VM left in the inventory.
+	t.Run("orphan-vm-check", func(t *testing.T) {
+		ctx := context.Background()
+		finder := find.NewFinder(l.VCenter().Client(), true)
+		dc, err := finder.Datacenter(ctx, "DC0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		finder.SetDatacenter(dc)
+		folder, err := finder.Folder(ctx, "/DC0/vm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		template, err := finder.VirtualMachine(ctx, "DC0_C0_RP0_VM0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		task, err := template.Clone(ctx, folder, "lab-control-plane-stale", types.VirtualMachineCloneSpec{PowerOn: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := task.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		machines, err := l.Provider().Resolve(ctx, framework.Selector{Role: "control-plane"})
+		if err != nil || len(machines) == 0 {
+			t.Fatalf("control planes: %v %v", machines, err)
+		}
+		findings, err := framework.RunChecks(ctx, l.Provider(), machines[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var orphan framework.Finding
+		for _, f := range findings {
+			if f.ID == "vcenter-orphan-vm" {
+				orphan = f
+			}
+		}
+		want := "named like the Machines of default/lab, but no Machine owns it"
+		if !strings.HasPrefix(orphan.Message, "lab-control-plane-stale (") || !strings.Contains(orphan.Message, want) {
+			t.Errorf("findings %+v, want vcenter-orphan-vm naming lab-control-plane-stale", findings)
+		}
+	})
 }

@@ -32,6 +32,7 @@ var (
 	_ framework.VMNetwork   = (*Provider)(nil)
 	_ framework.Watcher     = (*Provider)(nil)
 	_ framework.Describer   = (*Provider)(nil)
+	_ framework.Inventory   = (*Provider)(nil)
 )
 
 // keepAliveIdle keeps the session alive through long observation windows;

@@ -3,10 +3,12 @@ package vsphere
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/view"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
@@ -174,4 +176,28 @@ func (p *Provider) Watch(ctx context.Context, obj framework.Object) (<-chan stru
 		}
 	}()
 	return ch, nil
+}
+
+// ListVMs implements framework.Inventory: every VM of the datacenter,
+// templates left out, read through one container view and one property
+// collector call. It reads only (the view lives in this session).
+func (p *Provider) ListVMs(ctx context.Context) ([]framework.VMInfo, error) {
+	v, err := view.NewManager(p.client).CreateContainerView(ctx, p.dc.Reference(), []string{"VirtualMachine"}, true)
+	if err != nil {
+		return nil, fmt.Errorf("list VMs: %w", describe(err))
+	}
+	defer func() { _ = v.Destroy(context.WithoutCancel(ctx)) }()
+	var vms []mo.VirtualMachine
+	if err := v.Retrieve(ctx, []string{"VirtualMachine"}, []string{"name", "config.uuid", "config.template", "runtime.powerState"}, &vms); err != nil {
+		return nil, fmt.Errorf("list VMs: %w", describe(err))
+	}
+	out := make([]framework.VMInfo, 0, len(vms))
+	for _, vm := range vms {
+		if vm.Config == nil || vm.Config.Template {
+			continue
+		}
+		out = append(out, framework.VMInfo{Name: vm.Name, UUID: vm.Config.Uuid, PowerState: framework.PowerState(vm.Runtime.PowerState)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
 }

@@ -85,6 +85,36 @@ func TestIntegrationResolve(t *testing.T) {
 	}
 }
 
+// TestIntegrationListVMs: the inventory check's view of simulator.VPX(),
+// and a powered-off VM read as such.
+func TestIntegrationListVMs(t *testing.T) {
+	sim := startSim(t)
+	ctx := t.Context()
+	p := connect(t, ctx, sim.Config())
+	vm := resolveOne(t, ctx, p, framework.Selector{VM: "DC0_H0_VM1"})
+	if err := p.PowerOff(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	vms, err := p.ListVMs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, v := range vms {
+		names = append(names, string(v.PowerState)+" "+v.Name)
+		if v.UUID == "" {
+			t.Errorf("%s has no UUID", v.Name)
+		}
+		if v.Name == vm.Name && v.UUID != vm.Attributes["uuid"] {
+			t.Errorf("%s: UUID %s, Resolve says %s", v.Name, v.UUID, vm.Attributes["uuid"])
+		}
+	}
+	want := "poweredOn DC0_C0_RP0_VM0, poweredOn DC0_C0_RP0_VM1, poweredOn DC0_H0_VM0, poweredOff DC0_H0_VM1"
+	if got := strings.Join(names, ", "); got != want {
+		t.Errorf("ListVMs = %s, want %s", got, want)
+	}
+}
+
 func TestIntegrationFaults(t *testing.T) {
 	sim := startSim(t)
 	ctx := t.Context()
