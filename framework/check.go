@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 )
 
 // FindingIDs are the rules the checks report, each with what it looks at.
@@ -48,15 +50,7 @@ func RunChecks(ctx context.Context, o Objects, scope Object) ([]Finding, error) 
 			return nil, err
 		}
 	}
-	adm, err := ReadAdmissionState(ctx, o, scope)
-	var net CalicoNetwork
-	if err == nil {
-		net, err = ReadCalicoNetwork(ctx, o, scope)
-	}
-	var pods []map[string]any
-	if err == nil {
-		pods, err = o.ListObjects(ctx, scope, ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "Pod", Namespace: "kube-system"})
-	}
+	w, err := readWorkload(ctx, o, scope)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err
@@ -65,14 +59,72 @@ func RunChecks(ctx context.Context, o Objects, scope Object) ([]Finding, error) 
 			Message: fmt.Sprintf("the workload API of %s cannot be read: %v", mgmt.Cluster, err),
 			Fix:     "restore the control plane (etcd quorum, API servers) before anything else; its checks did not run"}), nil
 	}
-	net.Surge, net.SurgeFrom = upgradeSurge(mgmt)
+	w.net.Surge, w.net.SurgeFrom = upgradeSurge(mgmt)
 	if cidrs, ok := field(mgmt.ClusterObject, "spec", "clusterNetwork", "services", "cidrBlocks").([]any); ok {
+		w.net.ServiceCIDRs = nil
 		for _, c := range cidrs {
-			net.ServiceCIDRs = append(net.ServiceCIDRs, fmt.Sprint(c))
+			w.net.ServiceCIDRs = append(w.net.ServiceCIDRs, fmt.Sprint(c))
 		}
 	}
-	out = append(out, CheckEtcdMembers(mgmt, pods)...)
-	return append(append(out, CheckWebhooks(adm)...), CheckCalicoPools(net)...), nil
+	out = append(out, CheckEtcdMembers(mgmt, w.kubeSystem)...)
+	return append(out, w.check()...), nil
+}
+
+// RunWorkloadChecks runs the checks that need only the workload cluster
+// (a kind cluster, or one no Cluster API manages): admission webhooks and
+// Calico pools, with the service range from kubeadm's ClusterConfiguration.
+func RunWorkloadChecks(ctx context.Context, o Objects, scope Object) ([]Finding, error) {
+	w, err := readWorkload(ctx, o, scope)
+	if err != nil {
+		return nil, err
+	}
+	return w.check(), nil
+}
+
+// workloadState is what the checks read of a workload cluster.
+type workloadState struct {
+	adm        AdmissionState
+	net        CalicoNetwork
+	kubeSystem []map[string]any // kube-system's pods
+}
+
+func readWorkload(ctx context.Context, o Objects, scope Object) (workloadState, error) {
+	var w workloadState
+	var err error
+	if w.adm, err = ReadAdmissionState(ctx, o, scope); err != nil {
+		return w, err
+	}
+	if w.net, err = ReadCalicoNetwork(ctx, o, scope); err != nil {
+		return w, err
+	}
+	if w.kubeSystem, err = o.ListObjects(ctx, scope, ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "Pod", Namespace: "kube-system"}); err != nil {
+		return w, err
+	}
+	cm, err := o.GetObject(ctx, scope, ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "ConfigMap", Namespace: "kube-system", Name: "kubeadm-config"})
+	if err != nil {
+		return w, err
+	}
+	w.net.ServiceCIDRs = kubeadmServiceSubnets(str(cm, "data", "ClusterConfiguration"))
+	return w, nil
+}
+
+func (w workloadState) check() []Finding {
+	return append(CheckWebhooks(w.adm), CheckCalicoPools(w.net)...)
+}
+
+// kubeadmServiceSubnets reads networking.serviceSubnet (comma separated
+// for dual stack) from kubeadm's ClusterConfiguration; none when absent or
+// unreadable.
+func kubeadmServiceSubnets(config string) []string {
+	var c struct {
+		Networking struct {
+			ServiceSubnet string `json:"serviceSubnet"`
+		} `json:"networking"`
+	}
+	if err := yaml.Unmarshal([]byte(config), &c); err != nil || c.Networking.ServiceSubnet == "" {
+		return nil
+	}
+	return strings.Split(c.Networking.ServiceSubnet, ",")
 }
 
 // checkProbes are the probes over the checks.

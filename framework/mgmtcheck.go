@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -150,8 +151,8 @@ func CheckRemediation(s ManagementState) []Finding {
 			}
 		}
 		out = append(out, Finding{ID: "mhc-coverage", Severity: "info", Objects: []string{"MachineHealthCheck/" + name},
-			Message: fmt.Sprintf("MachineHealthCheck %s covers %d Machines (%s); node startup timeout %s; unhealthy when %s; %s",
-				name, len(names), strings.Join(names, ", "), startup, orNone(conds), limit),
+			Message: fmt.Sprintf("MachineHealthCheck %s covers %s (%s); node startup timeout %s; unhealthy when %s; %s",
+				name, plural(big.NewInt(int64(len(names))), "Machine"), strings.Join(names, ", "), startup, orNone(conds), limit),
 			Fix: "nothing, if that is what the upgrade should expect"})
 	}
 	for _, kcp := range s.KCPs {

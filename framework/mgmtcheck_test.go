@@ -43,7 +43,7 @@ func TestCheckRemediation(t *testing.T) {
 	}
 	got := findingsByID(CheckRemediation(seed))
 	for id, want := range map[string]string{
-		"mhc-coverage":                 "MachineHealthCheck workers covers 1 Machines (w1); node startup timeout 600s (default); unhealthy when Ready=Unknown for 300s; no limit",
+		"mhc-coverage":                 "MachineHealthCheck workers covers 1 Machine (w1); node startup timeout 600s (default); unhealthy when Ready=Unknown for 300s; no limit",
 		"control-plane-not-remediated": "no MachineHealthCheck covers cp-a, cp-new",
 		"kcp-remediation-unbounded":    "KubeadmControlPlane cp retries remediation without limit",
 		"remediation-loop":             "Machine cp-new is the 820th replacement of cp-old (remediation-for retryCount 819)",

@@ -127,12 +127,14 @@ func webhookFinding(kind, resource, conf string, hook map[string]any, nsLabels m
 	}
 	if svcNS, svcName := str(hook, "clientConfig", "service", "namespace"), str(hook, "clientConfig", "service", "name"); svcName != "" {
 		f.Objects = append(f.Objects, "Service/"+svcNS+"/"+svcName)
-		switch ready := readyAddresses(s.Endpoints, svcNS, svcName); {
+		switch ready, nodes := readyAddresses(s.Endpoints, svcNS, svcName); {
 		case ready == 0:
 			f.Severity = "error"
 			f.Message += fmt.Sprintf("; its service %s/%s has no ready endpoint, so every new node's CNI pod will be refused and the node stay NotReady (seed 000)", svcNS, svcName)
 		case ready == 1:
 			f.Message += fmt.Sprintf("; its service %s/%s has one ready endpoint: losing that pod or its node blocks node bring-up", svcNS, svcName)
+		case len(nodes) == 1 && nodes[0] != "":
+			f.Message += fmt.Sprintf("; all %d ready endpoints of its service %s/%s run on node %s: losing that node blocks node bring-up", ready, svcNS, svcName, nodes[0])
 		}
 	}
 	for _, src := range knownThirdParty {
@@ -173,23 +175,34 @@ func matchedKinds(hook map[string]any) []string {
 	return out
 }
 
-// readyAddresses counts a Service's ready endpoint addresses.
-func readyAddresses(endpoints []map[string]any, namespace, name string) int {
+// readyAddresses counts a Service's ready endpoint addresses, and names
+// the nodes they run on (empty where an address names none).
+func readyAddresses(endpoints []map[string]any, namespace, name string) (int, []string) {
 	for _, ep := range endpoints {
 		if str(ep, "metadata", "namespace") != namespace || str(ep, "metadata", "name") != name {
 			continue
 		}
 		n := 0
+		nodes := map[string]bool{}
 		subsets, _ := field(ep, "subsets").([]any)
 		for _, sub := range subsets {
 			if m, ok := sub.(map[string]any); ok {
 				addrs, _ := m["addresses"].([]any)
 				n += len(addrs)
+				for _, a := range addrs {
+					am, _ := a.(map[string]any)
+					nodes[str(am, "nodeName")] = true
+				}
 			}
 		}
-		return n
+		out := make([]string, 0, len(nodes))
+		for node := range nodes {
+			out = append(out, node)
+		}
+		sort.Strings(out)
+		return n, out
 	}
-	return 0
+	return 0, nil
 }
 
 // labelSelector decodes a selector as the API serves it; nil selects

@@ -21,9 +21,19 @@ func webhookConf(name, failurePolicy string, resources []any, nsSelector map[str
 }
 
 func endpoints(addrs int) map[string]any {
+	return endpointsOn(make([]string, addrs)...)
+}
+
+// endpointsOn is the webhook service's Endpoints with one ready address on
+// each node named ("" names none).
+func endpointsOn(nodes ...string) map[string]any {
 	var list []any
-	for range addrs {
-		list = append(list, map[string]any{"ip": "10.0.0.1"})
+	for _, n := range nodes {
+		a := map[string]any{"ip": "10.0.0.1"}
+		if n != "" {
+			a["nodeName"] = n
+		}
+		list = append(list, a)
 	}
 	return map[string]any{"metadata": map[string]any{"namespace": "policy-system", "name": "policy-webhook"}, "subsets": []any{map[string]any{"addresses": list}}}
 }
@@ -53,6 +63,10 @@ func TestCheckWebhooks(t *testing.T) {
 			"warning", []string{"MutatingWebhookConfiguration policy", "sees the creation of pods", "has one ready endpoint"}},
 		{"healthy", AdmissionState{Validating: []map[string]any{webhookConf("policy", "Fail", []any{"pods"}, nil)}, Endpoints: []map[string]any{endpoints(2)}},
 			"warning", []string{"sees the creation of pods"}},
+		{"all on one node", AdmissionState{Validating: []map[string]any{webhookConf("policy", "Fail", []any{"pods"}, nil)}, Endpoints: []map[string]any{endpointsOn("w1", "w1")}},
+			"warning", []string{"all 2 ready endpoints of its service policy-system/policy-webhook run on node w1"}},
+		{"spread", AdmissionState{Validating: []map[string]any{webhookConf("policy", "Fail", []any{"pods"}, nil)}, Endpoints: []map[string]any{endpointsOn("w1", "w2")}},
+			"warning", []string{"sees the creation of pods in kube-system"}},
 		{"ignores failures", AdmissionState{Validating: []map[string]any{webhookConf("policy", "Ignore", []any{"pods"}, nil)}}, "", nil},
 		{"excludes system namespaces", AdmissionState{Validating: []map[string]any{webhookConf("policy", "Fail", []any{"pods"}, exclude)}}, "", nil},
 		{"sees no pods", AdmissionState{Validating: []map[string]any{webhookConf("policy", "Fail", []any{"configmaps"}, nil)}}, "", nil},
@@ -72,6 +86,9 @@ func TestCheckWebhooks(t *testing.T) {
 				if !strings.Contains(got[0].Message, m) {
 					t.Errorf("message %q lacks %q", got[0].Message, m)
 				}
+			}
+			if tc.name == "spread" && strings.Contains(got[0].Message, "run on node") {
+				t.Errorf("endpoints on two nodes: %q", got[0].Message)
 			}
 			if !strings.Contains(got[0].Fix, "kubectl get ") || !strings.Contains(got[0].Fix, "-backup.yaml") {
 				t.Errorf("fix %q lacks the runbook", got[0].Fix)

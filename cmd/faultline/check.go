@@ -27,6 +27,11 @@ import (
 
 type checkOptions struct {
 	cluster clusterFlags
+	// workload is the workload half of a pair of kubeconfigs, or the only
+	// cluster (a kind cluster) when no management cluster is named.
+	workload clusterFlags
+	// only limits the check to one Cluster, namespace/name.
+	only    string
 	vcenter vcenterFlags
 	lab     labFlags
 	output  string
@@ -72,6 +77,9 @@ Exit codes: 0 nothing at error severity, 1 an error finding, 2 invalid input,
 	fs := cmd.Flags()
 	fs.StringVar(&o.cluster.kubeconfig, "kubeconfig", "", "kubeconfig of the Cluster API management cluster (default: start the embedded lab)")
 	fs.StringVar(&o.cluster.context, "context", "", "kubeconfig context to use")
+	fs.StringVar(&o.workload.kubeconfig, "workload-kubeconfig", "", "kubeconfig of the workload cluster: with --kubeconfig, used instead of Cluster API's kubeconfig Secret (pair it with --cluster); alone, checks that cluster without a management cluster (kind, or a cluster Cluster API does not manage)")
+	fs.StringVar(&o.workload.context, "workload-context", "", "context of --workload-kubeconfig (default its current context)")
+	fs.StringVar(&o.only, "cluster", "", "check only this Cluster, namespace/name")
 	o.vcenter.register(fs, false)
 	o.lab.register(fs)
 	fs.StringVarP(&o.output, "output", "o", "text", "text, json or junit")
@@ -88,10 +96,29 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	if o.timeout <= 0 {
 		return usageErr("--timeout %s: expected a positive duration such as 2m", o.timeout)
 	}
+	if o.only != "" && strings.Count(o.only, "/") != 1 {
+		return usageErr("--cluster %q: expected namespace/name", o.only)
+	}
+	if o.workload.context != "" && o.workload.kubeconfig == "" {
+		return usageErr("--workload-context needs --workload-kubeconfig")
+	}
 	var c client.Client
 	opts := []capi.Option{capi.WithReadOnly()}
+	var workloadName string
+	if o.workload.kubeconfig != "" {
+		o.workload.flag = "--workload-kubeconfig"
+		wc, _, name, err := o.workload.client(false)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, capi.WithWorkloadClient(wc))
+		workloadName = name
+	}
 	target := "the embedded lab"
-	if o.cluster.kubeconfig == "" && o.cluster.context == "" {
+	switch {
+	case o.cluster.kubeconfig == "" && o.cluster.context == "" && workloadName != "":
+		return o.checkWorkloadOnly(ctx, stdout, workloadName, capi.New(nil, opts...))
+	case o.cluster.kubeconfig == "" && o.cluster.context == "":
 		l, err := o.lab.start(ctx, lab.ClusterSpec{Name: "lab", ControlPlanes: 1, Workers: 2, WorkerMHC: true}, stderr, newLogger(stderr, 0))
 		if err != nil {
 			return err
@@ -103,7 +130,7 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 		}()
 		c = l.Client()
 		opts = append(opts, capi.WithVCenter(l.VCenter()))
-	} else {
+	default:
 		var err error
 		var name string
 		if c, _, name, err = o.cluster.client(false); err != nil {
@@ -130,10 +157,34 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	p := capi.New(c, opts...)
 	rctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	checked, err := checkClusters(rctx, c, p)
+	checked, err := checkClusters(rctx, c, p, o.only)
 	if err != nil {
 		return infraErr(fmt.Errorf("check %s: %w", target, err))
 	}
+	if o.only != "" && len(checked) == 0 {
+		return usageErr("--cluster %s: %s has no such Cluster", o.only, target)
+	}
+	if workloadName != "" && len(checked) > 1 {
+		return usageErr("--workload-kubeconfig pairs with one Cluster, and the management cluster has %d: name it with --cluster", len(checked))
+	}
+	return o.report(stdout, checked)
+}
+
+// checkWorkloadOnly checks one cluster with no management cluster: the
+// webhook and Calico checks.
+func (o *checkOptions) checkWorkloadOnly(ctx context.Context, stdout io.Writer, name string, p *capi.Provider) error {
+	rctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	findings, err := framework.RunWorkloadChecks(rctx, p, framework.Object{Kind: "Cluster", Name: name, Attributes: map[string]string{}})
+	if err != nil {
+		return infraErr(fmt.Errorf("check workload context %s: %w", name, err))
+	}
+	sortFindings(findings)
+	return o.report(stdout, []checkedCluster{{Cluster: "context " + name, Findings: findings}})
+}
+
+// report writes the findings; an error finding is exit code 1.
+func (o *checkOptions) report(stdout io.Writer, checked []checkedCluster) error {
 	if err := writeChecks(stdout, o.output, checked); err != nil {
 		return err
 	}
@@ -149,7 +200,7 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 
 // checkClusters runs the checks on every workload cluster, reached
 // through one of its Machines.
-func checkClusters(ctx context.Context, c client.Client, p *capi.Provider) ([]checkedCluster, error) {
+func checkClusters(ctx context.Context, c client.Client, p *capi.Provider, only string) ([]checkedCluster, error) {
 	var clusters clusterv1.ClusterList
 	if err := c.List(ctx, &clusters); err != nil {
 		return nil, fmt.Errorf("list Clusters: %w", err)
@@ -157,6 +208,9 @@ func checkClusters(ctx context.Context, c client.Client, p *capi.Provider) ([]ch
 	out := make([]checkedCluster, 0, len(clusters.Items))
 	for _, cl := range clusters.Items {
 		key := cl.Namespace + "/" + cl.Name
+		if only != "" && key != only {
+			continue
+		}
 		machines, err := p.Resolve(ctx, framework.Selector{Cluster: key})
 		if err != nil {
 			return nil, err
@@ -169,10 +223,15 @@ func checkClusters(ctx context.Context, c client.Client, p *capi.Provider) ([]ch
 		if err != nil {
 			return nil, fmt.Errorf("cluster %s: %w", key, err)
 		}
-		sort.SliceStable(findings, func(i, j int) bool { return severityRank(findings[i].Severity) < severityRank(findings[j].Severity) })
+		sortFindings(findings)
 		out = append(out, checkedCluster{Cluster: key, Findings: findings})
 	}
 	return out, nil
+}
+
+// sortFindings puts errors first, then warnings, then info.
+func sortFindings(findings []framework.Finding) {
+	sort.SliceStable(findings, func(i, j int) bool { return severityRank(findings[i].Severity) < severityRank(findings[j].Severity) })
 }
 
 func severityRank(s string) int {

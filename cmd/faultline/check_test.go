@@ -159,4 +159,41 @@ func TestIntegrationCheckReadOnlyRBAC(t *testing.T) {
 	if code != 0 || !strings.Contains(out.String(), "cluster default/lab:") {
 		t.Fatalf("exit %d\nstderr: %s", code, errOut.String())
 	}
+
+	// A pair of kubeconfigs given by hand, and the workload cluster alone
+	// (as a kind cluster would be checked).
+	for _, tc := range []struct {
+		args    []string
+		code    int
+		cluster string
+	}{
+		{[]string{"--kubeconfig", path, "--workload-kubeconfig", paths[1], "--cluster", "default/lab"}, 0, "default/lab"},
+		{[]string{"--workload-kubeconfig", paths[1]}, 0, "context "},
+		{[]string{"--kubeconfig", path, "--cluster", "default/nope"}, 2, ""},
+		{[]string{"--workload-kubeconfig", paths[1], "--workload-context", "nope"}, 2, ""},
+	} {
+		out.Reset()
+		errOut.Reset()
+		code := execute(append([]string{"check", "-o", "json"}, tc.args...), &out, &errOut)
+		if code != tc.code {
+			t.Errorf("%v: exit %d, want %d\nstderr: %s", tc.args, code, tc.code, errOut.String())
+			continue
+		}
+		if tc.code != 0 {
+			t.Logf("%v: %s", tc.args, errOut.String())
+			continue
+		}
+		var doc struct {
+			Clusters []checkedCluster `json:"clusters"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &doc); err != nil || len(doc.Clusters) != 1 || !strings.HasPrefix(doc.Clusters[0].Cluster, tc.cluster) {
+			t.Errorf("%v: %v %s", tc.args, err, out.String())
+			continue
+		}
+		for _, f := range doc.Clusters[0].Findings {
+			if f.Severity != "info" {
+				t.Errorf("%v: %s %s: %s", tc.args, f.Severity, f.ID, f.Message)
+			}
+		}
+	}
 }

@@ -31,6 +31,23 @@ type clusterFlags struct {
 	kubeconfig string
 	context    string
 	allowed    []string
+	// flag names the kubeconfig flag in errors (default --kubeconfig).
+	flag string
+}
+
+// prefix names the flag before an error, unless it is --kubeconfig.
+func (f *clusterFlags) prefix() string {
+	if f.flag == "" {
+		return ""
+	}
+	return f.flag + ": "
+}
+
+func (f *clusterFlags) flagName() string {
+	if f.flag == "" {
+		return "--kubeconfig"
+	}
+	return f.flag
 }
 
 func (f *clusterFlags) register(fs *pflag.FlagSet) {
@@ -78,7 +95,7 @@ func (f *clusterFlags) client(destructive bool) (client.Client, string, string, 
 		rules.Precedence = filepath.SplitList(f.kubeconfig)
 	case f.kubeconfig != "":
 		if _, err := os.Stat(f.kubeconfig); err != nil {
-			return nil, "", "", usageErr("--kubeconfig %s: %v", f.kubeconfig, err)
+			return nil, "", "", usageErr("%s %s: %v", f.flagName(), f.kubeconfig, err)
 		}
 		rules.ExplicitPath = f.kubeconfig
 	}
@@ -88,7 +105,7 @@ func (f *clusterFlags) client(destructive bool) (client.Client, string, string, 
 	}
 	raw, err := rules.Load()
 	if err != nil {
-		return nil, "", "", usageErr("kubeconfig: %v", err)
+		return nil, "", "", usageErr("%skubeconfig: %v", f.prefix(), err)
 	}
 	name := f.context
 	if name == "" {
@@ -100,14 +117,14 @@ func (f *clusterFlags) client(destructive bool) (client.Client, string, string, 
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		return nil, "", "", usageErr("kubeconfig context %q not found; it has: %s", name, strings.Join(names, ", "))
+		return nil, "", "", usageErr("%skubeconfig context %q not found; it has: %s", f.prefix(), name, strings.Join(names, ", "))
 	}
 	if destructive && !f.isAllowed(name) {
 		return nil, "", "", usageErr("refusing a destructive run against context %q: it is not in --allow-context or $%s", name, envAllowedContexts)
 	}
 	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{CurrentContext: name}).ClientConfig()
 	if err != nil {
-		return nil, "", "", usageErr("kubeconfig context %q: %v", name, err)
+		return nil, "", "", usageErr("%skubeconfig context %q: %v", f.prefix(), name, err)
 	}
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, controlplanev1.AddToScheme} {

@@ -57,6 +57,10 @@ type Provider struct {
 	// readOnly: every client refuses writes (WithReadOnly).
 	readOnly bool
 
+	// workload, when set, reaches every workload cluster instead of its
+	// kubeconfig Secret (WithWorkloadClient).
+	pairedWorkload client.Client
+
 	mu        sync.Mutex
 	workloads map[types.NamespacedName]client.Client
 	vms       map[string]framework.Object // VM by Machine UID
@@ -75,6 +79,12 @@ var (
 
 // Option configures a Provider.
 type Option func(*Provider)
+
+// WithWorkloadClient reaches the workload cluster through c instead of
+// the kubeconfig Secret Cluster API keeps: the workload half of a pair of
+// kubeconfigs given by hand. It applies to every Cluster, so pair it with
+// one.
+func WithWorkloadClient(c client.Client) Option { return func(p *Provider) { p.pairedWorkload = c } }
 
 // WithName sets the name results and journals record ("capi" by default).
 func WithName(name string) Option { return func(p *Provider) { p.name = name } }
@@ -605,6 +615,12 @@ func (p *Provider) node(ctx context.Context, m *clusterv1.Machine) (*corev1.Node
 // workload returns a client of a workload cluster, built once from the
 // kubeconfig Secret Cluster API keeps for it.
 func (p *Provider) workload(ctx context.Context, ns, cluster string) (client.Client, error) {
+	if c := p.pairedWorkload; c != nil {
+		if p.readOnly {
+			return readOnlyClient{c}, nil
+		}
+		return c, nil
+	}
 	key := types.NamespacedName{Namespace: ns, Name: cluster}
 	p.mu.Lock()
 	c, ok := p.workloads[key]
