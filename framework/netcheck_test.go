@@ -148,7 +148,7 @@ func TestCheckCalicoPoolsUpgrade(t *testing.T) {
 func TestKubeadmServiceSubnets(t *testing.T) {
 	for config, want := range map[string]string{
 		"apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nnetworking:\n  podSubnet: 10.244.0.0/16\n  serviceSubnet: 10.96.0.0/16\n": "10.96.0.0/16",
-		"networking:\n  serviceSubnet: 10.96.0.0/16,fd00:10:96::/112\n":                                                                  "10.96.0.0/16 fd00:10:96::/112",
+		"networking:\n  serviceSubnet: 10.96.0.0/16,fd00:10:96::/112\n":                                                                            "10.96.0.0/16 fd00:10:96::/112",
 		"networking: {}\n": "",
 		"":                 "",
 		"networking: [":    "",
