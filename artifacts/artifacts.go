@@ -1,9 +1,12 @@
 // Package artifacts writes what a run leaves behind: result.json (the
 // stable JSON of --output json), timeline.jsonl (one event a line, written
-// as the run goes) and, beside them, the run's journal.jsonl.
+// as the run goes), junit.xml, report.html (a self-contained page with a
+// timeline chart), dumps of the cluster on failure and, beside them, the
+// run's journal.jsonl.
 package artifacts
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -76,6 +79,24 @@ func (r *Run) WriteResult(res *framework.Result) error {
 	}
 	if err := os.Rename(tmp, filepath.Join(r.dir, ResultFile)); err != nil {
 		return fmt.Errorf("write result: %w", err)
+	}
+	return nil
+}
+
+// WriteReports writes junit.xml (one case, this run) and report.html,
+// linking the dumps (paths relative to the run folder).
+func (r *Run) WriteReports(res *framework.Result, dumps []string) error {
+	var junit, report bytes.Buffer
+	if err := WriteJUnit(&junit, ResultsJUnit("faultline run "+res.Scenario, []*framework.Result{res})); err != nil {
+		return fmt.Errorf("write %s: %w", JUnitFile, err)
+	}
+	if err := WriteReport(&report, res, dumps); err != nil {
+		return fmt.Errorf("write %s: %w", ReportFile, err)
+	}
+	for name, b := range map[string][]byte{JUnitFile: junit.Bytes(), ReportFile: report.Bytes()} {
+		if err := writeSynced(filepath.Join(r.dir, name), b); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
 	}
 	return nil
 }

@@ -75,9 +75,12 @@ type PhaseResult struct {
 	ObservedAt *time.Time `json:"observedAt"`
 	// SinceInject is ObservedAt minus the first injection.
 	SinceInject *Duration `json:"sinceInject"`
-	// From and SinceAnchor give the offset from the phase's own anchor.
-	From        Anchor    `json:"from"`
-	SinceAnchor *Duration `json:"sinceAnchor,omitempty"`
+	// From and SinceAnchor give the offset from the phase's own anchor;
+	// AnchorAt is when the anchor was reached (its budget counts from
+	// there), nil if never.
+	From        Anchor     `json:"from"`
+	SinceAnchor *Duration  `json:"sinceAnchor,omitempty"`
+	AnchorAt    *time.Time `json:"anchorAt,omitempty"`
 	// Budget is the phase's within; nil when it has none.
 	Budget  *Duration `json:"budget"`
 	OK      bool      `json:"ok"`

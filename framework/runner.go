@@ -526,6 +526,7 @@ func (r *run) phase(ctx context.Context, ph Phase) error {
 		r.fail("phase %s: %s", ph.Name, msg)
 		return nil
 	}
+	update(func(p *PhaseResult) { at := from; p.AnchorAt = &at })
 	deadline, hasDeadline := ctx.Deadline()
 	var budget time.Duration
 	if ph.Within.Duration > 0 {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +18,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
+	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/lab"
@@ -273,29 +273,6 @@ func writeChecks(w io.Writer, format string, checked []checkedCluster) error {
 	return tw.Flush()
 }
 
-type junitSuites struct {
-	XMLName xml.Name     `xml:"testsuites"`
-	Suites  []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name    string        `xml:"name,attr"`
-	Failure *junitFailure `xml:"failure,omitempty"`
-	Output  string        `xml:"system-out,omitempty"`
-}
-
-type junitFailure struct {
-	Message string `xml:"message,attr"`
-	Text    string `xml:",chardata"`
-}
-
 // writeChecksJUnit writes one suite per cluster and one case per rule:
 // an error finding fails its case; warnings and info are its output.
 func writeChecksJUnit(w io.Writer, checked []checkedCluster) error {
@@ -304,11 +281,11 @@ func writeChecksJUnit(w io.Writer, checked []checkedCluster) error {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	var doc junitSuites
+	var doc artifacts.JUnitSuites
 	for _, cc := range checked {
-		s := junitSuite{Name: "faultline check " + cc.Cluster}
+		s := artifacts.JUnitSuite{Name: "faultline check " + cc.Cluster}
 		for _, id := range ids {
-			jc := junitCase{Name: id}
+			jc := artifacts.JUnitCase{Name: id}
 			var errs, notes []string
 			for _, f := range cc.Findings {
 				if f.ID != id {
@@ -322,7 +299,7 @@ func writeChecksJUnit(w io.Writer, checked []checkedCluster) error {
 				}
 			}
 			if len(errs) > 0 {
-				jc.Failure = &junitFailure{Message: fmt.Sprintf("%d error findings", len(errs)), Text: strings.Join(errs, "\n\n")}
+				jc.Failure = &artifacts.JUnitFailure{Message: fmt.Sprintf("%d error findings", len(errs)), Text: strings.Join(errs, "\n\n")}
 				s.Failures++
 			}
 			jc.Output = strings.Join(notes, "\n\n")
@@ -331,14 +308,5 @@ func writeChecksJUnit(w io.Writer, checked []checkedCluster) error {
 		s.Tests = len(s.Cases)
 		doc.Suites = append(doc.Suites, s)
 	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return artifacts.WriteJUnit(w, doc)
 }

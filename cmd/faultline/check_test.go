@@ -87,29 +87,9 @@ func TestIntegrationCheckLab(t *testing.T) {
 // TestIntegrationCheckReadOnlyRBAC: faultline check passes under a
 // ServiceAccount that may only get, list and watch, which cannot write.
 func TestIntegrationCheckReadOnlyRBAC(t *testing.T) {
-	labtest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	p, err := lab.ProfileNamed(lab.DefaultProfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lab.Start(ctx, lab.Input{Profile: p, Clusters: []lab.ClusterSpec{{Name: "lab", ControlPlanes: 1, Workers: 1, WorkerMHC: true}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
-	if err := l.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	paths, err := l.WriteKubeconfigs(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, paths := startTestLab(t, ctx)
 	admin, err := clientcmd.BuildConfigFromFlags("", paths[0])
 	if err != nil {
 		t.Fatal(err)
@@ -196,4 +176,32 @@ func TestIntegrationCheckReadOnlyRBAC(t *testing.T) {
 			}
 		}
 	}
+}
+
+// startTestLab starts a lab of one control plane and one worker for the
+// test, and writes its kubeconfigs (the management cluster's first).
+func startTestLab(t *testing.T, ctx context.Context) (*lab.Lab, []string) {
+	t.Helper()
+	labtest.Require(t)
+	p, err := lab.ProfileNamed(lab.DefaultProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lab.Start(ctx, lab.Input{Profile: p, Clusters: []lab.ClusterSpec{{Name: "lab", ControlPlanes: 1, Workers: 1, WorkerMHC: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := l.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	paths, err := l.WriteKubeconfigs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, paths
 }

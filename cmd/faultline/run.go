@@ -156,6 +156,13 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 	if err := out.WriteResult(res); err != nil {
 		return infraErr(err)
 	}
+	var dumps []string
+	if res.Verdict == framework.Fail || res.Verdict == framework.Error {
+		dumps = dumpClusters(ctx, provider, res, dir, log)
+	}
+	if err := out.WriteReports(res, dumps); err != nil {
+		return infraErr(err)
+	}
 	if o.output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -174,6 +181,34 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 		return exitCode(code)
 	}
 	return nil
+}
+
+// dumpClusters writes the dumps of a failed run, when the provider reads
+// clusters: of the Cluster the first target belongs to. What cannot be
+// read is logged; the run's verdict stands.
+func dumpClusters(ctx context.Context, p framework.Provider, res *framework.Result, dir string, log logr.Logger) []string {
+	o, ok := p.(framework.Objects)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	all, err := p.Resolve(ctx, framework.Selector{})
+	if err != nil || len(all) == 0 {
+		log.Info("no dumps: no Machine to reach the cluster through", "error", err)
+		return nil
+	}
+	scope := all[0]
+	for _, obj := range all {
+		if len(res.Targets) > 0 && len(res.Targets[0].Objects) > 0 && obj.String() == res.Targets[0].Objects[0] {
+			scope = obj
+		}
+	}
+	files, err := artifacts.Dump(ctx, o, scope, dir, res.StartedAt)
+	if err != nil {
+		log.Error(err, "dumps are incomplete")
+	}
+	return files
 }
 
 // openProvider connects the chosen provider and returns it, the lab's time

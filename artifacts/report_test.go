@@ -1,0 +1,102 @@
+package artifacts
+
+import (
+	"bytes"
+	"encoding/xml"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faultline-dev/faultline/framework"
+)
+
+// failedRun is a run of power-off-worker whose health check never acted:
+// one phase reached, one missed against its budget, an assertion that
+// failed, and a fault undone.
+func failedRun() *framework.Result {
+	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	at := func(s float64) *time.Time { t := t0.Add(time.Duration(s * float64(time.Second))); return &t }
+	dur := func(s float64) *framework.Duration {
+		d := framework.D(time.Duration(s * float64(time.Second)))
+		return &d
+	}
+	return &framework.Result{
+		Scenario: "power-off-worker", Provider: "lab", Profile: "compressed", Verdict: framework.Fail,
+		Reason:    "phase machine-unhealthy not reached within its budget 30s of inject",
+		StartedAt: t0, FinishedAt: *at(45),
+		Targets: []framework.TargetResult{{Name: "victim", Objects: []string{"Machine/lab-md-0-x"}}},
+		Phases: []framework.PhaseResult{
+			{Name: "node-not-ready", ObservedAt: at(7.2), SinceInject: dur(2.2), From: "inject", SinceAnchor: dur(2.2), AnchorAt: at(5), Budget: dur(60), OK: true},
+			{Name: "machine-unhealthy", From: "inject", AnchorAt: at(5), Budget: dur(30), Message: "not reached within its budget 30s of inject (last seen: <b>Running</b>)"},
+		},
+		Assertions: []framework.AssertionResult{{Name: "api-stayed-available", OK: false, Message: "consistently api-available: stopped holding after 3s"}},
+		Faults:     []framework.FaultResult{{ID: "power-off/lab-md-0-x", Kind: "vm.power-off", Target: "Machine/lab-md-0-x", InjectedAt: at(5), UndoneAt: at(44), Undo: "vm.power-on", Result: framework.ResultUndone}},
+	}
+}
+
+// TestWriteReport: the chart has a bar per fault and phase, budget marks
+// at the right place, the undo mark, and text is escaped.
+func TestWriteReport(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteReport(&b, failedRun(), []string{"dumps/machines.yaml"}); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	for _, want := range []string{
+		`<span class="verdict fail">fail</span>`,
+		`<rect class="fault"`, `<rect class="reached"`, `<rect class="missed"`,
+		`<line class="budget"`, `<line class="undo"`,
+		`<a href="dumps/machines.yaml">`,
+		"last seen: &lt;b&gt;Running&lt;/b&gt;",
+		"Seconds from the first injection",
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Count(html, "<rect ") != 3 {
+		t.Errorf("%d bars, want 3 (a fault and two phases)", strings.Count(html, "<rect "))
+	}
+	if strings.Contains(html, "http://") && !strings.Contains(html, `xmlns="http://www.w3.org/2000/svg"`) || strings.Contains(html, "https://") || strings.Contains(html, "<script") {
+		t.Error("the report refers to something outside itself")
+	}
+	// The axis runs from the run's start (5 s before the injection) to
+	// the end of the latest budget (60 s after it): 65 s over 660 px.
+	// node-not-ready's budget ends at 60 s: x = 230 + 65/65*660 = 890.
+	if !strings.Contains(html, `x1="890"`) {
+		t.Errorf("no budget mark at x=890:\n%s", html[strings.Index(html, "<svg"):strings.Index(html, "</svg>")])
+	}
+}
+
+// TestResultsJUnit: a failed run is a failure naming the phase and its
+// budget, with every phase's time as output.
+func TestResultsJUnit(t *testing.T) {
+	pass := failedRun()
+	pass.Scenario, pass.Verdict, pass.Reason = "delete-cp-vm", framework.Pass, ""
+	var b bytes.Buffer
+	if err := WriteJUnit(&b, ResultsJUnit("nightly", []*framework.Result{failedRun(), pass})); err != nil {
+		t.Fatal(err)
+	}
+	var doc JUnitSuites
+	if err := xml.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	s := doc.Suites[0]
+	if s.Tests != 2 || s.Failures != 1 || s.Cases[0].Failure == nil || s.Cases[1].Failure != nil {
+		t.Fatalf("suite %+v", s)
+	}
+	f := s.Cases[0].Failure
+	for _, want := range []string{"phase machine-unhealthy not reached within its budget 30s of inject"} {
+		if !strings.Contains(f.Message, want) {
+			t.Errorf("failure message %q lacks %q", f.Message, want)
+		}
+	}
+	for _, want := range []string{"phase machine-unhealthy: not reached within its budget 30s", "assertion api-stayed-available: consistently"} {
+		if !strings.Contains(f.Text, want) {
+			t.Errorf("failure text %q lacks %q", f.Text, want)
+		}
+	}
+	if !strings.Contains(s.Cases[0].Output, "phase node-not-ready: 2.2s after inject (budget 1m0s)") {
+		t.Errorf("output %q", s.Cases[0].Output)
+	}
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestReport: report.html and junit.xml are written again from a run
+// folder's result.json, linking its dumps; a folder without a readable
+// result is bad input.
+func TestReport(t *testing.T) {
+	dir := t.TempDir()
+	result := `{"scenario": "power-off-worker", "provider": "lab", "verdict": "fail", "reason": "phase machine-unhealthy not reached within its budget 30s of inject",
+  "startedAt": "2026-11-23T10:00:00Z", "finishedAt": "2026-11-23T10:00:45Z", "targets": [], "assertions": [], "faults": [],
+  "phases": [{"name": "machine-unhealthy", "observedAt": null, "sinceInject": null, "from": "inject", "anchorAt": "2026-11-23T10:00:05Z", "budget": "30s", "ok": false}]}`
+	if err := os.MkdirAll(filepath.Join(dir, "dumps"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"result.json": result, "dumps/machines.yaml": "items: []\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := execute([]string{"report", dir}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	report, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil || !bytes.Contains(report, []byte(`href="dumps/machines.yaml"`)) || !bytes.Contains(report, []byte(`<rect class="missed"`)) {
+		t.Errorf("report.html: %v\n%s", err, report)
+	}
+	junit, err := os.ReadFile(filepath.Join(dir, "junit.xml"))
+	if err != nil || !bytes.Contains(junit, []byte(`failures="1"`)) {
+		t.Errorf("junit.xml: %v\n%s", err, junit)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "result.json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ dir, want string }{
+		{dir, filepath.Join(dir, "result.json") + ": invalid character"},
+		{filepath.Join(dir, "missing"), "no such file or directory"},
+	} {
+		errOut.Reset()
+		if code := execute([]string{"report", tc.dir}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("report %s: exit %d, %q; want 2 and %q", tc.dir, code, errOut.String(), tc.want)
+		}
+	}
+}
