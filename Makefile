@@ -2,10 +2,10 @@
 .DEFAULT_GOAL := help
 SHELL := /usr/bin/env bash
 
-.PHONY: help demo build envtest lab-manifests test test-unit test-integration lint verify fuzz bench clean
+.PHONY: help demo build envtest lab-manifests test test-unit test-integration test-e2e lint verify fuzz bench clean
 
 help: ## Show this help
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 demo: ## Build what the lab needs, then run power-off-worker on it (README's first command)
 	hack/envtest.sh
@@ -29,6 +29,9 @@ test-unit: ## Unit tests only (-short)
 
 test-integration: ## Integration tests only (TestIntegration*: vcsim, the lab, CLI, crash)
 	hack/test.sh -run TestIntegration
+
+test-e2e: ## A Ginkgo suite: SUITE=nightly|preupgrade|incidents PROVIDER=lab|kind|vsphere GINKGO_LABEL_FILTER= GINKGO_FOCUS= E2E_CONFIG= ARTIFACTS=
+	hack/test-e2e.sh
 
 lint: ## gofmt and go vet
 	hack/lint.sh

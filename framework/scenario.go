@@ -77,7 +77,7 @@ type LabSpec struct {
 	// workers and on the control plane; workers have one unless told not
 	// to, the control plane has none unless told (as in seed 002's TKGS).
 	WorkerMHC       *bool `yaml:"workerMHC"`
-	ControlPlaneMHC bool  `yaml:"controlPlaneMHC"`
+	ControlPlaneMHC *bool `yaml:"controlPlaneMHC"`
 	// NodeStartupTimeout is the health checks' nodeStartupTimeout; zero
 	// keeps the profile's (2m compressed, 10m real).
 	NodeStartupTimeout Duration `yaml:"nodeStartupTimeout"`

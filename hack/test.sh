@@ -16,4 +16,4 @@ go test -race -count=1 -timeout 20m "$@" ./...
 for a in "$@"; do
   [[ "${a}" == "-short" ]] && exit 0
 done
-FAULTLINE_REQUIRE_LAB=1 go test -count=1 -p 1 -timeout 45m -run 'TestIntegration' ./providers/lab/... ./cmd/faultline/
+FAULTLINE_REQUIRE_LAB=1 go test -count=1 -p 1 -timeout 45m -run 'TestIntegration' ./providers/lab/... ./cmd/faultline/ ./suites/examples/

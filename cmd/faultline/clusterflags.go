@@ -2,20 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/faultline-dev/faultline/framework"
 	"github.com/faultline-dev/faultline/providers/capi"
@@ -88,53 +81,17 @@ func (f *clusterFlags) open(ctx context.Context, vc *vcenterFlags, log logr.Logg
 // kubeconfig source and context it came from; destructive asks that the
 // context be allowed.
 func (f *clusterFlags) client(destructive bool) (client.Client, string, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	c, source, name, err := capi.NewClient(f.kubeconfig, f.context)
 	switch {
-	case strings.ContainsRune(f.kubeconfig, os.PathListSeparator):
-		// A recovery: the $KUBECONFIG list the run loaded.
-		rules.Precedence = filepath.SplitList(f.kubeconfig)
-	case f.kubeconfig != "":
-		if _, err := os.Stat(f.kubeconfig); err != nil {
-			return nil, "", "", usageErr("%s %s: %v", f.flagName(), f.kubeconfig, err)
-		}
-		rules.ExplicitPath = f.kubeconfig
-	}
-	source := rules.ExplicitPath
-	if source == "" {
-		source = strings.Join(rules.GetLoadingPrecedence(), string(os.PathListSeparator))
-	}
-	raw, err := rules.Load()
-	if err != nil {
-		return nil, "", "", usageErr("%skubeconfig: %v", f.prefix(), err)
-	}
-	name := f.context
-	if name == "" {
-		name = raw.CurrentContext
-	}
-	if _, ok := raw.Contexts[name]; !ok || name == "" {
-		var names []string
-		for n := range raw.Contexts {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return nil, "", "", usageErr("%skubeconfig context %q not found; it has: %s", f.prefix(), name, strings.Join(names, ", "))
+	case capi.IsKubeconfigError(err) && f.kubeconfig != "" && os.IsNotExist(errors.Unwrap(err)):
+		return nil, "", "", usageErr("%s %s: %v", f.flagName(), f.kubeconfig, err)
+	case capi.IsKubeconfigError(err):
+		return nil, "", "", usageErr("%s%v", f.prefix(), err)
+	case err != nil:
+		return nil, "", "", infraErr(err)
 	}
 	if destructive && !f.isAllowed(name) {
 		return nil, "", "", usageErr("refusing a destructive run against context %q: it is not in --allow-context or $%s", name, envAllowedContexts)
-	}
-	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{CurrentContext: name}).ClientConfig()
-	if err != nil {
-		return nil, "", "", usageErr("%skubeconfig context %q: %v", f.prefix(), name, err)
-	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, controlplanev1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, "", "", infraErr(err)
-		}
-	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, "", "", infraErr(err)
 	}
 	return c, source, name, nil
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -126,41 +125,19 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 	if dir == "" {
 		dir = artifacts.RunDir(sc.Metadata.Name, time.Now())
 	}
-	out, err := artifacts.Open(dir)
-	if err != nil {
-		return infraErr(err)
-	}
-	defer out.Close()
-	journal, err := framework.OpenJournal(filepath.Join(dir, artifacts.JournalFile))
-	if err != nil {
-		return infraErr(err)
-	}
-	defer journal.Close()
-
 	progress := newProgressPrinter(stderr)
-	timeline := framework.NewTimeline(out.Timeline())
-	res, err := framework.Run(ctx, framework.RunInput{
-		Scenario:   sc,
-		Provider:   provider,
-		Journal:    journal,
-		Timeline:   timeline,
-		Parameters: sets,
-		Retain:     o.retain,
-		Progress:   progress.print,
-		Log:        log,
+	res, err := artifacts.Execute(ctx, artifacts.ExecuteInput{
+		Dir: dir, Profile: profile, Log: log,
+		Run: framework.RunInput{
+			Scenario:   sc,
+			Provider:   provider,
+			Parameters: sets,
+			Retain:     o.retain,
+			Progress:   progress.print,
+			Log:        log,
+		},
 	})
-	if err != nil {
-		return infraErr(err)
-	}
-	res.Profile = profile
-	if err := out.WriteResult(res); err != nil {
-		return infraErr(err)
-	}
-	var dumps []string
-	if res.Verdict == framework.Fail || res.Verdict == framework.Error {
-		dumps = dumpClusters(ctx, provider, res, dir, log)
-	}
-	if err := out.WriteReports(res, dumps); err != nil {
+	if res == nil {
 		return infraErr(err)
 	}
 	if o.output == "json" {
@@ -173,42 +150,13 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 		printResult(stdout, res)
 		fmt.Fprintf(stdout, "artifacts: %s\n", dir)
 	}
-	// The timeline is evidence; a run that lost it did not fully work.
-	if err := timeline.Err(); err != nil {
-		return infraErr(fmt.Errorf("timeline %s is incomplete: %w", filepath.Join(dir, artifacts.TimelineFile), err))
+	if err != nil {
+		return infraErr(err)
 	}
 	if code := res.Verdict.ExitCode(); code != 0 {
 		return exitCode(code)
 	}
 	return nil
-}
-
-// dumpClusters writes the dumps of a failed run, when the provider reads
-// clusters: of the Cluster the first target belongs to. What cannot be
-// read is logged; the run's verdict stands.
-func dumpClusters(ctx context.Context, p framework.Provider, res *framework.Result, dir string, log logr.Logger) []string {
-	o, ok := p.(framework.Objects)
-	if !ok {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
-	all, err := p.Resolve(ctx, framework.Selector{})
-	if err != nil || len(all) == 0 {
-		log.Info("no dumps: no Machine to reach the cluster through", "error", err)
-		return nil
-	}
-	scope := all[0]
-	for _, obj := range all {
-		if len(res.Targets) > 0 && len(res.Targets[0].Objects) > 0 && obj.String() == res.Targets[0].Objects[0] {
-			scope = obj
-		}
-	}
-	files, err := artifacts.Dump(ctx, o, scope, dir, res.StartedAt)
-	if err != nil {
-		log.Error(err, "dumps are incomplete")
-	}
-	return files
 }
 
 // openProvider connects the chosen provider and returns it, the lab's time
@@ -223,7 +171,7 @@ func (o *runOptions) openProvider(ctx context.Context, sc *framework.Scenario, s
 			}
 			return l, "", l.Close, nil
 		}
-		l, err := o.lab.start(ctx, labCluster(*sc.Spec.Lab), stderr, log)
+		l, err := o.lab.start(ctx, lab.SpecFor("lab", *sc.Spec.Lab), stderr, log)
 		if err != nil {
 			return nil, "", nil, err
 		}
@@ -249,17 +197,6 @@ func (o *runOptions) openProvider(ctx context.Context, sc *framework.Scenario, s
 		return p, "", p.Close, nil
 	}
 	return nil, "", nil, usageErr("--provider %q: expected lab, capi or vsphere", o.provider)
-}
-
-// labCluster is the lab cluster a scenario's spec.lab asks for.
-func labCluster(s framework.LabSpec) lab.ClusterSpec {
-	workerMHC := s.WorkerMHC == nil || *s.WorkerMHC
-	return lab.ClusterSpec{
-		Name: "lab", ControlPlanes: int32(s.ControlPlanes), Workers: int32(s.Workers),
-		WorkerMHC: workerMHC, ControlPlaneMHC: s.ControlPlaneMHC, CNI: s.CNI,
-		PodCIDR: s.Network.PodCIDR, NodeCIDRMaskSize: s.Network.NodeCIDRMaskSize, CalicoBlockSize: s.Network.CalicoBlockSize,
-		NodeStartupTimeout: s.NodeStartupTimeout.Duration,
-	}
 }
 
 func newLogger(w io.Writer, verbosity int) logr.Logger {

@@ -15,6 +15,8 @@ import (
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/faultline-dev/faultline/framework"
 )
 
 // KubernetesVersion is the version the lab's workload clusters report.
@@ -54,6 +56,31 @@ type ClusterSpec struct {
 	// NodeStartupTimeout, when set, replaces the profile's nodeStartupTimeout
 	// in the cluster's MachineHealthChecks.
 	NodeStartupTimeout time.Duration
+}
+
+// SpecFor is the lab cluster named name that a scenario's spec.lab asks
+// for: workers have a MachineHealthCheck unless told not to, the control
+// plane has none unless told.
+func SpecFor(name string, s framework.LabSpec) ClusterSpec {
+	return ClusterSpec{
+		Name: name, ControlPlanes: int32(s.ControlPlanes), Workers: int32(s.Workers),
+		WorkerMHC: s.WorkerMHC == nil || *s.WorkerMHC, ControlPlaneMHC: s.ControlPlaneMHC != nil && *s.ControlPlaneMHC, CNI: s.CNI,
+		PodCIDR: s.Network.PodCIDR, NodeCIDRMaskSize: s.Network.NodeCIDRMaskSize, CalicoBlockSize: s.Network.CalicoBlockSize,
+		NodeStartupTimeout: s.NodeStartupTimeout.Duration,
+	}
+}
+
+// Serves tells whether a cluster of spec c can run a scenario whose
+// spec.lab is s: the same control planes (etcd scenarios count members),
+// at least its workers, the same CNI, pod network and health checks (a
+// MachineHealthCheck setting the scenario leaves out does not matter).
+func (c ClusterSpec) Serves(s framework.LabSpec) bool {
+	want := SpecFor(c.Name, s)
+	wpod, wnode, wblock := want.network()
+	cpod, cnode, cblock := c.network()
+	return c.ControlPlanes == want.ControlPlanes && c.Workers >= want.Workers && c.cni() == want.cni() &&
+		cpod == wpod && cnode == wnode && cblock == wblock && c.NodeStartupTimeout == want.NodeStartupTimeout &&
+		c.WorkerMHC == want.WorkerMHC && (s.ControlPlaneMHC == nil || c.ControlPlaneMHC == want.ControlPlaneMHC)
 }
 
 // network is the spec's pod network with its defaults filled in.

@@ -202,9 +202,12 @@ func (s *nodeSim) ensureCNIDaemonSet(ctx context.Context, c inmemoryclient.Clien
 	})
 }
 
-func (s *nodeSim) cniOf(cluster string) string {
-	if c := s.specs[cluster].CNI; c != "" {
-		return c
+func (s *nodeSim) cniOf(cluster string) string { return s.specs[cluster].cni() }
+
+// cni is the cluster's CNI, CNICalico unless it says otherwise.
+func (s ClusterSpec) cni() string {
+	if s.CNI != "" {
+		return s.CNI
 	}
 	return CNICalico
 }

@@ -1,0 +1,91 @@
+package artifacts
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/faultline-dev/faultline/framework"
+)
+
+// ExecuteInput is one scenario run and where its artifacts go.
+type ExecuteInput struct {
+	// Dir is the run folder; it is created.
+	Dir string
+	// Run is the run; Execute sets its Journal and Timeline.
+	Run framework.RunInput
+	// Profile is recorded in the result (the lab's time profile).
+	Profile string
+	Log     logr.Logger
+}
+
+// Execute runs a scenario with its artifacts: the journal and the timeline
+// as it goes, then result.json, junit.xml and report.html, and the dumps
+// when it fails or errs. An error means the run could not be carried out
+// or its evidence not kept; a failed run is a result.
+func Execute(ctx context.Context, in ExecuteInput) (*framework.Result, error) {
+	out, err := Open(in.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close()
+	journal, err := framework.OpenJournal(filepath.Join(in.Dir, JournalFile))
+	if err != nil {
+		return nil, err
+	}
+	defer journal.Close()
+	timeline := framework.NewTimeline(out.Timeline())
+	run := in.Run
+	run.Journal, run.Timeline = journal, timeline
+	res, err := framework.Run(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	res.Profile = in.Profile
+	if err := out.WriteResult(res); err != nil {
+		return res, err
+	}
+	var dumps []string
+	if res.Verdict == framework.Fail || res.Verdict == framework.Error {
+		dumps = dumpFailed(ctx, run.Provider, res, in.Dir, in.Log)
+	}
+	if err := out.WriteReports(res, dumps); err != nil {
+		return res, err
+	}
+	// The timeline is evidence; a run that lost it did not fully work.
+	if err := timeline.Err(); err != nil {
+		return res, fmt.Errorf("timeline %s is incomplete: %w", filepath.Join(in.Dir, TimelineFile), err)
+	}
+	return res, nil
+}
+
+// dumpFailed writes the dumps of a failed run, when the provider reads
+// clusters: of the Cluster the first target belongs to. What cannot be
+// read is logged; the run's verdict stands.
+func dumpFailed(ctx context.Context, p framework.Provider, res *framework.Result, dir string, log logr.Logger) []string {
+	o, ok := p.(framework.Objects)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	all, err := p.Resolve(ctx, framework.Selector{})
+	if err != nil || len(all) == 0 {
+		log.Info("no dumps: no Machine to reach the cluster through", "error", err)
+		return nil
+	}
+	scope := all[0]
+	for _, obj := range all {
+		if len(res.Targets) > 0 && len(res.Targets[0].Objects) > 0 && obj.String() == res.Targets[0].Objects[0] {
+			scope = obj
+		}
+	}
+	files, err := Dump(ctx, o, scope, dir, res.StartedAt)
+	if err != nil {
+		log.Error(err, "dumps are incomplete")
+	}
+	return files
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs a Ginkgo suite (make test-e2e). Settings, all optional:
+#   PROVIDER            lab (default), kind or vsphere
+#   SUITE               nightly (default), preupgrade or incidents
+#   E2E_CONFIG          the e2e config (default suites/config/$PROVIDER.yaml)
+#   GINKGO_LABEL_FILTER e.g. 'tier:core && !seed-003'
+#   GINKGO_FOCUS        a regular expression over spec names
+#   ARTIFACTS           where junit.<suite>.xml and each scenario's run
+#                       folder go (default _artifacts)
+# The lab needs kube-apiserver and etcd: hack/envtest.sh builds them.
+source "$(dirname "$0")/lib.sh"
+export PROVIDER="${PROVIDER:-lab}"
+suite="${SUITE:-nightly}"
+export E2E_CONFIG="$(realpath "${E2E_CONFIG:-suites/config/${PROVIDER}.yaml}")"
+export ARTIFACTS="$(realpath -m "${ARTIFACTS:-_artifacts}")"
+export FAULTLINE_E2E=1
+assets="$(ls -d "$(pwd)"/bin/envtest/*-linux-amd64 2>/dev/null | sort | tail -n 1 || true)"
+if [[ -n "${assets}" && -z "${KUBEBUILDER_ASSETS:-}" ]]; then
+  export KUBEBUILDER_ASSETS="${assets}"
+fi
+[[ -d "suites/${suite}" ]] || { echo "SUITE=${suite}: expected nightly, preupgrade or incidents" >&2; exit 2; }
+mkdir -p "${ARTIFACTS}"
+args=(-ginkgo.v -ginkgo.junit-report="${ARTIFACTS}/junit.${suite}.xml")
+[[ -n "${GINKGO_LABEL_FILTER:-}" ]] && args+=(-ginkgo.label-filter="${GINKGO_LABEL_FILTER}")
+[[ -n "${GINKGO_FOCUS:-}" ]] && args+=(-ginkgo.focus="${GINKGO_FOCUS}")
+go test -count=1 -timeout 3h "./suites/${suite}" -args "${args[@]}"

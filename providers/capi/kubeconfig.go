@@ -1,0 +1,85 @@
+package capi
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+)
+
+// KubeconfigError is a kubeconfig that cannot be used: missing, unreadable,
+// or without the context asked for. It is the user's input, not the
+// cluster, that is wrong.
+type KubeconfigError struct{ Err error }
+
+func (e *KubeconfigError) Error() string { return e.Err.Error() }
+func (e *KubeconfigError) Unwrap() error { return e.Err }
+
+// NewClient is a client of the management cluster a kubeconfig names, the
+// way kubectl finds it: kubeconfig is a file, a list of files ($KUBECONFIG
+// style, as a recovery replays it) or empty ($KUBECONFIG, then
+// ~/.kube/config); context is empty for the current one. It returns the
+// kubeconfig source and context it used. Nothing is contacted yet.
+func NewClient(kubeconfig, context string) (client.WithWatch, string, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	switch {
+	case strings.ContainsRune(kubeconfig, os.PathListSeparator):
+		rules.Precedence = filepath.SplitList(kubeconfig)
+	case kubeconfig != "":
+		if _, err := os.Stat(kubeconfig); err != nil {
+			return nil, "", "", &KubeconfigError{err}
+		}
+		rules.ExplicitPath = kubeconfig
+	}
+	source := rules.ExplicitPath
+	if source == "" {
+		source = strings.Join(rules.GetLoadingPrecedence(), string(os.PathListSeparator))
+	}
+	raw, err := rules.Load()
+	if err != nil {
+		return nil, "", "", &KubeconfigError{fmt.Errorf("kubeconfig: %w", err)}
+	}
+	name := context
+	if name == "" {
+		name = raw.CurrentContext
+	}
+	if _, ok := raw.Contexts[name]; !ok || name == "" {
+		var names []string
+		for n := range raw.Contexts {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, "", "", &KubeconfigError{fmt.Errorf("kubeconfig context %q not found; it has: %s", name, strings.Join(names, ", "))}
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{CurrentContext: name}).ClientConfig()
+	if err != nil {
+		return nil, "", "", &KubeconfigError{fmt.Errorf("kubeconfig context %q: %w", name, err)}
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, controlplanev1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, "", "", err
+		}
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, "", "", err
+	}
+	return c, source, name, nil
+}
+
+// IsKubeconfigError tells whether err is a KubeconfigError.
+func IsKubeconfigError(err error) bool {
+	var k *KubeconfigError
+	return errors.As(err, &k)
+}

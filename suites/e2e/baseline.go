@@ -1,0 +1,60 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/faultline-dev/faultline/framework"
+)
+
+// Baseline is nil when the cluster behind p is healthy: every Machine
+// Running with a Ready Node, and every control plane with all its
+// replicas healthy, none deleting, and as many healthy etcd members as
+// control planes. Otherwise it says what is not. A provider without
+// Cluster API (a vCenter alone) has no baseline to prove.
+func Baseline(ctx context.Context, p framework.Provider) error {
+	c, ok := p.(framework.ClusterAPI)
+	if !ok {
+		return nil
+	}
+	machines, err := p.Resolve(ctx, framework.Selector{})
+	if err != nil {
+		return err
+	}
+	if len(machines) == 0 {
+		return errors.New("no Machine")
+	}
+	var bad []string
+	owners := map[string]bool{}
+	for _, m := range machines {
+		st, err := c.Machine(ctx, m)
+		if err != nil {
+			return err
+		}
+		if st.Gone || st.Deleting || st.Phase != "Running" || st.NodeReady != "True" {
+			bad = append(bad, fmt.Sprintf("%s: phase %s, Node %s Ready=%s", m, st.Phase, st.Node, st.NodeReady))
+			continue
+		}
+		o, err := c.Owner(ctx, m)
+		if err != nil {
+			return err
+		}
+		key := o.Kind + "/" + o.Name
+		if owners[key] {
+			continue
+		}
+		owners[key] = true
+		if o.Healthy < o.Desired || o.Deleting > 0 {
+			bad = append(bad, fmt.Sprintf("%s: %d of %d healthy, %d deleting", key, o.Healthy, o.Desired, o.Deleting))
+		}
+		if o.Kind == "KubeadmControlPlane" && o.EtcdHealthy != o.Desired {
+			bad = append(bad, fmt.Sprintf("%s: %d healthy etcd members for %d control planes", key, o.EtcdHealthy, o.Desired))
+		}
+	}
+	if len(bad) > 0 {
+		return errors.New(strings.Join(bad, "; "))
+	}
+	return nil
+}

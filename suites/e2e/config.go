@@ -1,0 +1,148 @@
+// Package e2e is what faultline's Ginkgo suites share, in the style of
+// Cluster API's test/e2e: a configuration file (E2E_CONFIG) with the
+// provider, the cluster the suite shares, intervals and per-scenario
+// parameters; the environment a suite starts once; and reusable specs
+// (ScenarioSpec, ChecksSpec) that run the same way on the lab, on kind and
+// on vSphere. Nothing in a spec is a hard-coded interval or budget.
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/faultline-dev/faultline/framework"
+)
+
+// Environment variables the suites read, as `make test-e2e` sets them.
+const (
+	EnvConfig   = "E2E_CONFIG"
+	EnvProvider = "PROVIDER"
+)
+
+// Providers a suite runs on.
+const (
+	ProviderLab     = "lab"
+	ProviderKind    = "kind"
+	ProviderVSphere = "vsphere"
+)
+
+// Config is the e2e configuration file.
+type Config struct {
+	// Provider is lab, kind or vsphere; $PROVIDER overrides it.
+	Provider string `json:"provider"`
+	// Lab is the cluster a lab suite shares; scenarios whose spec.lab it
+	// does not serve get a lab of their own.
+	Lab LabConfig `json:"lab"`
+	// Management and VCenter reach real infrastructure (provider vsphere);
+	// credentials come from the environment (GOVC_USERNAME,
+	// GOVC_PASSWORD), never from this file.
+	Management ClusterConfig `json:"management"`
+	VCenter    VCenterConfig `json:"vcenter"`
+	// Intervals are [timeout, poll] pairs by name, as in Cluster API's e2e
+	// config: "default/wait-baseline" and so on.
+	Intervals map[string][]string `json:"intervals"`
+	// Parameters override scenario parameters (budgets, windows), by
+	// scenario name, as `faultline run --set` does.
+	Parameters map[string]map[string]string `json:"parameters"`
+}
+
+// LabConfig is the shared lab cluster.
+type LabConfig struct {
+	Profile string `json:"profile"`
+	// Cluster is the cluster, as a scenario's spec.lab says it.
+	Cluster framework.LabSpec `json:"cluster"`
+}
+
+// ClusterConfig reaches a Cluster API management cluster.
+type ClusterConfig struct {
+	Kubeconfig string `json:"kubeconfig"`
+	Context    string `json:"context"`
+}
+
+// VCenterConfig reaches a vCenter.
+type VCenterConfig struct {
+	URL        string `json:"url"`
+	CAFile     string `json:"caFile"`
+	Datacenter string `json:"datacenter"`
+}
+
+// requiredIntervals are the intervals every suite uses.
+var requiredIntervals = []string{"default/wait-lab", "default/wait-baseline", "default/scenario"}
+
+// LoadConfig reads the file $E2E_CONFIG names (path when it is unset) and
+// applies $PROVIDER. Errors name the file and the field.
+func LoadConfig(path string) (*Config, error) {
+	if p := os.Getenv(EnvConfig); p != "" {
+		path = p
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("e2e config: %w", err)
+	}
+	var c Config
+	if err := yaml.UnmarshalStrict(b, &c); err != nil {
+		return nil, fmt.Errorf("e2e config %s: %w", path, err)
+	}
+	if p := os.Getenv(EnvProvider); p != "" {
+		c.Provider = p
+	}
+	var errs []string
+	switch c.Provider {
+	case ProviderLab, ProviderKind, ProviderVSphere:
+	default:
+		errs = append(errs, fmt.Sprintf("provider: got %q, expected lab, kind or vsphere", c.Provider))
+	}
+	names := make([]string, 0, len(c.Intervals))
+	for name := range c.Intervals {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if _, _, err := c.interval(name); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	for _, name := range requiredIntervals {
+		if _, ok := c.Intervals[name]; !ok {
+			errs = append(errs, fmt.Sprintf("intervals.%s: required", name))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("e2e config %s: %s", path, strings.Join(errs, "; "))
+	}
+	return &c, nil
+}
+
+// Interval returns the named [timeout, poll] pair in the form Gomega's
+// Eventually takes.
+func (c *Config) Interval(name string) []any {
+	timeout, poll, err := c.interval(name)
+	if err != nil {
+		panic(err) // LoadConfig checked every interval
+	}
+	return []any{timeout, poll}
+}
+
+func (c *Config) interval(name string) (time.Duration, time.Duration, error) {
+	v, ok := c.Intervals[name]
+	if !ok {
+		return 0, 0, fmt.Errorf("intervals.%s: not in the e2e config", name)
+	}
+	if len(v) != 2 {
+		return 0, 0, fmt.Errorf("intervals.%s: got %d values, expected [timeout, poll]", name, len(v))
+	}
+	timeout, err := time.ParseDuration(v[0])
+	if err != nil || timeout <= 0 {
+		return 0, 0, fmt.Errorf("intervals.%s[0]: got %q, expected a positive duration such as 5m", name, v[0])
+	}
+	poll, err := time.ParseDuration(v[1])
+	if err != nil || poll <= 0 || poll > timeout {
+		return 0, 0, fmt.Errorf("intervals.%s[1]: got %q, expected a positive duration below the timeout", name, v[1])
+	}
+	return timeout, poll, nil
+}

@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	stdlog "log"
+	"os"
+
+	"github.com/go-logr/logr"
+
+	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers/capi"
+	"github.com/faultline-dev/faultline/providers/lab"
+	"github.com/faultline-dev/faultline/providers/vsphere"
+)
+
+// Environment is what a suite starts once, in SynchronizedBeforeSuite, and
+// stops at the end: the shared lab (provider lab) or the connection to the
+// management cluster and vCenter (provider vsphere).
+type Environment struct {
+	Config *Config
+	log    logr.Logger
+	// shared is the provider scenarios run on unless they need a cluster
+	// of their own; sharedLab its lab, nil elsewhere.
+	shared    framework.Provider
+	sharedLab *lab.Lab
+	closeFn   func(context.Context) error
+}
+
+// Setup starts the environment the config asks for. A lab run's Machines
+// are all Running when it returns.
+func Setup(ctx context.Context, cfg *Config, log logr.Logger) (*Environment, error) {
+	e := &Environment{Config: cfg, log: log, closeFn: func(context.Context) error { return nil }}
+	switch cfg.Provider {
+	case ProviderLab:
+		// vcsim's HTTP server reports CAPV's REST clients' failed TLS
+		// handshakes through the standard logger.
+		stdlog.SetOutput(io.Discard)
+		l, err := e.startLab(ctx, lab.SpecFor("shared", cfg.Lab.Cluster))
+		if err != nil {
+			return nil, err
+		}
+		e.shared, e.sharedLab, e.closeFn = l.Provider(), l, l.Stop
+	case ProviderVSphere:
+		p, closeFn, err := connect(ctx, cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		e.shared, e.closeFn = p, closeFn
+	case ProviderKind:
+		return nil, fmt.Errorf("provider kind: faultline has no kind provider yet (issue 5); use lab or vsphere")
+	}
+	return e, nil
+}
+
+// Teardown stops what Setup started.
+func (e *Environment) Teardown(ctx context.Context) error { return e.closeFn(ctx) }
+
+// Profile is the lab's time profile, "" elsewhere.
+func (e *Environment) Profile() string {
+	if e.sharedLab != nil {
+		return e.sharedLab.Profile().Name
+	}
+	return ""
+}
+
+// ProviderFor is the provider sc runs on, and how to release it: the
+// shared one; on the lab, for a scenario whose spec.lab the shared cluster
+// does not serve, a lab of its own, and for one with no spec.lab (a VM
+// scenario), a vCenter simulator.
+func (e *Environment) ProviderFor(ctx context.Context, sc *framework.Scenario) (framework.Provider, func(context.Context) error, error) {
+	keep := func(context.Context) error { return nil }
+	if e.sharedLab == nil {
+		return e.shared, keep, nil
+	}
+	switch {
+	case sc.Spec.Lab == nil:
+		v, err := lab.StartVCenter(ctx, vsphere.WithLogger(e.log))
+		if err != nil {
+			return nil, nil, err
+		}
+		return v, v.Close, nil
+	case lab.SpecFor("shared", e.Config.Lab.Cluster).Serves(*sc.Spec.Lab):
+		return e.shared, keep, nil
+	}
+	l, err := e.startLab(ctx, lab.SpecFor(sc.Metadata.Name, *sc.Spec.Lab))
+	if err != nil {
+		return nil, nil, err
+	}
+	return l.Provider(), l.Stop, nil
+}
+
+func (e *Environment) startLab(ctx context.Context, spec lab.ClusterSpec) (*lab.Lab, error) {
+	name := e.Config.Lab.Profile
+	if name == "" {
+		name = lab.DefaultProfile
+	}
+	p, err := lab.ProfileNamed(name)
+	if err != nil {
+		return nil, fmt.Errorf("e2e config lab.profile: %w", err)
+	}
+	l, err := lab.Start(ctx, lab.Input{Profile: p, Clusters: []lab.ClusterSpec{spec}, Log: e.log.V(2).WithName("lab")})
+	if err != nil {
+		return nil, err
+	}
+	timeout, _, err := e.Config.interval("default/wait-lab")
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := l.WaitReady(wctx); err != nil {
+		return nil, fmt.Errorf("lab %s: %w (stop: %v)", spec.Name, err, l.Stop(context.WithoutCancel(ctx)))
+	}
+	return l, nil
+}
+
+// connect reaches the management cluster and vCenter of the config; the
+// vCenter's credentials come from GOVC_USERNAME and GOVC_PASSWORD. The
+// config naming them is the opt-in to destructive runs there.
+func connect(ctx context.Context, cfg *Config, log logr.Logger) (framework.Provider, func(context.Context) error, error) {
+	opts := []capi.Option{capi.WithLogger(log), capi.WithKubeconfig(cfg.Management.Kubeconfig, cfg.Management.Context)}
+	c, _, _, err := capi.NewClient(cfg.Management.Kubeconfig, cfg.Management.Context)
+	if err != nil {
+		return nil, nil, fmt.Errorf("e2e config management: %w", err)
+	}
+	closeFn := func(context.Context) error { return nil }
+	if cfg.VCenter.URL != "" {
+		vcfg, err := vsphere.ConfigFromEnv(os.Getenv)
+		if err != nil {
+			return nil, nil, err
+		}
+		vcfg.URL, vcfg.CAFile, vcfg.Datacenter = cfg.VCenter.URL, cfg.VCenter.CAFile, cfg.VCenter.Datacenter
+		vc, err := vsphere.New(ctx, vcfg, vsphere.WithLogger(log))
+		if err != nil {
+			return nil, nil, err
+		}
+		opts = append(opts, capi.WithVCenter(vc))
+		closeFn = vc.Close
+	}
+	return capi.New(c, opts...), closeFn, nil
+}

@@ -1,0 +1,95 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+	"sigs.k8s.io/e2e-framework/pkg/types"
+
+	"github.com/faultline-dev/faultline/artifacts"
+	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers/capi"
+	"github.com/faultline-dev/faultline/scenarios"
+)
+
+// ProviderFunc gives the provider a feature's scenario runs on, from the
+// e2e-framework configuration of the test.
+type ProviderFunc func(ctx context.Context, cfg *envconf.Config) (framework.Provider, error)
+
+// FromKubeconfig is a ProviderFunc for a Cluster API management cluster:
+// the kubeconfig e2e-framework was given (--kubeconfig, $KUBECONFIG). VM
+// faults need a vCenter too: build the provider with capi.WithVCenter.
+func FromKubeconfig(_ context.Context, cfg *envconf.Config) (framework.Provider, error) {
+	c, _, _, err := capi.NewClient(cfg.KubeconfigFile(), "")
+	if err != nil {
+		return nil, err
+	}
+	return capi.New(c, capi.WithKubeconfig(cfg.KubeconfigFile(), "")), nil
+}
+
+type providerKey struct{ scenario string }
+
+// Feature is a catalogue scenario as an e2e-framework feature, for a
+// user's own `go test` suite: labelled with the scenario's labels; Setup
+// parses it with params and proves the cluster's baseline healthy; Assess
+// runs it (artifacts in dir/<scenario>) and fails the test with the run's
+// reason. The run undoes its own faults, so Teardown has nothing left to
+// do but report where the artifacts are.
+func Feature(name string, provider ProviderFunc, params map[string]string, dir string) types.Feature {
+	b := features.New(name)
+	data, loadErr := scenarios.Read(name)
+	var sc *framework.Scenario
+	if loadErr == nil {
+		sc, loadErr = framework.Parse("scenarios/"+name+".yaml", data, params)
+	}
+	if loadErr == nil {
+		for k, v := range sc.Metadata.Labels {
+			b = b.WithLabel(k, v)
+		}
+	}
+	return b.
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if loadErr != nil {
+				t.Fatalf("scenario %s: %v", name, loadErr)
+			}
+			p, err := provider(ctx, cfg)
+			if err != nil {
+				t.Fatalf("provider for %s: %v", name, err)
+			}
+			if sc.Metadata.Labels["destructive"] == "true" {
+				if err := Baseline(ctx, p); err != nil {
+					t.Fatalf("the cluster is not healthy before %s: %v", name, err)
+				}
+			}
+			return context.WithValue(ctx, providerKey{name}, p)
+		}).
+		Assess("reaches every phase within budget and holds every assertion", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			p, _ := ctx.Value(providerKey{name}).(framework.Provider)
+			res, err := artifacts.Execute(ctx, artifacts.ExecuteInput{
+				Dir: filepath.Join(dir, name),
+				Run: framework.RunInput{Scenario: sc, Provider: p, Parameters: params},
+			})
+			if err != nil {
+				t.Fatalf("run %s: %v", name, err)
+			}
+			for _, ph := range res.Phases {
+				t.Logf("phase %s: ok=%t %s", ph.Name, ph.OK, durationOr(ph.SinceAnchor, ph.Message))
+			}
+			switch res.Verdict {
+			case framework.Pass:
+			case framework.Skipped:
+				t.Skipf("%s: %s", name, res.Reason)
+			default:
+				t.Errorf("%s: %s: %s", name, res.Verdict, res.Reason)
+			}
+			return ctx
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			t.Logf("%s: artifacts in %s", name, filepath.Join(dir, name))
+			return ctx
+		}).
+		Feature()
+}

@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL, as Cluster API's specs use it
+	. "github.com/onsi/gomega"    //nolint:revive
+
+	"github.com/go-logr/logr"
+
+	"github.com/faultline-dev/faultline/artifacts"
+	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/scenarios"
+)
+
+// ScenarioSpecInput is what ScenarioSpec needs, read when the spec runs.
+type ScenarioSpecInput struct {
+	Environment *Environment
+	// Scenario is a catalogue scenario's name.
+	Scenario string
+	// ArtifactFolder receives the run's folder (result.json, junit.xml,
+	// report.html, dumps on failure).
+	ArtifactFolder string
+	// Parameters override the scenario's, over the e2e config's.
+	Parameters map[string]string
+}
+
+// ScenarioSpec runs one catalogue scenario as a Ginkgo spec, in the style
+// of Cluster API's MachineDeploymentRemediationSpec: the same spec on the
+// lab, kind or vSphere, whatever the input's environment is. A destructive
+// scenario first proves the cluster's baseline healthy (all Machines
+// Running, Nodes Ready, as many healthy etcd members as control planes),
+// so one scenario's damage never becomes the next one's failure. The spec
+// fails with the run's reason, which names the phase and its budget.
+func ScenarioSpec(ctx context.Context, inputGetter func() ScenarioSpecInput) {
+	var (
+		input    ScenarioSpecInput
+		sc       *framework.Scenario
+		provider framework.Provider
+		params   map[string]string
+	)
+	BeforeEach(func() {
+		input = inputGetter()
+		Expect(input.Environment).NotTo(BeNil(), "ScenarioSpec needs an Environment")
+		Expect(input.ArtifactFolder).NotTo(BeEmpty(), "ScenarioSpec needs an ArtifactFolder")
+		data, err := scenarios.Read(input.Scenario)
+		Expect(err).NotTo(HaveOccurred())
+		params = map[string]string{}
+		for k, v := range input.Environment.Config.Parameters[input.Scenario] {
+			params[k] = v
+		}
+		for k, v := range input.Parameters {
+			params[k] = v
+		}
+		sc, err = framework.Parse("scenarios/"+input.Scenario+".yaml", data, params)
+		Expect(err).NotTo(HaveOccurred())
+		var release func(context.Context) error
+		provider, release, err = input.Environment.ProviderFor(ctx, sc)
+		Expect(err).NotTo(HaveOccurred(), "provider for %s", input.Scenario)
+		DeferCleanup(release)
+		if sc.Metadata.Labels["destructive"] == "true" {
+			By("proving the cluster's baseline healthy")
+			Eventually(func() error { return Baseline(ctx, provider) }).
+				WithTimeout(input.Environment.Config.Interval("default/wait-baseline")[0].(time.Duration)).
+				WithPolling(input.Environment.Config.Interval("default/wait-baseline")[1].(time.Duration)).
+				Should(Succeed(), "the cluster is not healthy before %s", input.Scenario)
+		}
+	})
+
+	It("reaches every phase within budget and holds every assertion", func() {
+		timeout := input.Environment.Config.Interval("default/scenario")[0].(time.Duration)
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		dir := filepath.Join(input.ArtifactFolder, input.Scenario)
+		Expect(os.MkdirAll(input.ArtifactFolder, 0o750)).To(Succeed())
+		res, err := artifacts.Execute(rctx, artifacts.ExecuteInput{
+			Dir: dir, Profile: input.Environment.Profile(), Log: input.Environment.log,
+			Run: framework.RunInput{Scenario: sc, Provider: provider, Parameters: params, Log: logr.Discard()},
+		})
+		Expect(err).NotTo(HaveOccurred(), "run %s", input.Scenario)
+		AddReportEntry("faultline "+input.Scenario, ReportEntryVisibilityFailureOrVerbose, summary(res))
+		if res.Verdict == framework.Skipped {
+			Skip(fmt.Sprintf("%s: %s", input.Scenario, res.Reason))
+		}
+		Expect(res.Verdict).To(Equal(framework.Pass), "%s: %s (artifacts: %s)", input.Scenario, res.Reason, dir)
+	})
+}
+
+// summary is a run's phases and assertions, one a line.
+func summary(res *framework.Result) string {
+	s := fmt.Sprintf("%s on %s: %s %s\n", res.Scenario, res.Provider, res.Verdict, res.Reason)
+	for _, p := range res.Phases {
+		s += fmt.Sprintf("  phase %s: ok=%t %s\n", p.Name, p.OK, durationOr(p.SinceAnchor, p.Message))
+	}
+	for _, a := range res.Assertions {
+		s += fmt.Sprintf("  assert %s: ok=%t %s\n", a.Name, a.OK, a.Message)
+	}
+	return s
+}
+
+func durationOr(d *framework.Duration, otherwise string) string {
+	if d == nil {
+		return otherwise
+	}
+	return d.String()
+}

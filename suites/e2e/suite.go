@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive
+	. "github.com/onsi/gomega"    //nolint:revive
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+
+	"github.com/faultline-dev/faultline/artifacts"
+	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/scenarios"
+)
+
+// DefaultConfig is the e2e config a suite reads when E2E_CONFIG is unset,
+// relative to the suite's folder.
+const DefaultConfig = "../config/lab.yaml"
+
+// Suite is one suite's shared state: its config, environment and
+// artifacts folder, set up once for the whole run.
+type Suite struct {
+	Name           string
+	Config         *Config
+	Environment    *Environment
+	ArtifactFolder string
+}
+
+// NewSuite registers the suite's SynchronizedBeforeSuite, which loads the
+// config and starts the environment (one lab, or the connection to
+// vSphere), and its SynchronizedAfterSuite, which stops it. Suites run
+// serially: every spec damages the cluster it runs on, so parallel
+// specs would be each other's faults.
+func NewSuite(name string) *Suite {
+	s := &Suite{Name: name}
+	SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
+		suiteConfig, _ := GinkgoConfiguration()
+		Expect(suiteConfig.ParallelTotal).To(Equal(1),
+			"faultline's suites run serially (no ginkgo -p): each spec's faults would be the others' failures")
+		cfg, err := LoadConfig(DefaultConfig)
+		Expect(err).NotTo(HaveOccurred())
+		s.Config = cfg
+		s.ArtifactFolder, err = filepath.Abs(filepath.Join(artifacts.Root(), name))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.MkdirAll(s.ArtifactFolder, 0o750)).To(Succeed())
+		By("starting the " + cfg.Provider + " environment")
+		s.Environment, err = Setup(context.WithoutCancel(ctx), cfg, ginkgoLogger())
+		Expect(err).NotTo(HaveOccurred())
+		return nil
+	}, func([]byte) {})
+	SynchronizedAfterSuite(func() {}, func(ctx SpecContext) {
+		if s.Environment != nil {
+			Expect(s.Environment.Teardown(context.WithoutCancel(ctx))).To(Succeed())
+		}
+	})
+	return s
+}
+
+// DescribeScenarios adds a ScenarioSpec for every catalogue scenario keep
+// accepts, labelled with the scenario's labels ("tier:core",
+// "destructive", "seed-002") so GINKGO_LABEL_FILTER selects them.
+func DescribeScenarios(s *Suite, keep func(*framework.Scenario) bool) bool {
+	for _, name := range scenarios.Names() {
+		data, err := scenarios.Read(name)
+		var sc *framework.Scenario
+		if err == nil {
+			if sc, err = framework.Parse("scenarios/"+name+".yaml", data, nil); err == nil && !keep(sc) {
+				continue
+			}
+		}
+		if err != nil {
+			// The catalogue is built in and hack/verify.sh validates it;
+			// a broken one fails its spec, not the whole tree.
+			It(name, func() { Fail(err.Error()) })
+			continue
+		}
+		if !keep(sc) {
+			continue
+		}
+		Describe(name, Label(ScenarioLabels(sc)...), func() {
+			ScenarioSpec(context.Background(), func() ScenarioSpecInput {
+				return ScenarioSpecInput{Environment: s.Environment, Scenario: name, ArtifactFolder: s.ArtifactFolder}
+			})
+		})
+	}
+	return true
+}
+
+// ScenarioLabels are a scenario's labels as Ginkgo labels: the key for "true",
+// key:value otherwise.
+func ScenarioLabels(sc *framework.Scenario) []string {
+	var out []string
+	for k, v := range sc.Metadata.Labels {
+		if v == "true" {
+			out = append(out, k)
+		} else {
+			out = append(out, k+":"+v)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ginkgoLogger writes the lab's and faultline's logs to the spec's
+// output.
+func ginkgoLogger() logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		GinkgoWriter.Println(strings.TrimSpace(prefix + " " + args))
+	}, funcr.Options{})
+}
+
+// EnvE2E gates the suites: `make test-e2e` sets it, so `go test ./...`
+// does not start labs for them.
+const EnvE2E = "FAULTLINE_E2E"
+
+// RunSuite runs the suite's specs, or skips them when EnvE2E is unset.
+func RunSuite(t *testing.T, description string) {
+	if os.Getenv(EnvE2E) == "" {
+		t.Skipf("e2e suite: run it with make test-e2e (or %s=1)", EnvE2E)
+	}
+	RegisterFailHandler(Fail)
+	RunSpecs(t, description)
+}

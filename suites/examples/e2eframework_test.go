@@ -1,0 +1,50 @@
+// Package examples shows faultline's scenarios in a user's own go test
+// suite, through sigs.k8s.io/e2e-framework.
+package examples
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers/lab"
+	"github.com/faultline-dev/faultline/providers/lab/labtest"
+	"github.com/faultline-dev/faultline/suites/e2e"
+)
+
+// TestIntegrationScenarioAsFeature runs stop-kubelet-worker as an
+// e2e-framework feature. Against a real management cluster the provider
+// would be e2e.FromKubeconfig and the test's --kubeconfig; here it is a lab
+// the test starts, whose management kubeconfig e2e-framework is given.
+func TestIntegrationScenarioAsFeature(t *testing.T) {
+	labtest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	p, err := lab.ProfileNamed(lab.DefaultProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lab.Start(ctx, lab.Input{Profile: p, Clusters: []lab.ClusterSpec{{Name: "lab", ControlPlanes: 1, Workers: 1, WorkerMHC: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := l.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfigs, err := l.WriteKubeconfigs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv := env.NewWithConfig(envconf.New().WithKubeconfigFile(kubeconfigs[0]))
+	inLab := func(context.Context, *envconf.Config) (framework.Provider, error) { return l.Provider(), nil }
+	testenv.Test(t, e2e.Feature("stop-kubelet-worker", inLab, nil, t.TempDir()))
+}

@@ -1,0 +1,19 @@
+// Package nightly is the nightly resilience suite: the whole catalogue,
+// each scenario a spec labelled with its scenario's labels. It must go red
+// when recovery regresses.
+package nightly
+
+import (
+	"testing"
+
+	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/suites/e2e"
+)
+
+var suite = e2e.NewSuite("nightly")
+
+var _ = e2e.DescribeScenarios(suite, func(*framework.Scenario) bool { return true })
+
+func TestNightly(t *testing.T) {
+	e2e.RunSuite(t, "faultline nightly")
+}

@@ -1,0 +1,26 @@
+// Package preupgrade is the pre-upgrade gate: faultline check's read-only
+// findings, then the scenarios a cluster owner accepts before an upgrade
+// (label preupgrade): the cluster must replace a lost worker within
+// budget before it is asked to replace all of them.
+package preupgrade
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive
+
+	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/suites/e2e"
+)
+
+var suite = e2e.NewSuite("preupgrade")
+
+var _ = Describe("faultline check", Ordered, Label("checks"), func() {
+	e2e.ChecksSpec(func() e2e.ChecksSpecInput { return e2e.ChecksSpecInput{Environment: suite.Environment} })
+})
+
+var _ = e2e.DescribeScenarios(suite, func(sc *framework.Scenario) bool { return sc.Metadata.Labels["preupgrade"] == "true" })
+
+func TestPreUpgrade(t *testing.T) {
+	e2e.RunSuite(t, "faultline pre-upgrade")
+}
