@@ -65,6 +65,11 @@ func NewClient(kubeconfig, context string) (client.WithWatch, string, string, er
 	if err != nil {
 		return nil, "", "", &KubeconfigError{fmt.Errorf("kubeconfig context %q: %w", name, err)}
 	}
+	// Probes poll several Machines every few hundred milliseconds;
+	// client-go's default of 5 requests a second would queue them until
+	// their readings fail for want of time, not because of the cluster
+	// (as for the workload clusters' clients).
+	cfg.QPS, cfg.Burst = 50, 100
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, controlplanev1.AddToScheme} {
 		if err := add(scheme); err != nil {
