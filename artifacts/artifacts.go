@@ -84,13 +84,14 @@ func (r *Run) WriteResult(res *framework.Result) error {
 }
 
 // WriteReports writes junit.xml (one case, this run) and report.html,
-// linking the dumps (paths relative to the run folder).
-func (r *Run) WriteReports(res *framework.Result, dumps []string) error {
+// linking the dumps (paths relative to the run folder) and showing each
+// phase against its history (nil: none).
+func (r *Run) WriteReports(res *framework.Result, dumps []string, history map[string]PhaseStats) error {
 	var junit, report bytes.Buffer
 	if err := WriteJUnit(&junit, ResultsJUnit("faultline run "+res.Scenario, []*framework.Result{res})); err != nil {
 		return fmt.Errorf("write %s: %w", JUnitFile, err)
 	}
-	if err := WriteReport(&report, res, dumps); err != nil {
+	if err := WriteReport(&report, res, dumps, history); err != nil {
 		return fmt.Errorf("write %s: %w", ReportFile, err)
 	}
 	for name, b := range map[string][]byte{JUnitFile: junit.Bytes(), ReportFile: report.Bytes()} {

@@ -101,7 +101,7 @@ func TestIntegrationReportInBrowser(t *testing.T) {
 	browser := chromium(t)
 	page := filepath.Join(t.TempDir(), ReportFile)
 	var b bytes.Buffer
-	if err := WriteReport(&b, failedRun(), []string{"dumps/machines.yaml"}); err != nil {
+	if err := WriteReport(&b, failedRun(), []string{"dumps/machines.yaml"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(page, b.Bytes(), 0o600); err != nil {

@@ -20,6 +20,11 @@ type ExecuteInput struct {
 	// Profile is recorded in the result (the lab's time profile).
 	Profile string
 	Log     logr.Logger
+	// History, when set, receives the result; the report shows each phase
+	// against it, and with Gate a passing run whose phase regressed
+	// against it fails (see ApplyGate).
+	History *History
+	Gate    bool
 }
 
 // Execute runs a scenario with its artifacts: the journal and the timeline
@@ -45,6 +50,18 @@ func Execute(ctx context.Context, in ExecuteInput) (*framework.Result, error) {
 		return nil, err
 	}
 	res.Profile = in.Profile
+	var stats map[string]PhaseStats
+	if in.History != nil {
+		if stats, err = in.History.Stats(res.Scenario, res.Provider, res.Profile); err != nil {
+			return res, err
+		}
+		if in.Gate {
+			ApplyGate(res, stats)
+		}
+		if err := in.History.Add(res); err != nil {
+			return res, err
+		}
+	}
 	if err := out.WriteResult(res); err != nil {
 		return res, err
 	}
@@ -52,7 +69,7 @@ func Execute(ctx context.Context, in ExecuteInput) (*framework.Result, error) {
 	if res.Verdict == framework.Fail || res.Verdict == framework.Error {
 		dumps = dumpFailed(ctx, run.Provider, res, in.Dir, in.Log)
 	}
-	if err := out.WriteReports(res, dumps); err != nil {
+	if err := out.WriteReports(res, dumps, stats); err != nil {
 		return res, err
 	}
 	// The timeline is evidence; a run that lost it did not fully work.

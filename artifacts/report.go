@@ -49,6 +49,7 @@ type reportData struct {
 	PlotLeft     int
 	PlotRight    int
 	Dumps        []string
+	History      map[string]PhaseStats
 	ZeroLabel    string
 	VerdictClass string
 }
@@ -57,9 +58,10 @@ type reportData struct {
 // timeline chart (one bar per phase from its anchor, budget markers, the
 // injected faults and their undos on the same axis, in seconds from the
 // first injection), the phases, assertions and faults, and links to the
-// dumps (paths relative to the report). It loads nothing from anywhere.
-func WriteReport(w io.Writer, res *framework.Result, dumps []string) error {
-	d := reportData{Res: res, Dumps: dumps, Duration: res.FinishedAt.Sub(res.StartedAt).Round(time.Millisecond).String(),
+// dumps (paths relative to the report); with history, each phase's past
+// P50 and P95 and the gate's limit. It loads nothing from anywhere.
+func WriteReport(w io.Writer, res *framework.Result, dumps []string, history map[string]PhaseStats) error {
+	d := reportData{Res: res, Dumps: dumps, History: history, Duration: res.FinishedAt.Sub(res.StartedAt).Round(time.Millisecond).String(),
 		PlotLeft: chartLabel, PlotRight: chartLabel + chartPlot, Width: chartLabel + chartPlot + 20, VerdictClass: string(res.Verdict)}
 	zero := res.StartedAt
 	d.ZeroLabel = "run start"
@@ -170,6 +172,13 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 		return d.Round(time.Millisecond).String()
 	},
 	"plus": func(a, b float64) float64 { return a + b },
+	"hist": func(h map[string]PhaseStats, phase string) string {
+		s, ok := h[phase]
+		if !ok {
+			return "-"
+		}
+		return fmt.Sprintf("P50 %.1fs, P95 %.1fs, limit %.1fs (%d runs)", s.P50, s.P95, s.Limit(), s.Runs)
+	},
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -207,8 +216,8 @@ their budget (red); a black mark is a budget's end.</p>
 {{end}}</svg>
 
 <h2>Phases</h2>
-<table><tr><th>phase</th><th>reached</th><th>after its anchor</th><th>since injection</th><th>budget</th><th></th><th>message</th></tr>
-{{range .Res.Phases}}<tr><td>{{.Name}}</td><td>{{ts .ObservedAt}}</td><td>{{if .SinceAnchor}}{{dur .SinceAnchor}} after {{.From}}{{else}}-{{end}}</td><td>{{dur .SinceInject}}</td><td>{{dur .Budget}}</td>{{if .OK}}<td class="ok">ok</td>{{else}}<td class="bad">missed</td>{{end}}<td>{{.Message}}</td></tr>
+<table><tr><th>phase</th><th>reached</th><th>after its anchor</th><th>since injection</th><th>budget</th>{{if .History}}<th>history</th>{{end}}<th></th><th>message</th></tr>
+{{range .Res.Phases}}<tr><td>{{.Name}}</td><td>{{ts .ObservedAt}}</td><td>{{if .SinceAnchor}}{{dur .SinceAnchor}} after {{.From}}{{else}}-{{end}}</td><td>{{dur .SinceInject}}</td><td>{{dur .Budget}}</td>{{if $.History}}<td>{{hist $.History .Name}}</td>{{end}}{{if .OK}}<td class="ok">ok</td>{{else}}<td class="bad">missed</td>{{end}}<td>{{.Message}}</td></tr>
 {{end}}</table>
 
 <h2>Assertions</h2>

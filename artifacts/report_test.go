@@ -38,7 +38,7 @@ func failedRun() *framework.Result {
 // at the right place, the undo mark, and text is escaped.
 func TestWriteReport(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteReport(&b, failedRun(), []string{"dumps/machines.yaml"}); err != nil {
+	if err := WriteReport(&b, failedRun(), []string{"dumps/machines.yaml"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	html := b.String()

@@ -23,4 +23,4 @@ mkdir -p "${ARTIFACTS}"
 args=(-ginkgo.v -ginkgo.junit-report="${ARTIFACTS}/junit.${suite}.xml")
 [[ -n "${GINKGO_LABEL_FILTER:-}" ]] && args+=(-ginkgo.label-filter="${GINKGO_LABEL_FILTER}")
 [[ -n "${GINKGO_FOCUS:-}" ]] && args+=(-ginkgo.focus="${GINKGO_FOCUS}")
-go test -count=1 -timeout 3h "./suites/${suite}" -args "${args[@]}"
+go test -v -count=1 -timeout 3h "./suites/${suite}" -args "${args[@]}"

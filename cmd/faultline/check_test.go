@@ -182,23 +182,7 @@ func TestIntegrationCheckReadOnlyRBAC(t *testing.T) {
 // test, and writes its kubeconfigs (the management cluster's first).
 func startTestLab(t *testing.T, ctx context.Context) (*lab.Lab, []string) {
 	t.Helper()
-	labtest.Require(t)
-	p, err := lab.ProfileNamed(lab.DefaultProfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lab.Start(ctx, lab.Input{Profile: p, Clusters: []lab.ClusterSpec{{Name: "lab", ControlPlanes: 1, Workers: 1, WorkerMHC: true}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
-	if err := l.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	l := labtest.Start(t, lab.ClusterSpec{Name: "lab", ControlPlanes: 1, Workers: 1, WorkerMHC: true})
 	paths, err := l.WriteKubeconfigs(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -50,3 +50,31 @@ func TestReport(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryCommand: the gate needs a history; history prints what the
+// gate compares with.
+func TestHistoryCommand(t *testing.T) {
+	t.Setenv("FAULTLINE_HISTORY", "")
+	var out, errOut bytes.Buffer
+	if code := execute([]string{"run", "power-off-worker", "--gate"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "--gate needs --history") {
+		t.Errorf("run --gate: exit %d, %q", code, errOut.String())
+	}
+	errOut.Reset()
+	if code := execute([]string{"history", "power-off-worker"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "--history (or $FAULTLINE_HISTORY)") {
+		t.Errorf("history: exit %d, %q", code, errOut.String())
+	}
+	dir := t.TempDir()
+	line := `{"finishedAt":"2026-11-23T10:00:00Z","provider":"lab","profile":"compressed","verdict":"pass","phases":{"machine-unhealthy":12.5}}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "power-off-worker.jsonl"), []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code := execute([]string{"history", "power-off-worker", "--history", dir}, &out, &errOut); code != 0 {
+		t.Fatalf("history: exit %d, %s", code, errOut.String())
+	}
+	for _, want := range []string{"power-off-worker on lab compressed: 1 phases with history", "machine-unhealthy  1     12.5s  12.5s  17.5s  12.5s"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -33,6 +33,8 @@ type runOptions struct {
 	retain    bool
 	verbosity int
 	vcenter   vcenterFlags
+	history   string
+	gate      bool
 }
 
 func newRunCommand() *cobra.Command {
@@ -54,6 +56,8 @@ vCenter (--provider vsphere) the vCenter must be named in --allow-vcenter.`,
 	fs.StringVar(&o.artifacts, "artifacts", "", "folder for result.json, timeline.jsonl and journal.jsonl (default $ARTIFACTS or _artifacts, then <scenario>-<timestamp>)")
 	fs.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	fs.DurationVar(&o.timeout, "timeout", 0, "bound the whole run, overriding the scenario's spec.timeout (e.g. 10m)")
+	fs.StringVar(&o.history, "history", "", "folder of past results: this run is added, and the report shows each phase against them (default $"+artifacts.EnvHistory+")")
+	fs.BoolVar(&o.gate, "gate", false, "with --history: fail a run whose phase took longer than its history's P95 + max(5s, 20%) (at least 5 past passing runs)")
 	fs.BoolVar(&o.retain, "retain", false, "leave injected faults in place at the end (undo later with 'faultline recover')")
 	fs.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity on stderr (0 users, 1+ debugging)")
 	o.vcenter.register(fs, true)
@@ -97,6 +101,18 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
+	if o.history == "" {
+		o.history = os.Getenv(artifacts.EnvHistory)
+	}
+	if o.gate && o.history == "" {
+		return usageErr("--gate needs --history (or $%s): the folder of past results to compare with", artifacts.EnvHistory)
+	}
+	var history *artifacts.History
+	if o.history != "" {
+		if history, err = artifacts.OpenHistory(o.history); err != nil {
+			return usageErr("--history: %v", err)
+		}
+	}
 	sc, err := loadScenario(arg, sets)
 	if err != nil {
 		return &exitError{code: framework.ExitUsage, err: err}
@@ -127,7 +143,7 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 	}
 	progress := newProgressPrinter(stderr)
 	res, err := artifacts.Execute(ctx, artifacts.ExecuteInput{
-		Dir: dir, Profile: profile, Log: log,
+		Dir: dir, Profile: profile, Log: log, History: history, Gate: o.gate,
 		Run: framework.RunInput{
 			Scenario:   sc,
 			Provider:   provider,

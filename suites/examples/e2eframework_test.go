@@ -21,25 +21,9 @@ import (
 // would be e2e.FromKubeconfig and the test's --kubeconfig; here it is a lab
 // the test starts, whose management kubeconfig e2e-framework is given.
 func TestIntegrationScenarioAsFeature(t *testing.T) {
-	labtest.Require(t)
+	l := labtest.Start(t, lab.ClusterSpec{Name: "lab", ControlPlanes: 1, Workers: 1, WorkerMHC: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	p, err := lab.ProfileNamed(lab.DefaultProfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lab.Start(ctx, lab.Input{Profile: p, Clusters: []lab.ClusterSpec{{Name: "lab", ControlPlanes: 1, Workers: 1, WorkerMHC: true}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
-	if err := l.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
 	kubeconfigs, err := l.WriteKubeconfigs(ctx)
 	if err != nil {
 		t.Fatal(err)
