@@ -1,0 +1,52 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestLoadConfig: the shipped configs load; bad ones are refused naming
+// the field.
+func TestLoadConfig(t *testing.T) {
+	t.Setenv(EnvConfig, "")
+	t.Setenv(EnvProvider, "")
+	for _, f := range []string{"lab.yaml", "vsphere.yaml", "kind.yaml"} {
+		c, err := LoadConfig(filepath.Join("..", "config", f))
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if timeout := c.Interval("default/scenario")[0]; timeout == nil {
+			t.Errorf("%s: no scenario timeout", f)
+		}
+	}
+	lab, err := LoadConfig("../config/lab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lab.Lab.Cluster.ControlPlanes != 3 || lab.Lab.Cluster.ControlPlaneMHC == nil || !*lab.Lab.Cluster.ControlPlaneMHC {
+		t.Errorf("lab cluster %+v", lab.Lab.Cluster)
+	}
+	dir := t.TempDir()
+	for body, want := range map[string]string{
+		"provider: moon\nintervals: {default/wait-lab: [1m, 1s], default/wait-baseline: [1m, 1s], default/scenario: [1m, 1s]}\n": `provider: got "moon", expected lab, kind or vsphere`,
+		"provider: lab\nintervals: {default/wait-lab: [1m], default/wait-baseline: [1m, 1s], default/scenario: [1m, 1s]}\n":     "intervals.default/wait-lab: got 1 values, expected [timeout, poll]",
+		"provider: lab\nintervals: {default/wait-lab: [soon, 1s], default/wait-baseline: [1m, 1s], default/scenario: [1m, 1s]}\n": `intervals.default/wait-lab[0]: got "soon"`,
+		"provider: lab\nintervals: {default/wait-lab: [1m, 1s], default/wait-baseline: [1m, 1s]}\n":                                "intervals.default/scenario: required",
+		"provider: lab\nlab: {cluster: {controlPlanes: 3, wokers: 2}}\n":                                                           `unknown field "wokers"`,
+	} {
+		p := filepath.Join(dir, "c.yaml")
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadConfig(p); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), p) {
+			t.Errorf("%q: %v, want the file and %q", body, err, want)
+		}
+	}
+	t.Setenv(EnvProvider, "vsphere")
+	if c, err := LoadConfig("../config/lab.yaml"); err != nil || c.Provider != "vsphere" {
+		t.Errorf("PROVIDER overrides: %v %v", c, err)
+	}
+}
