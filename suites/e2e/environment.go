@@ -15,6 +15,11 @@ import (
 	"github.com/faultline-dev/faultline/providers/vsphere"
 )
 
+// LabCluster is the name of every lab cluster a suite starts, as `faultline
+// run` names it: the catalogue's parameters (a KubeadmControlPlane's name)
+// default to it.
+const LabCluster = "lab"
+
 // Environment is what a suite starts once, in SynchronizedBeforeSuite, and
 // stops at the end: the shared lab (provider lab) or the connection to the
 // management cluster and vCenter (provider vsphere).
@@ -37,7 +42,7 @@ func Setup(ctx context.Context, cfg *Config, log logr.Logger) (*Environment, err
 		// vcsim's HTTP server reports CAPV's REST clients' failed TLS
 		// handshakes through the standard logger.
 		stdlog.SetOutput(io.Discard)
-		l, err := e.startLab(ctx, lab.SpecFor("shared", cfg.Lab.Cluster))
+		l, err := e.startLab(ctx, lab.SpecFor(LabCluster, cfg.Lab.Cluster))
 		if err != nil {
 			return nil, err
 		}
@@ -81,10 +86,10 @@ func (e *Environment) ProviderFor(ctx context.Context, sc *framework.Scenario) (
 			return nil, nil, err
 		}
 		return v, v.Close, nil
-	case lab.SpecFor("shared", e.Config.Lab.Cluster).Serves(*sc.Spec.Lab):
+	case lab.SpecFor(LabCluster, e.Config.Lab.Cluster).Serves(*sc.Spec.Lab):
 		return e.shared, keep, nil
 	}
-	l, err := e.startLab(ctx, lab.SpecFor(sc.Metadata.Name, *sc.Spec.Lab))
+	l, err := e.startLab(ctx, lab.SpecFor(LabCluster, *sc.Spec.Lab))
 	if err != nil {
 		return nil, nil, err
 	}
