@@ -133,13 +133,7 @@ func (s *nodeSim) reconcileCalicoIPAM(ctx context.Context, c inmemoryclient.Clie
 		}
 		taken[cidr], held[node] = true, true
 	}
-	sort.Slice(nodes.Items, func(i, j int) bool {
-		a, b := nodes.Items[i], nodes.Items[j]
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
-		return a.Name < b.Name
-	})
+	sort.Slice(nodes.Items, func(i, j int) bool { return joinedBefore(&nodes.Items[i], &nodes.Items[j]) })
 	for _, n := range nodes.Items {
 		if held[n.Name] {
 			continue

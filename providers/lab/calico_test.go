@@ -150,3 +150,21 @@ func TestParseCollection(t *testing.T) {
 		}
 	}
 }
+
+// TestJoinedBefore: nodes that registered in the same second keep the
+// order they registered in, whatever their names; IPAM claims blocks and
+// the scheduler picks the last node by it.
+func TestJoinedBefore(t *testing.T) {
+	node := func(name, order string) corev1.Node {
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{annJoinOrder: order}}}
+	}
+	nodes := []corev1.Node{node("a", "3"), node("b", "10"), node("c", "2"), node("d", "2")}
+	sort.Slice(nodes, func(i, j int) bool { return joinedBefore(&nodes[i], &nodes[j]) })
+	var got []string
+	for _, n := range nodes {
+		got = append(got, n.Name)
+	}
+	if strings.Join(got, ",") != "c,d,a,b" {
+		t.Errorf("order %v, want c,d,a,b (by join order 2,2,3,10, then name)", got)
+	}
+}

@@ -102,8 +102,8 @@ func (s *nodeSim) reconcilePolicyWebhooks(ctx context.Context, cluster string) e
 // scheduleWorker is where the engine's pod runs: it stays on current
 // while that is a Ready worker; otherwise it is (re)created where
 // kube-scheduler's least-allocated scoring puts it, on the emptiest node,
-// which in the lab (every node runs the same pods) is the newest Ready
-// worker; "" when there is none yet.
+// which in the lab (every node runs the same pods) is the Ready worker
+// that joined last (annJoinOrder); "" when there is none yet.
 func scheduleWorker(ctx context.Context, c inmemoryclient.Client, current string) (string, error) {
 	var nodes corev1.NodeList
 	if err := listInto(ctx, c, &nodes); err != nil {
@@ -118,8 +118,7 @@ func scheduleWorker(ctx context.Context, c inmemoryclient.Client, current string
 		if n.Name == current {
 			return current, nil
 		}
-		if best == nil || best.CreationTimestamp.Before(&n.CreationTimestamp) ||
-			best.CreationTimestamp.Equal(&n.CreationTimestamp) && n.Name > best.Name {
+		if best == nil || joinedBefore(best, n) {
 			best = n
 		}
 	}

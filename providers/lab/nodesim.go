@@ -74,6 +74,8 @@ type nodeSim struct {
 	podsChanged map[string]bool
 	cniBroken   map[string]bool
 	addons      map[string]bool // clusters whose kubeadm objects exist
+	// joined counts the Nodes registered so far (see annJoinOrder).
+	joined int
 	// stuckLeader is, by cluster, the node whose etcd member holds
 	// leadership cut off from its peers (seed 003); moveLeader, by
 	// cluster, the node whose member is to hand leadership over
@@ -398,7 +400,8 @@ func (s *nodeSim) reconcileVM(ctx context.Context, vm *simVM, now time.Time) (bo
 			if err != nil {
 				return false, err
 			}
-			if err := createNode(ctx, c, vm, cidr, s.cniDown(vm.name), now); err != nil || cidr != "" {
+			s.joined++
+			if err := createNode(ctx, c, vm, cidr, s.cniDown(vm.name), s.joined, now); err != nil || cidr != "" {
 				return false, err
 			}
 			return false, recordCIDRNotAvailable(ctx, c, vm.name)
@@ -828,9 +831,10 @@ func getNode(ctx context.Context, c inmemoryclient.Client, name string) (*corev1
 
 // createNode registers the Node, with the pod CIDR kube-controller-manager
 // gives it ("" when it has none left).
-func createNode(ctx context.Context, c inmemoryclient.Client, vm *simVM, podCIDR string, cniBroken bool, now time.Time) error {
+func createNode(ctx context.Context, c inmemoryclient.Client, vm *simVM, podCIDR string, cniBroken bool, joined int, now time.Time) error {
 	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: vm.name, Labels: map[string]string{corev1.LabelHostname: vm.name, corev1.LabelOSStable: "linux"}},
+		ObjectMeta: metav1.ObjectMeta{Name: vm.name, Labels: map[string]string{corev1.LabelHostname: vm.name, corev1.LabelOSStable: "linux"},
+			Annotations: map[string]string{annJoinOrder: strconv.Itoa(joined)}},
 		Spec:       corev1.NodeSpec{ProviderID: "vsphere://" + vm.uuid},
 		Status: corev1.NodeStatus{
 			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: KubernetesVersion, OperatingSystem: "linux", Architecture: "amd64"},
@@ -854,6 +858,22 @@ func createNode(ctx context.Context, c inmemoryclient.Client, vm *simVM, podCIDR
 		n.Spec.PodCIDR, n.Spec.PodCIDRs = podCIDR, []string{podCIDR}
 	}
 	return createIfMissing(ctx, c, n)
+}
+
+// annJoinOrder numbers Nodes in the order they registered. Calico's IPAM
+// claims blocks in that order and the lab's scheduler puts a webhook pod
+// on the last one: creation timestamps have second resolution, and nodes
+// that join in the same second would otherwise tie differently for each.
+const annJoinOrder = "lab.faultline.dev/join-order"
+
+// joinedBefore orders Nodes by annJoinOrder, then by name.
+func joinedBefore(a, b *corev1.Node) bool {
+	x, _ := strconv.Atoi(a.Annotations[annJoinOrder])
+	y, _ := strconv.Atoi(b.Annotations[annJoinOrder])
+	if x != y {
+		return x < y
+	}
+	return a.Name < b.Name
 }
 
 // readyCondition is what a running kubelet reports: Ready, or, without a
