@@ -105,7 +105,13 @@ func (e *Environment) startLab(ctx context.Context, spec lab.ClusterSpec) (*lab.
 	if err != nil {
 		return nil, fmt.Errorf("e2e config lab.profile: %w", err)
 	}
-	l, err := lab.Start(ctx, lab.Input{Profile: p, Clusters: []lab.ClusterSpec{spec}, Log: e.log.V(2).WithName("lab")})
+	// The lab's controllers log their transient errors often; LAB_DEBUG
+	// shows them, as in the lab's own tests.
+	labLog := logr.Discard()
+	if os.Getenv("LAB_DEBUG") != "" {
+		labLog = e.log.WithName("lab")
+	}
+	l, err := lab.Start(ctx, lab.Input{Profile: p, Clusters: []lab.ClusterSpec{spec}, Log: labLog})
 	if err != nil {
 		return nil, err
 	}
