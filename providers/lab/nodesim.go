@@ -835,7 +835,7 @@ func createNode(ctx context.Context, c inmemoryclient.Client, vm *simVM, podCIDR
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: vm.name, Labels: map[string]string{corev1.LabelHostname: vm.name, corev1.LabelOSStable: "linux"},
 			Annotations: map[string]string{annJoinOrder: strconv.Itoa(joined)}},
-		Spec:       corev1.NodeSpec{ProviderID: "vsphere://" + vm.uuid},
+		Spec: corev1.NodeSpec{ProviderID: "vsphere://" + vm.uuid},
 		Status: corev1.NodeStatus{
 			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: KubernetesVersion, OperatingSystem: "linux", Architecture: "amd64"},
 		},
