@@ -162,13 +162,13 @@ func redactValue(v any) any {
 			t[i] = redactValue(x)
 		}
 	case string:
-		return RedactURLs(t)
+		return redactURLs(t)
 	}
 	return v
 }
 
-// RedactURLs removes the user info of every URL in s.
-func RedactURLs(s string) string {
+// redactURLs removes the user info of every URL in s.
+func redactURLs(s string) string {
 	if !strings.Contains(s, "@") {
 		return s
 	}

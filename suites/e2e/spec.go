@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL, as Cluster API's specs use it
 	. "github.com/onsi/gomega"    //nolint:revive
@@ -64,15 +63,14 @@ func ScenarioSpec(ctx context.Context, inputGetter func() ScenarioSpecInput) {
 		DeferCleanup(release)
 		if sc.Metadata.Labels["destructive"] == "true" {
 			By("proving the cluster's baseline healthy")
-			Eventually(func() error { return Baseline(ctx, provider) }).
-				WithTimeout(input.Environment.Config.Interval("default/wait-baseline")[0].(time.Duration)).
-				WithPolling(input.Environment.Config.Interval("default/wait-baseline")[1].(time.Duration)).
+			Eventually(func() error { return Baseline(ctx, provider) }, input.Environment.Config.Interval("default/wait-baseline")...).
 				Should(Succeed(), "the cluster is not healthy before %s", input.Scenario)
 		}
 	})
 
 	It("reaches every phase within budget and holds every assertion", func() {
-		timeout := input.Environment.Config.Interval("default/scenario")[0].(time.Duration)
+		timeout, _, err := input.Environment.Config.interval("default/scenario")
+		Expect(err).NotTo(HaveOccurred())
 		rctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		dir := filepath.Join(input.ArtifactFolder, input.Scenario)
