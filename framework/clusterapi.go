@@ -73,13 +73,32 @@ type OwnerState struct {
 // CapClusterAPI is the capability behind ClusterAPI.
 const CapClusterAPI Capability = "ClusterAPI"
 
+// machineProbe asks f about a Machine, read through ClusterAPI.
 func machineProbe(f func(MachineState) (bool, string)) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
-	return func(ctx context.Context, p Provider, obj Object, _ map[string]string) (bool, string, error) {
+	return stateProbe(func(ctx context.Context, p Provider, obj Object) (MachineState, error) {
 		c, err := as[ClusterAPI](p, CapClusterAPI)
 		if err != nil {
-			return false, "", err
+			return MachineState{}, err
 		}
-		st, err := c.Machine(ctx, obj)
+		return c.Machine(ctx, obj)
+	}, f)
+}
+
+// nodeProbe asks f about a target's Node: a Machine's, or a node
+// container's.
+func nodeProbe(f func(MachineState) (bool, string)) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
+	return stateProbe(func(ctx context.Context, p Provider, obj Object) (MachineState, error) {
+		n, err := nodesOf(p)
+		if err != nil {
+			return MachineState{}, err
+		}
+		return n.NodeOf(ctx, obj)
+	}, f)
+}
+
+func stateProbe(read func(context.Context, Provider, Object) (MachineState, error), f func(MachineState) (bool, string)) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
+	return func(ctx context.Context, p Provider, obj Object, _ map[string]string) (bool, string, error) {
+		st, err := read(ctx, p, obj)
 		if err != nil {
 			return false, "", err
 		}
@@ -241,7 +260,7 @@ func etcdHealthy(obj Object, o OwnerState) (bool, string, error) {
 
 func apiServer(want bool) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
 	return func(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error) {
-		c, err := as[ClusterAPI](p, CapClusterAPI)
+		c, err := nodesOf(p)
 		if err != nil {
 			return false, "", err
 		}
@@ -264,8 +283,8 @@ func apiServer(want bool) func(context.Context, Provider, Object, map[string]str
 
 // clusterAPIProbes are the named probes over Cluster API Machines.
 var clusterAPIProbes = map[string]probeDef{
-	"node-not-ready":      {capability: CapClusterAPI, summary: "the Machine's Node is not Ready (False, Unknown, or gone)", eval: machineProbe(nodeNotReady)},
-	"node-ready":          {capability: CapClusterAPI, summary: "the Machine's Node is Ready", eval: machineProbe(nodeReady)},
+	"node-not-ready":      {capability: CapNodes, summary: "the target's Node is not Ready (False, Unknown, or gone)", eval: nodeProbe(nodeNotReady)},
+	"node-ready":          {capability: CapNodes, summary: "the target's Node is Ready", eval: nodeProbe(nodeReady)},
 	"machine-unhealthy":   {capability: CapClusterAPI, summary: "a MachineHealthCheck or KCP marked the Machine unhealthy (or it is gone)", eval: machineProbe(machineUnhealthy)},
 	"machine-deleted":     {capability: CapClusterAPI, summary: "the Machine is being deleted or is gone", eval: machineProbe(machineDeleted)},
 	"machine-running":     {capability: CapClusterAPI, summary: "the Machine is in phase Running", eval: machineProbe(machineRunning)},
@@ -273,6 +292,6 @@ var clusterAPIProbes = map[string]probeDef{
 	"replacement-created": {capability: CapClusterAPI, args: []string{"nodeMessage", "phase"}, summary: "a Machine replaced it (any phase; with nodeMessage, one whose Node's Ready message contains the text; with phase, one in that phase, e.g. Provisioned: a VM but no Node); count assertions count each new one", ids: replacementsCreated},
 	"replicas-restored":   {capability: CapClusterAPI, summary: "the Machine's MachineDeployment or control plane has all its replicas healthy again", eval: ownerProbe(replicasRestored)},
 	"etcd-healthy":        {capability: CapClusterAPI, summary: "the Machine's control plane has all its etcd members healthy (KCP's EtcdMemberHealthy)", eval: ownerProbe(etcdHealthy)},
-	"api-available":       {capability: CapClusterAPI, summary: "the Machine's workload cluster API server answers", eval: apiServer(true)},
-	"api-unavailable":     {capability: CapClusterAPI, args: []string{"message"}, summary: "the Machine's workload cluster API server does not answer (with message: its error says so)", eval: apiServer(false)},
+	"api-available":       {capability: CapNodes, summary: "the target's (workload) cluster API server answers", eval: apiServer(true)},
+	"api-unavailable":     {capability: CapNodes, args: []string{"message"}, summary: "the target's (workload) cluster API server does not answer (with message: its error says so)", eval: apiServer(false)},
 }

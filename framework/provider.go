@@ -43,7 +43,7 @@ const (
 	CapVMNetwork   Capability = "VMNetwork"
 )
 
-var capabilities = []Capability{CapVMPower, CapVMLifecycle, CapVMNetwork, CapClusterAPI, CapObjects, CapNodeKubelet, CapNodeStaticPods, CapEtcdLeadership, CapObjectWrites}
+var capabilities = []Capability{CapVMPower, CapVMLifecycle, CapVMNetwork, CapClusterAPI, CapObjects, CapNodeKubelet, CapNodeStaticPods, CapEtcdLeadership, CapObjectWrites, CapNodes}
 
 // PowerState is a VM's power state, as vSphere names it.
 type PowerState string
@@ -118,6 +118,37 @@ type EtcdLeadership interface {
 	SetLeaderStuck(ctx context.Context, m Object, stuck bool) error
 }
 
+// CapNodes is the capability behind Nodes. A ClusterAPI provider has it
+// through its Machines: requiring ClusterAPI implies it.
+const CapNodes Capability = "Nodes"
+
+// Nodes reads the Kubernetes Node behind a target and tells whether the
+// target's cluster API server answers, for providers with no Cluster API
+// Machines (kind's node containers).
+type Nodes interface {
+	// NodeOf reads obj's Node: the Node, NodeReady, NodeMessage and Stamps
+	// fields of a MachineState. Gone is set when obj itself is gone.
+	NodeOf(ctx context.Context, obj Object) (MachineState, error)
+	// APIServer tells whether obj's cluster API server answers a read;
+	// the error says why not.
+	APIServer(ctx context.Context, obj Object) error
+}
+
+// nodesOf is the Nodes view of p: its own, or its ClusterAPI's Machines.
+func nodesOf(p Provider) (Nodes, error) {
+	if c, ok := p.(ClusterAPI); ok {
+		return machineNodes{c}, nil
+	}
+	return as[Nodes](p, CapNodes)
+}
+
+// machineNodes reads a Machine's Node through ClusterAPI.
+type machineNodes struct{ ClusterAPI }
+
+func (m machineNodes) NodeOf(ctx context.Context, obj Object) (MachineState, error) {
+	return m.Machine(ctx, obj)
+}
+
 // VMInfo is one VM of a vCenter inventory.
 type VMInfo struct {
 	Name string
@@ -164,6 +195,7 @@ var capabilityCheck = map[Capability]func(Provider) bool{
 	CapNodeStaticPods: implements[NodeStaticPods],
 	CapEtcdLeadership: implements[EtcdLeadership],
 	CapObjectWrites:   implements[ObjectWriter],
+	CapNodes:          func(p Provider) bool { return implements[Nodes](p) || implements[ClusterAPI](p) },
 }
 
 func implements[T any](p Provider) bool {

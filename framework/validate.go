@@ -87,6 +87,9 @@ func (v *validator) spec() {
 			v.errf(fmt.Sprintf("spec.requires[%d]", i), "unknown capability %q; expected one of %s", c, capabilityList())
 		}
 		v.requires[c] = true
+		if c == CapClusterAPI {
+			v.requires[CapNodes] = true
+		}
 	}
 	if sp.PollInterval.Duration < 0 || (sp.PollInterval.Duration > 0 && sp.PollInterval.Duration < minPollInterval) {
 		v.errf("spec.pollInterval", "%s is shorter than the minimum %s", sp.PollInterval, minPollInterval)

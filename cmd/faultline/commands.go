@@ -22,6 +22,7 @@ import (
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework"
 	"github.com/faultline-dev/faultline/providers/capi"
+	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/vsphere"
 	"github.com/faultline-dev/faultline/scenarios"
@@ -248,6 +249,17 @@ func (c *recoverConns) undo(ctx context.Context, e framework.JournalEntry) (stri
 				return "", err
 			}
 			c.byURL[e.Provider.Config["url"]] = p
+		}
+		if err := framework.RunUndo(ctx, p, *e.Undo); err != nil {
+			return "", err
+		}
+		return framework.ResultUndone, nil
+	case "kind":
+		// The run was allowed to touch the cluster; undoing needs no new
+		// opt-in.
+		p, err := kind.Open(e.Provider.Config["cluster"], e.Provider.Config["kubeconfig"])
+		if err != nil {
+			return "", err
 		}
 		if err := framework.RunUndo(ctx, p, *e.Undo); err != nil {
 			return "", err

@@ -74,6 +74,6 @@ Exit codes: 0 pass (or skipped), 1 scenario failed, 2 invalid input or usage,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCommand(), newValidateCommand(), newListCommand(), newRecoverCommand(), newVersionCommand(), newLabCommand(), newCheckCommand(), newReportCommand(), newHistoryCommand())
+	root.AddCommand(newRunCommand(), newValidateCommand(), newListCommand(), newRecoverCommand(), newVersionCommand(), newLabCommand(), newCheckCommand(), newReportCommand(), newHistoryCommand(), newKindCommand())
 	return root
 }

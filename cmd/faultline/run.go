@@ -33,6 +33,7 @@ type runOptions struct {
 	retain    bool
 	verbosity int
 	vcenter   vcenterFlags
+	kind      kindFlags
 	history   string
 	gate      bool
 }
@@ -51,7 +52,7 @@ vCenter (--provider vsphere) the vCenter must be named in --allow-vcenter.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.provider, "provider", "lab", "where to run: lab (embedded Cluster API lab, or vcsim alone for scenarios without spec.lab), capi (a Cluster API management cluster) or vsphere")
+	fs.StringVar(&o.provider, "provider", "lab", "where to run: lab (embedded Cluster API lab, or vcsim alone for scenarios without spec.lab), capi (a Cluster API management cluster), vsphere or kind (--kind-cluster)")
 	fs.StringArrayVar(&o.sets, "set", nil, "override a scenario parameter, name=value; repeatable")
 	fs.StringVar(&o.artifacts, "artifacts", "", "folder for result.json, timeline.jsonl and journal.jsonl (default $ARTIFACTS or _artifacts, then <scenario>-<timestamp>)")
 	fs.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
@@ -63,6 +64,7 @@ vCenter (--provider vsphere) the vCenter must be named in --allow-vcenter.`,
 	o.vcenter.register(fs, true)
 	o.lab.register(fs)
 	o.cluster.register(fs)
+	o.kind.register(fs)
 	return cmd
 }
 
@@ -211,8 +213,11 @@ func (o *runOptions) openProvider(ctx context.Context, sc *framework.Scenario, s
 			return nil, "", nil, infraErr(err)
 		}
 		return p, "", p.Close, nil
+	case "kind":
+		p, err := o.kind.open(ctx, &o.cluster)
+		return p, "", func(context.Context) error { return nil }, err
 	}
-	return nil, "", nil, usageErr("--provider %q: expected lab, capi or vsphere", o.provider)
+	return nil, "", nil, usageErr("--provider %q: expected lab, capi, vsphere or kind", o.provider)
 }
 
 func newLogger(w io.Writer, verbosity int) logr.Logger {

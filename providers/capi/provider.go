@@ -13,9 +13,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,6 +57,9 @@ type Provider struct {
 	// workload, when set, reaches every workload cluster instead of its
 	// kubeconfig Secret (WithWorkloadClient).
 	pairedWorkload client.Client
+
+	// ObjectStore reads and writes objects of both clusters.
+	ObjectStore
 
 	mu        sync.Mutex
 	workloads map[types.NamespacedName]client.Client
@@ -111,6 +111,7 @@ func New(c client.Client, opts ...Option) *Provider {
 		name: "capi", c: c, log: logr.Discard(), probeTimeout: 5 * time.Second,
 		workloads: map[types.NamespacedName]client.Client{}, vms: map[string]framework.Object{},
 	}
+	p.ObjectStore = ObjectStore{Cluster: p.clusterClient}
 	for _, o := range opts {
 		o(p)
 	}
@@ -313,123 +314,14 @@ func (p *Provider) Watch(ctx context.Context, obj framework.Object) (<-chan stru
 	return out, nil
 }
 
-// GetObject implements framework.Objects.
-func (p *Provider) GetObject(ctx context.Context, scope framework.Object, ref framework.ObjectRef) (map[string]any, error) {
-	c, ctx, cancel, err := p.clusterClient(ctx, scope, ref.Cluster)
-	if err != nil {
-		return nil, err
-	}
-	defer cancel()
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(ref.APIVersion)
-	u.SetKind(ref.Kind)
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("get %s: %w", ref, err)
-	}
-	return u.Object, nil
-}
-
-// ListObjects implements framework.Objects.
-func (p *Provider) ListObjects(ctx context.Context, scope framework.Object, ref framework.ObjectRef) ([]map[string]any, error) {
-	c, ctx, cancel, err := p.clusterClient(ctx, scope, ref.Cluster)
-	if err != nil {
-		return nil, err
-	}
-	defer cancel()
-	list := &unstructured.UnstructuredList{}
-	list.SetAPIVersion(ref.APIVersion)
-	list.SetKind(ref.Kind + "List")
-	var opts []client.ListOption
-	if ref.Namespace != "" {
-		opts = append(opts, client.InNamespace(ref.Namespace))
-	}
-	if err := c.List(ctx, list, opts...); err != nil {
-		if meta.IsNoMatchError(err) {
-			// The cluster does not serve the kind (Calico's, without Calico).
-			return nil, fmt.Errorf("list %s: %v: %w", ref.Kind, err, framework.ErrNotFound)
-		}
-		return nil, fmt.Errorf("list %s: %w", ref.Kind, err)
-	}
-	out := make([]map[string]any, len(list.Items))
-	for i := range list.Items {
-		out[i] = list.Items[i].Object
-	}
-	return out, nil
-}
-
 // clusterClient is the management cluster's client, or the workload
-// cluster's of scope with ctx bounded by the probe timeout.
-func (p *Provider) clusterClient(ctx context.Context, scope framework.Object, cluster string) (client.Client, context.Context, context.CancelFunc, error) {
+// cluster's of scope with the probe timeout: the ObjectStore's Cluster.
+func (p *Provider) clusterClient(ctx context.Context, scope framework.Object, cluster string) (client.Client, time.Duration, error) {
 	if cluster != "workload" {
-		return p.c, ctx, func() {}, nil
+		return p.c, 0, nil
 	}
 	c, err := p.workload(ctx, scope.Attributes[attrNamespace], scope.Attributes[attrCluster])
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, p.probeTimeout)
-	return c, ctx, cancel, nil
-}
-
-// ApplyObject implements framework.ObjectWriter: create, or replace the
-// object of that name.
-func (p *Provider) ApplyObject(ctx context.Context, scope framework.Object, cluster string, obj map[string]any) error {
-	c, ctx, cancel, err := p.clusterClient(ctx, scope, cluster)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj)}
-	existing := &unstructured.Unstructured{}
-	existing.SetGroupVersionKind(u.GroupVersionKind())
-	err = c.Get(ctx, client.ObjectKeyFromObject(u), existing)
-	switch {
-	case apierrors.IsNotFound(err):
-		return c.Create(ctx, u)
-	case err != nil:
-		return err
-	}
-	u.SetResourceVersion(existing.GetResourceVersion())
-	return c.Update(ctx, u)
-}
-
-// dryRunTimeout bounds a dry-run create, which waits for the webhooks it
-// calls: the longest timeout a webhook may have is 30s.
-const dryRunTimeout = 35 * time.Second
-
-// DryRunCreate implements framework.ObjectWriter.
-func (p *Provider) DryRunCreate(ctx context.Context, scope framework.Object, cluster string, obj map[string]any) error {
-	c := p.c
-	if cluster == "workload" {
-		var err error
-		if c, err = p.workload(ctx, scope.Attributes[attrNamespace], scope.Attributes[attrCluster]); err != nil {
-			return err
-		}
-	}
-	ctx, cancel := context.WithTimeout(ctx, dryRunTimeout)
-	defer cancel()
-	return c.Create(ctx, &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj)}, client.DryRunAll)
-}
-
-// DeleteObject implements framework.ObjectWriter.
-func (p *Provider) DeleteObject(ctx context.Context, scope framework.Object, ref framework.ObjectRef) error {
-	c, ctx, cancel, err := p.clusterClient(ctx, scope, ref.Cluster)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(ref.APIVersion)
-	u.SetKind(ref.Kind)
-	u.SetNamespace(ref.Namespace)
-	u.SetName(ref.Name)
-	if err := c.Delete(ctx, u); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete %s: %w", ref, err)
-	}
-	return nil
+	return c, p.probeTimeout, err
 }
 
 // Machine implements framework.ClusterAPI.

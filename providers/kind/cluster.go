@@ -1,0 +1,391 @@
+package kind
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
+	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+	kindlog "sigs.k8s.io/kind/pkg/log"
+)
+
+// ImageRepository is where hack/kind-image.sh tags the node images it
+// builds with no registry.
+const ImageRepository = "faultline.dev/kind-node"
+
+// Record is what faultline keeps about a kind cluster it creates, in
+// <state>/<name>/cluster.json, written before the cluster is: `faultline
+// kind down` finds and removes everything even after a crash.
+type Record struct {
+	Name    string    `json:"name"`
+	Image   string    `json:"image"`
+	Created time.Time `json:"created"`
+	// Kubeconfig is the cluster's own kubeconfig file (not ~/.kube/config).
+	Kubeconfig string `json:"kubeconfig"`
+	// Shim is the docker shim written for this host's quirks ("" if none).
+	Shim   string `json:"shim,omitempty"`
+	Quirks string `json:"quirks"`
+	// NetworkCreated: the kind network did not exist before; it goes with
+	// the last cluster on it.
+	NetworkCreated bool `json:"networkCreated,omitempty"`
+}
+
+// UpOptions say what cluster Up creates.
+type UpOptions struct {
+	Name          string
+	ControlPlanes int
+	Workers       int
+	// Image is the node image; "" takes the newest local
+	// faultline.dev/kind-node image.
+	Image string
+	// State is the folder of faultline's kind records.
+	State string
+	// Timeout bounds the wait for every Node to be Ready (default 5m).
+	Timeout time.Duration
+	// Retain keeps the nodes of a cluster kind failed to create, for
+	// inspection (kind deletes them otherwise).
+	Retain bool
+	Docker Docker
+	Log    logr.Logger
+}
+
+// DefaultState is faultline's folder of kind records: the user's cache
+// folder's faultline/kind.
+func DefaultState() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("find the cache folder for faultline's kind records: %w", err)
+	}
+	return filepath.Join(dir, "faultline", "kind"), nil
+}
+
+// NewestImage is the newest local image of ImageRepository.
+func NewestImage(ctx context.Context, d Docker) (string, error) {
+	out, err := d.Run(ctx, "images", "--format", "{{.Repository}}:{{.Tag}}\t{{.CreatedAt}}", ImageRepository)
+	if err != nil {
+		return "", err
+	}
+	var best, bestAt string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		ref, at, ok := strings.Cut(line, "\t")
+		if ok && !strings.HasSuffix(ref, ":<none>") && at > bestAt {
+			best, bestAt = ref, at
+		}
+	}
+	if best == "" {
+		return "", fmt.Errorf("no %s image here: build one with hack/kind-image.sh (no registry needed), or pass --image kindest/node:v1.35.x where a registry is reachable", ImageRepository)
+	}
+	return best, nil
+}
+
+// Up creates a kind cluster, sets up its pod network and waits for its
+// Nodes to be Ready. The record is written first; on failure the caller
+// runs Down.
+func Up(ctx context.Context, o UpOptions) (*Provider, *Record, error) {
+	if o.Docker == nil {
+		o.Docker = ExecDocker{}
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 5 * time.Minute
+	}
+	switch {
+	case o.Name == "":
+		return nil, nil, errors.New("a kind cluster needs a name")
+	case o.ControlPlanes < 1:
+		return nil, nil, fmt.Errorf("control planes %d: expected 1 or more", o.ControlPlanes)
+	case o.Workers < 0:
+		return nil, nil, fmt.Errorf("workers %d: expected 0 or more", o.Workers)
+	}
+	if err := Available(ctx, o.Docker); err != nil {
+		return nil, nil, err
+	}
+	if o.Image == "" {
+		img, err := NewestImage(ctx, o.Docker)
+		if err != nil {
+			return nil, nil, err
+		}
+		o.Image = img
+	}
+	if _, err := o.Docker.Run(ctx, "image", "inspect", o.Image); err != nil {
+		if _, perr := o.Docker.Run(ctx, "pull", o.Image); perr != nil {
+			return nil, nil, fmt.Errorf("node image %s is not here and cannot be pulled (build one with hack/kind-image.sh): %w", o.Image, perr)
+		}
+	}
+	if clusters, err := kindcluster.NewProvider(kindcluster.ProviderWithDocker()).List(); err == nil {
+		for _, c := range clusters {
+			if c == o.Name {
+				return nil, nil, fmt.Errorf("a kind cluster named %s exists already", o.Name)
+			}
+		}
+	}
+	dir := filepath.Join(o.State, o.Name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	quirks, err := DetectQuirks(ctx, o.Docker, o.Image)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec := &Record{Name: o.Name, Image: o.Image, Created: time.Now().UTC(), Kubeconfig: KubeconfigPath(o.State, o.Name), Quirks: quirks.String()}
+	if _, err := o.Docker.Run(ctx, "network", "inspect", Network); err != nil {
+		rec.NetworkCreated = true
+	}
+	if rec.Shim, err = WriteShim(filepath.Join(dir, "shim"), quirks); err != nil {
+		return nil, nil, err
+	}
+	if err := writeRecord(dir, rec); err != nil {
+		return nil, nil, err
+	}
+	o.Log.Info("creating kind cluster", "name", o.Name, "image", o.Image, "controlPlanes", o.ControlPlanes, "workers", o.Workers, "hostQuirks", rec.Quirks)
+	if rec.Shim != "" {
+		// kind runs `docker` from PATH: the shim goes first for the rest
+		// of this process.
+		os.Setenv("PATH", filepath.Dir(rec.Shim)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
+	cfg := ClusterConfig(o.ControlPlanes, o.Workers, quirks)
+	kp := kindcluster.NewProvider(kindcluster.ProviderWithDocker(), kindcluster.ProviderWithLogger(kindLogger{o.Log}))
+	if err := kp.Create(o.Name,
+		kindcluster.CreateWithV1Alpha4Config(cfg),
+		kindcluster.CreateWithNodeImage(o.Image),
+		kindcluster.CreateWithKubeconfigPath(rec.Kubeconfig),
+		kindcluster.CreateWithDisplayUsage(false),
+		kindcluster.CreateWithDisplaySalutation(false),
+		kindcluster.CreateWithRetain(o.Retain),
+	); err != nil {
+		return nil, rec, fmt.Errorf("create kind cluster %s: %w", o.Name, err)
+	}
+	p, err := Open(o.Name, rec.Kubeconfig, WithDocker(o.Docker), WithLogger(o.Log))
+	if err != nil {
+		return nil, rec, err
+	}
+	if err := p.WaitReady(ctx, o.Timeout); err != nil {
+		return nil, rec, err
+	}
+	return p, rec, nil
+}
+
+// ClusterConfig is the kind configuration faultline creates: no default
+// CNI (kindnetd's image is not here; PodNetwork replaces it), and on a
+// cgroup v1 host a kubelet told to accept it.
+func ClusterConfig(controlPlanes, workers int, q HostQuirks) *v1alpha4.Cluster {
+	cfg := &v1alpha4.Cluster{TypeMeta: v1alpha4.TypeMeta{Kind: "Cluster", APIVersion: "kind.x-k8s.io/v1alpha4"}}
+	for i := 0; i < controlPlanes; i++ {
+		cfg.Nodes = append(cfg.Nodes, v1alpha4.Node{Role: v1alpha4.ControlPlaneRole})
+	}
+	for i := 0; i < workers; i++ {
+		cfg.Nodes = append(cfg.Nodes, v1alpha4.Node{Role: v1alpha4.WorkerRole})
+	}
+	cfg.Networking.DisableDefaultCNI = true
+	if q.CgroupV1 {
+		cfg.KubeadmConfigPatches = append(cfg.KubeadmConfigPatches, "kind: KubeletConfiguration\nfailCgroupV1: false\n")
+	}
+	v1alpha4.SetDefaultsCluster(cfg)
+	return cfg
+}
+
+// Open returns a provider over an existing kind cluster. kubeconfig is its
+// kubeconfig file; "" asks kind for it.
+func Open(name, kubeconfig string, opts ...Option) (*Provider, error) {
+	var raw []byte
+	if kubeconfig != "" {
+		b, err := os.ReadFile(kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig of kind cluster %s: %w", name, err)
+		}
+		raw = b
+	} else {
+		s, err := kindcluster.NewProvider(kindcluster.ProviderWithDocker()).KubeConfig(name, false)
+		if err != nil {
+			return nil, fmt.Errorf("kind cluster %s: %w", name, err)
+		}
+		raw = []byte(s)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(raw)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig of kind cluster %s: %w", name, err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	cfg.Timeout = 10 * time.Second
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("client for kind cluster %s: %w", name, err)
+	}
+	return New(name, c, append([]Option{WithKubeconfig(kubeconfig)}, opts...)...), nil
+}
+
+// WaitReady sets up the pod network once every node has its pod CIDR and
+// waits until every Node is Ready, polling every second up to timeout.
+func (p *Provider) WaitReady(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	last := errors.New("not checked yet")
+	for {
+		if last = p.ready(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kind cluster %s not ready within %s: %w", p.cluster, timeout, last)
+		case <-tick.C:
+		}
+	}
+}
+
+func (p *Provider) ready(ctx context.Context) error {
+	if err := p.Network(ctx).Ensure(ctx); err != nil {
+		return err
+	}
+	var nodes corev1.NodeList
+	if err := p.c.List(ctx, &nodes); err != nil {
+		return err
+	}
+	list, err := p.containers(ctx)
+	if err != nil {
+		return err
+	}
+	want := 0
+	for _, c := range list {
+		if c.Role != "external-load-balancer" {
+			want++
+		}
+	}
+	var notReady []string
+	for _, n := range nodes.Items {
+		ready := false
+		for _, c := range n.Status.Conditions {
+			ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
+		}
+		if !ready {
+			notReady = append(notReady, n.Name)
+		}
+	}
+	switch {
+	case len(nodes.Items) < want:
+		return fmt.Errorf("%d of %d Nodes registered", len(nodes.Items), want)
+	case len(notReady) > 0:
+		return fmt.Errorf("Nodes not Ready: %s", strings.Join(notReady, ", "))
+	}
+	return nil
+}
+
+// Down deletes a kind cluster faultline created and everything it made for
+// it: the containers and their volumes (kind), the kind network if it made
+// it and nothing else uses it, the shim and the record. A cluster whose
+// record exists but whose containers are gone (a crash) is cleaned up too.
+func Down(ctx context.Context, state, name string, d Docker, log logr.Logger) error {
+	if d == nil {
+		d = ExecDocker{}
+	}
+	dir := filepath.Join(state, name)
+	rec, err := readRecord(dir)
+	if err != nil {
+		return fmt.Errorf("kind cluster %s: faultline has no record of it in %s (it did not create it; delete it with kind): %w", name, state, err)
+	}
+	if rec.Shim != "" {
+		if _, err := os.Stat(rec.Shim); err == nil {
+			os.Setenv("PATH", filepath.Dir(rec.Shim)+string(os.PathListSeparator)+os.Getenv("PATH"))
+		}
+	}
+	kp := kindcluster.NewProvider(kindcluster.ProviderWithDocker(), kindcluster.ProviderWithLogger(kindLogger{log}))
+	if err := kp.Delete(name, rec.Kubeconfig); err != nil {
+		return fmt.Errorf("delete kind cluster %s: %w", name, err)
+	}
+	if rec.NetworkCreated {
+		out, err := d.Run(ctx, "network", "inspect", "--format", "{{len .Containers}}", Network)
+		if err == nil && strings.TrimSpace(string(out)) == "0" && !othersRecorded(state, name) {
+			if _, err := d.Run(ctx, "network", "rm", Network); err != nil {
+				return err
+			}
+		}
+	}
+	log.Info("deleted kind cluster", "name", name)
+	return os.RemoveAll(dir)
+}
+
+// Recorded lists the clusters faultline has records of, sorted.
+func Recorded(state string) ([]string, error) {
+	entries, err := os.ReadDir(state)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if _, err := readRecord(filepath.Join(state, e.Name())); err == nil {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// KubeconfigPath is the kubeconfig file of a cluster faultline created.
+func KubeconfigPath(state, name string) string {
+	return filepath.Join(state, name, "kubeconfig")
+}
+
+// IsRecorded tells whether faultline created the cluster named name.
+func IsRecorded(state, name string) bool {
+	_, err := readRecord(filepath.Join(state, name))
+	return err == nil
+}
+
+func othersRecorded(state, name string) bool {
+	names, _ := Recorded(state)
+	for _, n := range names {
+		if n != name {
+			return true
+		}
+	}
+	return false
+}
+
+func writeRecord(dir string, rec *Record) error {
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "cluster.json"), append(b, '\n'), 0o600)
+}
+
+func readRecord(dir string) (*Record, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "cluster.json"))
+	if err != nil {
+		return nil, err
+	}
+	rec := &Record{}
+	if err := json.Unmarshal(b, rec); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "cluster.json"), err)
+	}
+	return rec, nil
+}
+
+// kindLogger passes kind's messages to a logr.Logger.
+type kindLogger struct{ l logr.Logger }
+
+func (k kindLogger) Warn(msg string)                          { k.l.Info(msg) }
+func (k kindLogger) Warnf(format string, args ...any)         { k.l.Info(fmt.Sprintf(format, args...)) }
+func (k kindLogger) Error(msg string)                         { k.l.Error(nil, msg) }
+func (k kindLogger) Errorf(format string, args ...any)        { k.l.Error(nil, fmt.Sprintf(format, args...)) }
+func (k kindLogger) V(level kindlog.Level) kindlog.InfoLogger { return kindInfo{k.l.V(int(level))} }
+
+type kindInfo struct{ l logr.Logger }
+
+func (k kindInfo) Info(msg string)                  { k.l.Info(msg) }
+func (k kindInfo) Infof(format string, args ...any) { k.l.Info(fmt.Sprintf(format, args...)) }
+func (k kindInfo) Enabled() bool                    { return k.l.Enabled() }

@@ -1,0 +1,426 @@
+package kind
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers/capi"
+)
+
+// The labels kind puts on its node containers.
+const (
+	labelCluster = "io.x-k8s.kind.cluster"
+	labelRole    = "io.x-k8s.kind.role"
+)
+
+// Attributes of a node object.
+const (
+	attrCluster = "cluster"
+	attrRole    = "role"
+	// attrIP is the node's address on the kind network when it was
+	// resolved: a partition's undo reconnects it with the same one, which
+	// the API server's certificate and the Node's InternalIP name.
+	attrIP = "ip"
+)
+
+// NodeKind is the Kind of the objects the provider resolves: a kind node
+// container, named like its Kubernetes Node.
+const NodeKind = "KindNode"
+
+// Network is the docker network kind puts its nodes on.
+const Network = "kind"
+
+// Provider injects faults into the nodes of one kind cluster through docker
+// and reads the cluster through its API server. It implements VMPower (a
+// node container's state: kill, stop, pause, start), VMNetwork (disconnect
+// from the kind network), NodeKubelet, NodeStaticPods, Nodes, Objects and
+// ObjectWrites.
+type Provider struct {
+	cluster    string
+	docker     Docker
+	c          client.Client
+	kubeconfig string
+	log        logr.Logger
+	timeout    time.Duration
+	capi.ObjectStore
+}
+
+var (
+	_ framework.Provider       = (*Provider)(nil)
+	_ framework.VMPower        = (*Provider)(nil)
+	_ framework.VMNetwork      = (*Provider)(nil)
+	_ framework.NodeKubelet    = (*Provider)(nil)
+	_ framework.NodeStaticPods = (*Provider)(nil)
+	_ framework.Nodes          = (*Provider)(nil)
+	_ framework.Objects        = (*Provider)(nil)
+	_ framework.ObjectWriter   = (*Provider)(nil)
+	_ framework.Describer      = (*Provider)(nil)
+)
+
+// Option configures a Provider.
+type Option func(*Provider)
+
+// WithDocker replaces the docker CLI (tests pass a fake).
+func WithDocker(d Docker) Option { return func(p *Provider) { p.docker = d } }
+
+// WithLogger sets the logger.
+func WithLogger(l logr.Logger) Option { return func(p *Provider) { p.log = l } }
+
+// WithKubeconfig records the kubeconfig file c came from, for the journal.
+func WithKubeconfig(path string) Option { return func(p *Provider) { p.kubeconfig = path } }
+
+// New returns a provider over the kind cluster named cluster, whose API
+// server c reaches.
+func New(cluster string, c client.Client, opts ...Option) *Provider {
+	p := &Provider{cluster: cluster, docker: ExecDocker{}, c: c, log: logr.Discard(), timeout: 5 * time.Second}
+	p.ObjectStore = capi.ObjectStore{Cluster: p.clusterClient}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// Name implements framework.Provider.
+func (p *Provider) Name() string { return "kind" }
+
+// Cluster is the kind cluster's name.
+func (p *Provider) Cluster() string { return p.cluster }
+
+// Client is the cluster's API client.
+func (p *Provider) Client() client.Client { return p.c }
+
+// Ref implements framework.Describer: `faultline recover` finds the
+// cluster again by its name.
+func (p *Provider) Ref() framework.ProviderRef {
+	cfg := map[string]string{"cluster": p.cluster}
+	if p.kubeconfig != "" {
+		cfg["kubeconfig"] = p.kubeconfig
+	}
+	return framework.ProviderRef{Name: "kind", Config: cfg}
+}
+
+func (p *Provider) clusterClient(_ context.Context, _ framework.Object, cluster string) (client.Client, time.Duration, error) {
+	if cluster != "workload" {
+		return nil, 0, fmt.Errorf("a kind cluster has no %s cluster, only the workload one: %w", cluster, framework.ErrUnsupported)
+	}
+	return p.c, p.timeout, nil
+}
+
+// container is one node container as `docker ps` lists it.
+type container struct {
+	ID, Name, Role, State string
+}
+
+// containers lists the cluster's node containers, sorted by name.
+func (p *Provider) containers(ctx context.Context) ([]container, error) {
+	out, err := p.docker.Run(ctx, "ps", "--all", "--no-trunc",
+		"--filter", "label="+labelCluster+"="+p.cluster,
+		"--format", `{{.ID}}\t{{.Names}}\t{{.Label "`+labelRole+`"}}\t{{.State}}`)
+	if err != nil {
+		return nil, fmt.Errorf("list the nodes of kind cluster %s: %w", p.cluster, err)
+	}
+	var list []container
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) != 4 {
+			continue
+		}
+		list = append(list, container{ID: f[0], Name: f[1], Role: f[2], State: f[3]})
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+	return list, nil
+}
+
+// Resolve implements framework.Provider over the cluster's node
+// containers: by role, nodeName, nodeLabels (read from the Nodes) and
+// cluster (the kind cluster's name).
+func (p *Provider) Resolve(ctx context.Context, sel framework.Selector) ([]framework.Object, error) {
+	if sel.MachineDeployment != "" || sel.ControlPlane != "" || sel.ProviderID != "" || sel.UUID != "" || sel.VM != "" {
+		return nil, fmt.Errorf("a kind cluster has no Machines or VMs; select its nodes by role, nodeName or nodeLabels: %w", framework.ErrUnsupported)
+	}
+	if sel.Cluster != "" && sel.Cluster != p.cluster {
+		return nil, nil
+	}
+	switch sel.Role {
+	case "", "control-plane", "worker":
+	default:
+		return nil, fmt.Errorf("role %q: expected control-plane or worker", sel.Role)
+	}
+	list, err := p.containers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []framework.Object
+	for _, c := range list {
+		if c.Role == "external-load-balancer" || (sel.Role != "" && c.Role != sel.Role) {
+			continue
+		}
+		if sel.NodeName != "" && c.Name != sel.NodeName {
+			continue
+		}
+		if len(sel.NodeLabels) > 0 {
+			ok, err := p.nodeHasLabels(ctx, c.Name, sel.NodeLabels)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+		}
+		obj := framework.Object{Kind: NodeKind, Name: c.Name, ID: c.ID, Attributes: map[string]string{attrCluster: p.cluster, attrRole: c.Role}}
+		if ip, err := p.address(ctx, c.Name); err == nil && ip != "" {
+			obj.Attributes[attrIP] = ip
+		}
+		out = append(out, obj)
+	}
+	return out, nil
+}
+
+func (p *Provider) nodeHasLabels(ctx context.Context, name string, labels map[string]string) (bool, error) {
+	n := &corev1.Node{}
+	if err := p.c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("get Node %s: %w", name, err)
+	}
+	for k, v := range labels {
+		if n.Labels[k] != v {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// address is a node's IPv4 address on the kind network ("" when it is not
+// on it).
+func (p *Provider) address(ctx context.Context, node string) (string, error) {
+	out, err := p.docker.Run(ctx, "inspect", "--format", `{{with index .NetworkSettings.Networks "`+Network+`"}}{{.IPAddress}}{{end}}`, node)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// inspect reads a node container's state; gone is true when it no longer
+// exists.
+func (p *Provider) inspect(ctx context.Context, obj framework.Object) (state struct {
+	Status  string
+	Running bool
+	Paused  bool
+}, gone bool, err error) {
+	out, err := p.docker.Run(ctx, "inspect", "--format", "{{json .State}}", obj.Name)
+	if err != nil {
+		var de *DockerError
+		if errors.As(err, &de) && strings.Contains(strings.ToLower(de.Stderr), "no such") {
+			return state, true, nil
+		}
+		return state, false, err
+	}
+	if err := json.Unmarshal(out, &state); err != nil {
+		return state, false, fmt.Errorf("read the state of node %s: %w", obj.Name, err)
+	}
+	return state, false, nil
+}
+
+// PowerOff implements framework.VMPower: `docker kill`, the plug pulled.
+func (p *Provider) PowerOff(ctx context.Context, obj framework.Object) error {
+	st, gone, err := p.inspect(ctx, obj)
+	if err != nil || gone || !st.Running {
+		return err
+	}
+	_, err = p.docker.Run(ctx, "kill", obj.Name)
+	return err
+}
+
+// ShutdownGuest implements framework.VMPower: `docker stop`, which gives
+// the node's systemd its grace period.
+func (p *Provider) ShutdownGuest(ctx context.Context, obj framework.Object) error {
+	_, err := p.docker.Run(ctx, "stop", obj.Name)
+	return err
+}
+
+// Suspend implements framework.VMPower: `docker pause` freezes every
+// process of the node.
+func (p *Provider) Suspend(ctx context.Context, obj framework.Object) error {
+	st, _, err := p.inspect(ctx, obj)
+	if err != nil || st.Paused {
+		return err
+	}
+	_, err = p.docker.Run(ctx, "pause", obj.Name)
+	return err
+}
+
+// Reset implements framework.VMPower: `docker restart`.
+func (p *Provider) Reset(ctx context.Context, obj framework.Object) error {
+	if _, err := p.docker.Run(ctx, "restart", obj.Name); err != nil {
+		return err
+	}
+	return p.Network(ctx).Ensure(ctx)
+}
+
+// PowerOn implements framework.VMPower: unpause or start the node, then
+// restore its pod network (routes live in the node's network namespace,
+// which a restart replaces). Idempotent.
+func (p *Provider) PowerOn(ctx context.Context, obj framework.Object) error {
+	st, gone, err := p.inspect(ctx, obj)
+	switch {
+	case err != nil:
+		return err
+	case gone:
+		return fmt.Errorf("node %s of kind cluster %s is gone: %w", obj.Name, p.cluster, framework.ErrNotFound)
+	case st.Paused:
+		_, err = p.docker.Run(ctx, "unpause", obj.Name)
+		return err
+	case st.Running:
+		return nil
+	}
+	if _, err := p.docker.Run(ctx, "start", obj.Name); err != nil {
+		return err
+	}
+	return p.Network(ctx).Ensure(ctx)
+}
+
+// PowerState implements framework.VMPower: running is poweredOn, paused
+// suspended, anything else poweredOff.
+func (p *Provider) PowerState(ctx context.Context, obj framework.Object) (framework.PowerState, error) {
+	st, gone, err := p.inspect(ctx, obj)
+	switch {
+	case err != nil:
+		return "", err
+	case gone:
+		return "", fmt.Errorf("node %s of kind cluster %s is gone: %w", obj.Name, p.cluster, framework.ErrNotFound)
+	case st.Paused:
+		return framework.Suspended, nil
+	case st.Running:
+		return framework.PoweredOn, nil
+	}
+	return framework.PoweredOff, nil
+}
+
+// SetNICConnected implements framework.VMNetwork: the node leaves or
+// rejoins the kind network, with the address it had. nic must be "" (a
+// node has one adapter).
+func (p *Provider) SetNICConnected(ctx context.Context, obj framework.Object, nic string, connected bool) error {
+	if nic != "" {
+		return fmt.Errorf("nic %q: a kind node has one network, leave nic empty", nic)
+	}
+	on, err := p.NICConnected(ctx, obj, nic)
+	if err != nil || on == connected {
+		return err
+	}
+	if !connected {
+		_, err = p.docker.Run(ctx, "network", "disconnect", Network, obj.Name)
+		return err
+	}
+	args := []string{"network", "connect"}
+	if ip := obj.Attributes[attrIP]; ip != "" {
+		args = append(args, "--ip", ip)
+	}
+	if _, err := p.docker.Run(ctx, append(args, Network, obj.Name)...); err != nil {
+		return err
+	}
+	return p.Network(ctx).Ensure(ctx)
+}
+
+// NICConnected implements framework.VMNetwork.
+func (p *Provider) NICConnected(ctx context.Context, obj framework.Object, nic string) (bool, error) {
+	if nic != "" {
+		return false, fmt.Errorf("nic %q: a kind node has one network, leave nic empty", nic)
+	}
+	ip, err := p.address(ctx, obj.Name)
+	return ip != "", err
+}
+
+// exec runs a command in a node container.
+func (p *Provider) exec(ctx context.Context, obj framework.Object, cmd ...string) ([]byte, error) {
+	return p.docker.Run(ctx, append([]string{"exec", obj.Name}, cmd...)...)
+}
+
+// SetKubelet implements framework.NodeKubelet: systemctl in the node.
+func (p *Provider) SetKubelet(ctx context.Context, obj framework.Object, running bool) error {
+	verb := "stop"
+	if running {
+		verb = "start"
+	}
+	_, err := p.exec(ctx, obj, "systemctl", verb, "kubelet")
+	return err
+}
+
+// manifests is where kubelet reads static pods; parked is where a stopped
+// component's manifest waits (outside it, so kubelet stops the pod).
+const (
+	manifests = "/etc/kubernetes/manifests"
+	parked    = "/etc/kubernetes/faultline-parked"
+)
+
+// SetStaticPod implements framework.NodeStaticPods: the component's
+// manifest is moved out of /etc/kubernetes/manifests and back, as an
+// operator would. Idempotent: a manifest already where it should be is
+// left alone.
+func (p *Provider) SetStaticPod(ctx context.Context, obj framework.Object, component string, running bool) error {
+	if obj.Attributes[attrRole] != "control-plane" {
+		return fmt.Errorf("node %s is not a control plane: it has no %s static pod", obj.Name, component)
+	}
+	file := component + ".yaml"
+	from, to := path.Join(manifests, file), path.Join(parked, file)
+	if running {
+		from, to = to, from
+	}
+	// The shell only tests and moves fixed paths; the component name is
+	// checked against StaticPodComponents by the scenario's validation.
+	script := `set -e; if [ -f "$2" ] && [ ! -f "$1" ]; then exit 0; fi; mkdir -p "$(dirname "$2")"; mv "$1" "$2"`
+	_, err := p.exec(ctx, obj, "sh", "-c", script, "sh", from, to)
+	return err
+}
+
+// NodeOf implements framework.Nodes: the node container's Node.
+func (p *Provider) NodeOf(ctx context.Context, obj framework.Object) (framework.MachineState, error) {
+	st := framework.MachineState{Name: obj.Name, Phase: "Running"}
+	_, gone, err := p.inspect(ctx, obj)
+	if err != nil {
+		return st, err
+	}
+	if gone {
+		st.Gone, st.Phase = true, ""
+		return st, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	n := &corev1.Node{}
+	if err := p.c.Get(ctx, client.ObjectKey{Name: obj.Name}, n); err != nil {
+		if apierrors.IsNotFound(err) {
+			return st, nil
+		}
+		return st, fmt.Errorf("get Node %s: %w", obj.Name, err)
+	}
+	st.Node = n.Name
+	st.Stamps = map[string]time.Time{"node created": n.CreationTimestamp.Time}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			st.NodeReady, st.NodeMessage = string(c.Status), c.Message
+			st.Stamps["node ready changed"] = c.LastTransitionTime.Time
+		}
+	}
+	return st, nil
+}
+
+// APIServer implements framework.Nodes: a read of one Node.
+func (p *Provider) APIServer(ctx context.Context, _ framework.Object) error {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	var nodes corev1.NodeList
+	return p.c.List(ctx, &nodes, client.Limit(1))
+}
