@@ -65,8 +65,8 @@ func Dump(ctx context.Context, o framework.Objects, scope framework.Object, dir 
 			ref.Namespace = ns
 		}
 		objs, err := o.ListObjects(ctx, scope, ref)
-		if errors.Is(err, framework.ErrNotFound) {
-			continue // a kind the cluster does not serve
+		if errors.Is(err, framework.ErrNotFound) || errors.Is(err, framework.ErrUnsupported) {
+			continue // a kind the cluster does not serve, or a cluster the provider has not (kind's management)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("dump %s: %w", k.file, err))

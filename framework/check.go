@@ -35,8 +35,13 @@ var FindingIDs = map[string]string{
 // and its workload cluster, and runs every check; reads only. A workload
 // cluster that cannot be read is itself a finding (its etcd may have lost
 // quorum, as in seed 002): the management cluster's checks still run.
+// With no management cluster (kind), only the workload cluster's run.
 func RunChecks(ctx context.Context, o Objects, scope Object) ([]Finding, error) {
 	mgmt, err := ReadManagementState(ctx, o, scope)
+	if errors.Is(err, ErrUnsupported) {
+		// No management cluster (kind): the workload checks alone.
+		return RunWorkloadChecks(ctx, o, scope)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -131,6 +131,10 @@ func (d *decoder) substitute(n, skip *yaml.Node, params map[string]string, path 
 		exact := whole != nil && whole[0] == 0 && whole[1] == len(n.Value)
 		n.Value = paramRef.ReplaceAllStringFunc(n.Value, func(ref string) string {
 			key := ref[2 : len(ref)-1]
+			if strings.HasPrefix(key, "target.") {
+				// A target's objects, known at run time (targetref.go).
+				return ref
+			}
 			v, ok := params[key]
 			if !ok {
 				d.fail(n, path, "unknown parameter %q; declare it under spec.parameters", key)

@@ -153,6 +153,9 @@ func (r *run) execute(ctx context.Context) {
 	} else if err := r.checkBlastRadius(); err != nil {
 		r.errs = append(r.errs, err)
 		aborted = true
+	} else {
+		sc = expandTargetRefs(sc, r.objects)
+		r.in.Scenario = sc
 	}
 	for _, st := range sc.Spec.Steps {
 		if aborted && st.Teardown == nil {

@@ -365,6 +365,11 @@ func (v *validator) targetRef(path, name string) {
 
 func (v *validator) args(path string, got map[string]string, allowed []string) {
 	for _, k := range sortedKeys(got) {
+		for _, t := range targetRefs(got[k]) {
+			if !v.targets[t] {
+				v.errf(path+"."+k, "${target.%s}: unknown target %q; spec.targets defines: %s", t, t, list(v.targets))
+			}
+		}
 		if !slices.Contains(allowed, k) {
 			want := strings.Join(allowed, ", ")
 			if want == "" {

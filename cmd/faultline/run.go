@@ -119,6 +119,9 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 	if err != nil {
 		return &exitError{code: framework.ExitUsage, err: err}
 	}
+	if want := sc.Metadata.Labels["provider"]; want != "" && want != o.provider {
+		return usageErr("scenario %s runs on provider %s (its label provider: %s), not %s: pass --provider %s", sc.Metadata.Name, want, want, o.provider, want)
+	}
 	if o.timeout > 0 {
 		sc.Spec.Timeout = framework.D(o.timeout)
 	}

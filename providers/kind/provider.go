@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -162,6 +163,12 @@ func (p *Provider) Resolve(ctx context.Context, sel framework.Selector) ([]frame
 	if err != nil {
 		return nil, err
 	}
+	controlPlanes := 0
+	for _, c := range list {
+		if c.Role == "control-plane" {
+			controlPlanes++
+		}
+	}
 	var out []framework.Object
 	for _, c := range list {
 		if c.Role == "external-load-balancer" || (sel.Role != "" && c.Role != sel.Role) {
@@ -180,6 +187,12 @@ func (p *Provider) Resolve(ctx context.Context, sel framework.Selector) ([]frame
 			}
 		}
 		obj := framework.Object{Kind: NodeKind, Name: c.Name, ID: c.ID, Attributes: map[string]string{attrCluster: p.cluster, attrRole: c.Role}}
+		if c.Role == "control-plane" {
+			// kubeadm stacks an etcd member on every control plane: the
+			// runner keeps faults within quorum with these.
+			obj.Attributes[framework.AttrEtcdCluster] = "kind/" + p.cluster
+			obj.Attributes[framework.AttrEtcdMembers] = strconv.Itoa(controlPlanes)
+		}
 		if ip, err := p.address(ctx, c.Name); err == nil && ip != "" {
 			obj.Attributes[attrIP] = ip
 		}

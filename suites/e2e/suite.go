@@ -83,7 +83,13 @@ func DescribeScenarios(s *Suite, keep func(*framework.Scenario) bool) bool {
 		if !keep(sc) {
 			continue
 		}
+		provider := sc.Metadata.Labels["provider"]
 		Describe(name, Label(ScenarioLabels(sc)...), func() {
+			BeforeEach(func() {
+				if provider != "" && s.Config != nil && provider != s.Config.Provider {
+					Skip("scenario " + name + " runs on provider " + provider + "; this suite runs on " + s.Config.Provider)
+				}
+			})
 			ScenarioSpec(context.Background(), func() ScenarioSpecInput {
 				return ScenarioSpecInput{Environment: s.Environment, Scenario: name, ArtifactFolder: s.ArtifactFolder}
 			})
