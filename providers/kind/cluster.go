@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
@@ -139,6 +141,12 @@ func Up(ctx context.Context, o UpOptions) (*Provider, *Record, error) {
 	}
 	rec := &Record{Name: o.Name, Image: o.Image, Created: time.Now().UTC(), Kubeconfig: KubeconfigPath(o.State, o.Name), Quirks: quirks.String()}
 	if _, err := o.Docker.Run(ctx, "network", "inspect", Network); err != nil {
+		// faultline makes the kind network itself (kind reuses it): with a
+		// subnet given by hand, a partitioned node can get its address
+		// back, which docker refuses on a network it chose the subnet of.
+		if err := createNetwork(ctx, o.Docker); err != nil {
+			return nil, nil, err
+		}
 		rec.NetworkCreated = true
 	}
 	if rec.Shim, err = WriteShim(filepath.Join(dir, "shim"), quirks); err != nil {
@@ -173,6 +181,67 @@ func Up(ctx context.Context, o UpOptions) (*Provider, *Record, error) {
 		return nil, rec, err
 	}
 	return p, rec, nil
+}
+
+// createNetwork creates the kind network on the first 172.N.0.0/16 (N from
+// 18 to 31) that no docker network and no host address uses.
+func createNetwork(ctx context.Context, d Docker) error {
+	used, err := usedSubnets(ctx, d)
+	if err != nil {
+		return err
+	}
+	for n := 18; n <= 31; n++ {
+		_, cidr, _ := net.ParseCIDR(fmt.Sprintf("172.%d.0.0/16", n))
+		if overlapsAny(cidr, used) {
+			continue
+		}
+		_, err := d.Run(ctx, "network", "create", "--driver", "bridge",
+			"--subnet", cidr.String(), "--gateway", fmt.Sprintf("172.%d.0.1", n),
+			"--opt", "com.docker.network.bridge.enable_ip_masquerade=true",
+			"--opt", "com.docker.network.driver.mtu=1500", Network)
+		return err
+	}
+	return errors.New("no free 172.18-31.0.0/16 subnet for the kind network; create it yourself with docker network create --subnet ... kind")
+}
+
+// usedSubnets are the subnets of the docker networks and of the host's
+// addresses.
+func usedSubnets(ctx context.Context, d Docker) ([]*net.IPNet, error) {
+	var used []*net.IPNet
+	out, err := d.Run(ctx, "network", "ls", "--quiet")
+	if err != nil {
+		return nil, err
+	}
+	if ids := strings.Fields(string(out)); len(ids) > 0 {
+		out, err := d.Run(ctx, append([]string{"network", "inspect", "--format", "{{range .IPAM.Config}}{{.Subnet}} {{end}}"}, ids...)...)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range strings.Fields(string(out)) {
+			if _, n, err := net.ParseCIDR(f); err == nil {
+				used = append(used, n)
+			}
+		}
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			used = append(used, n)
+		}
+	}
+	return used, nil
+}
+
+func overlapsAny(cidr *net.IPNet, used []*net.IPNet) bool {
+	for _, u := range used {
+		if cidr.Contains(u.IP) || u.Contains(cidr.IP) {
+			return true
+		}
+	}
+	return false
 }
 
 // ClusterConfig is the kind configuration faultline creates: no default
@@ -217,6 +286,9 @@ func Open(name, kubeconfig string, opts ...Option) (*Provider, error) {
 	}
 	cfg.QPS, cfg.Burst = 50, 100
 	cfg.Timeout = 10 * time.Second
+	// The checks read v1 Endpoints, which a real API server answers with a
+	// deprecation warning on every poll.
+	cfg.WarningHandlerWithContext = rest.NoWarnings{}
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("client for kind cluster %s: %w", name, err)

@@ -339,10 +339,23 @@ func (p *Provider) SetNICConnected(ctx context.Context, obj framework.Object, ni
 		return err
 	}
 	args := []string{"network", "connect"}
-	if ip := obj.Attributes[attrIP]; ip != "" {
+	ip := obj.Attributes[attrIP]
+	if ip != "" {
 		args = append(args, "--ip", ip)
 	}
-	if _, err := p.docker.Run(ctx, append(args, Network, obj.Name)...); err != nil {
+	_, err = p.docker.Run(ctx, append(args, Network, obj.Name)...)
+	var de *DockerError
+	if ip != "" && errors.As(err, &de) && strings.Contains(de.Stderr, "user configured subnets") {
+		// A kind network faultline did not create: docker chooses the
+		// address. The node is back on the network, but if its address
+		// changed its kubelet and certificates name the old one.
+		if _, err := p.docker.Run(ctx, "network", "connect", Network, obj.Name); err != nil {
+			return err
+		}
+		if now, _ := p.address(ctx, obj.Name); now != ip {
+			return fmt.Errorf("node %s is back on the %s network as %s, not %s: the network was not created with a subnet (create kind clusters with 'faultline kind up'), so its address could not be kept", obj.Name, Network, now, ip)
+		}
+	} else if err != nil {
 		return err
 	}
 	return p.Network(ctx).Ensure(ctx)
