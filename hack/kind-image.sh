@@ -71,6 +71,27 @@ go_module() {
   printf 'module faultline.dev/kind-image/%s\n\ngo 1.25\n' "$(basename "$1")" >"$1/go.mod"
 }
 
+# The rootfs: Debian minbase with what kind's base image installs, and runc
+# and the CNI plugins from Debian. debootstrap waits on the network more
+# than on the CPU: it runs in the background while Go compiles.
+rootfs_tar="${build}/rootfs-${suite}.tar"
+if [[ ! -f "${rootfs_tar}" ]]; then
+  log "debootstrap ${suite} from ${mirror} (in the background, log: ${build}/debootstrap.log)"
+  (
+    rootfs="${build}/rootfs"
+    rm -rf "${rootfs}"
+    debootstrap --variant=minbase \
+      --include=systemd,systemd-sysv,dbus,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,ca-certificates,procps,runc,containernetworking-plugins,e2fsprogs,jq \
+      "${suite}" "${rootfs}" "${mirror}"
+    chroot "${rootfs}" apt-get clean
+    rm -rf "${rootfs}"/var/lib/apt/lists/* "${rootfs}"/usr/share/doc/* "${rootfs}"/usr/share/man/* "${rootfs}"/usr/share/locale/*
+    tar -C "${rootfs}" -cf "${rootfs_tar}.part" .
+    mv "${rootfs_tar}.part" "${rootfs_tar}"
+    rm -rf "${rootfs}"
+  ) >"${build}/debootstrap.log" 2>&1 &
+  rootfs_pid=$!
+fi
+
 # Kubernetes: the same throw-away module as hack/envtest.sh's, every staging
 # module replaced by its v0.X release.
 kube_bin="${build}/kube-${kube_version}"
@@ -151,21 +172,14 @@ if [[ ! -f "${small_bin}/.stamp" ]]; then
   touch "${small_bin}/.stamp"
 fi
 
-# The rootfs: Debian minbase with what kind's base image installs, and runc
-# and the CNI plugins from Debian.
-rootfs_tar="${build}/rootfs-${suite}.tar"
-if [[ ! -f "${rootfs_tar}" ]]; then
-  log "debootstrap ${suite} from ${mirror}"
-  rootfs="${build}/rootfs"
-  rm -rf "${rootfs}"
-  debootstrap --variant=minbase \
-    --include=systemd,systemd-sysv,dbus,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,ca-certificates,procps,runc,containernetworking-plugins,e2fsprogs,jq \
-    "${suite}" "${rootfs}" "${mirror}" >&2
-  chroot "${rootfs}" apt-get clean
-  rm -rf "${rootfs}"/var/lib/apt/lists/* "${rootfs}"/usr/share/doc/* "${rootfs}"/usr/share/man/* "${rootfs}"/usr/share/locale/*
-  tar -C "${rootfs}" -cf "${rootfs_tar}.part" .
-  mv "${rootfs_tar}.part" "${rootfs_tar}"
-  rm -rf "${rootfs}"
+# The rootfs (started above, beside the Go builds) must be there now.
+if [[ -n "${rootfs_pid:-}" ]]; then
+  if ! wait "${rootfs_pid}"; then
+    echo "hack/kind-image.sh: debootstrap failed; its log:" >&2
+    tail -n 30 "${build}/debootstrap.log" >&2
+    exit 1
+  fi
+  log "rootfs ready"
 fi
 
 images="${build}/images-${key}"
@@ -220,6 +234,8 @@ component_image() {
   if [[ -n "${entrypoint}" ]]; then
     change=(--change "ENTRYPOINT [\"${entrypoint}\"]")
   fi
+  # A previous build's image of that name would be left dangling.
+  docker rmi "${image}" >/dev/null 2>&1 || true
   tar -C "${dir}" -c . | docker import "${change[@]}" - "${image}" >/dev/null
   docker save -o "${images}/${name}.tar" "${image}"
   rm -rf "${dir}"
@@ -345,6 +361,6 @@ mv "${cache}.part" "${cache}"
 # Older keys' tarballs and images are stale.
 find bin/kind -maxdepth 1 -name 'node-*.tar' ! -name "node-${key}.tar" -delete
 docker images --format '{{.Repository}}:{{.Tag}}' "${tag%%:*}" | grep -vxF "${tag}" | xargs -r docker rmi >/dev/null || true
-rm -rf "${node}" "${images}"
+rm -rf "${node}" "${images}" "${small_bin}"
 log "built ${tag} ($(du -h "${cache}" | cut -f1) saved in ${cache})"
 echo "${tag}"

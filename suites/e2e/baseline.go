@@ -12,11 +12,14 @@ import (
 // Baseline is nil when the cluster behind p is healthy: every Machine
 // Running with a Ready Node, and every control plane with all its
 // replicas healthy, none deleting, and as many healthy etcd members as
-// control planes. Otherwise it says what is not. A provider without
-// Cluster API (a vCenter alone) has no baseline to prove.
+// control planes; on kind, every node's Node Ready. Otherwise it says what
+// is not. A vCenter alone has no baseline to prove.
 func Baseline(ctx context.Context, p framework.Provider) error {
 	c, ok := p.(framework.ClusterAPI)
 	if !ok {
+		if n, ok := p.(framework.Nodes); ok {
+			return nodesBaseline(ctx, p, n)
+		}
 		return nil
 	}
 	machines, err := p.Resolve(ctx, framework.Selector{})
@@ -51,6 +54,35 @@ func Baseline(ctx context.Context, p framework.Provider) error {
 		}
 		if o.Kind == "KubeadmControlPlane" && o.EtcdHealthy != o.Desired {
 			bad = append(bad, fmt.Sprintf("%s: %d healthy etcd members for %d control planes", key, o.EtcdHealthy, o.Desired))
+		}
+	}
+	if len(bad) > 0 {
+		return errors.New(strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// nodesBaseline is Baseline where there are no Machines (kind): the API
+// server answers and every node's Node is Ready.
+func nodesBaseline(ctx context.Context, p framework.Provider, n framework.Nodes) error {
+	nodes, err := p.Resolve(ctx, framework.Selector{})
+	if err != nil {
+		return err
+	}
+	if len(nodes) == 0 {
+		return errors.New("no node")
+	}
+	if err := n.APIServer(ctx, nodes[0]); err != nil {
+		return fmt.Errorf("API server: %w", err)
+	}
+	var bad []string
+	for _, obj := range nodes {
+		st, err := n.NodeOf(ctx, obj)
+		if err != nil {
+			return err
+		}
+		if st.Gone || st.NodeReady != "True" {
+			bad = append(bad, fmt.Sprintf("%s: Node %s Ready=%s", obj, st.Node, st.NodeReady))
 		}
 	}
 	if len(bad) > 0 {

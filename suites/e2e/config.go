@@ -43,6 +43,8 @@ type Config struct {
 	// GOVC_PASSWORD), never from this file.
 	Management ClusterConfig `json:"management"`
 	VCenter    VCenterConfig `json:"vcenter"`
+	// Kind is the kind cluster a kind suite runs on.
+	Kind KindConfig `json:"kind"`
 	// Intervals are [timeout, poll] pairs by name, as in Cluster API's e2e
 	// config: "default/wait-baseline" and so on.
 	Intervals map[string][]string `json:"intervals"`
@@ -56,6 +58,20 @@ type LabConfig struct {
 	Profile string `json:"profile"`
 	// Cluster is the cluster, as a scenario's spec.lab says it.
 	Cluster framework.LabSpec `json:"cluster"`
+}
+
+// KindConfig is the kind cluster of provider kind: one the suite creates
+// (and deletes) from the newest local faultline.dev/kind-node image, or an
+// existing one by name.
+type KindConfig struct {
+	Name          string `json:"name"`
+	ControlPlanes int    `json:"controlPlanes"`
+	Workers       int    `json:"workers"`
+	// Image is the node image; "" takes the newest local one.
+	Image string `json:"image"`
+	// Existing: the cluster exists already (made by 'faultline kind up' or
+	// by kind); the suite neither creates nor deletes it.
+	Existing bool `json:"existing"`
 }
 
 // ClusterConfig reaches a Cluster API management cluster.
@@ -96,6 +112,16 @@ func LoadConfig(path string) (*Config, error) {
 	case ProviderLab, ProviderKind, ProviderVSphere:
 	default:
 		errs = append(errs, fmt.Sprintf("provider: got %q, expected lab, kind or vsphere", c.Provider))
+	}
+	if c.Provider == ProviderKind {
+		switch {
+		case c.Kind.Name == "":
+			errs = append(errs, "kind.name: required with provider kind")
+		case !c.Kind.Existing && c.Kind.ControlPlanes < 1:
+			errs = append(errs, fmt.Sprintf("kind.controlPlanes: got %d, expected 1 or more", c.Kind.ControlPlanes))
+		case c.Kind.Workers < 0:
+			errs = append(errs, fmt.Sprintf("kind.workers: got %d, expected 0 or more", c.Kind.Workers))
+		}
 	}
 	names := make([]string, 0, len(c.Intervals))
 	for name := range c.Intervals {

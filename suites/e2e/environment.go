@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	stdlog "log"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/faultline-dev/faultline/framework"
 	"github.com/faultline-dev/faultline/providers/capi"
+	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/vsphere"
 )
@@ -62,9 +64,39 @@ func Setup(ctx context.Context, cfg *Config, log logr.Logger) (*Environment, err
 		}
 		e.shared, e.closeFn = p, closeFn
 	case ProviderKind:
-		return nil, fmt.Errorf("provider kind: faultline has no kind provider yet (issue 5); use lab or vsphere")
+		p, closeFn, err := startKind(ctx, cfg.Kind, log)
+		if err != nil {
+			return nil, err
+		}
+		e.shared, e.closeFn = p, closeFn
 	}
 	return e, nil
+}
+
+// startKind creates the config's kind cluster, or opens the existing one,
+// and returns how to delete what it created.
+func startKind(ctx context.Context, cfg KindConfig, log logr.Logger) (framework.Provider, func(context.Context) error, error) {
+	state, err := kind.DefaultState()
+	if err != nil {
+		return nil, nil, err
+	}
+	if cfg.Existing {
+		kubeconfig := ""
+		if kind.IsRecorded(state, cfg.Name) {
+			kubeconfig = kind.KubeconfigPath(state, cfg.Name)
+		}
+		p, err := kind.Open(cfg.Name, kubeconfig, kind.WithLogger(log))
+		return p, func(context.Context) error { return nil }, err
+	}
+	p, _, err := kind.Up(ctx, kind.UpOptions{Name: cfg.Name, ControlPlanes: cfg.ControlPlanes, Workers: cfg.Workers, Image: cfg.Image, State: state, Log: log})
+	down := func(ctx context.Context) error { return kind.Down(ctx, state, cfg.Name, nil, log) }
+	if err != nil {
+		if kind.IsRecorded(state, cfg.Name) {
+			err = errors.Join(err, down(ctx))
+		}
+		return nil, nil, err
+	}
+	return p, down, nil
 }
 
 // Teardown stops what Setup started.
