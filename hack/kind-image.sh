@@ -62,10 +62,7 @@ mkdir -p "${build}"
 started=$(date +%s)
 log() { echo "kind-image: [$(( $(date +%s) - started ))s] $*" >&2; }
 
-staging_version="0.${kube_version#*.}"
-minor="${kube_version#*.}"; minor="${minor%%.*}"
-
-# go_module DIR MODULE requires a throw-away module in DIR.
+# go_module DIR makes DIR a throw-away module for a main package of ours.
 go_module() {
   mkdir -p "$1"
   printf 'module faultline.dev/kind-image/%s\n\ngo 1.25\n' "$(basename "$1")" >"$1/go.mod"
@@ -92,55 +89,31 @@ if [[ ! -f "${rootfs_tar}" ]]; then
   rootfs_pid=$!
 fi
 
-# Kubernetes: the same throw-away module as hack/envtest.sh's, every staging
-# module replaced by its v0.X release.
+# Kubernetes and containerd (static, without the snapshotters that need
+# cgo) through hack/lib.sh's throw-away modules.
+kube_cmds=(kubeadm kubelet kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy)
 kube_bin="${build}/kube-${kube_version}"
 if [[ ! -f "${kube_bin}/.stamp" ]]; then
   log "building Kubernetes v${kube_version}"
   rm -rf "${kube_bin}"
-  go_module "${kube_bin}/src"
-  (
-    cd "${kube_bin}/src"
-    echo "require k8s.io/kubernetes v${kube_version}" >>go.mod
-    kube_mod="$(GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@v${kube_version}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
-    sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9.-]*\) => ./staging/.*#\1#p' "${kube_mod}" | while read -r mod; do
-      echo "replace ${mod} => ${mod} v${staging_version}" >>go.mod
-    done
-    {
-      printf '//go:build tools\n\npackage tools\n\nimport (\n'
-      for cmd in kubeadm kubelet kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do
-        printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "${cmd}"
-      done
-      printf ')\n'
-    } >tools.go
-    GOFLAGS=-mod=mod go mod tidy >/dev/null
-    pkg=k8s.io/component-base/version
-    for cmd in kubeadm kubelet kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do
-      GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath \
-        -ldflags "-s -w -X ${pkg}.gitVersion=v${kube_version} -X ${pkg}.gitMajor=1 -X ${pkg}.gitMinor=${minor} -X ${pkg}.gitTreeState=clean" \
-        -o "${kube_bin}/${cmd}" "k8s.io/kubernetes/cmd/${cmd}"
-    done
-  )
+  go_tools_module "${kube_bin}/src" "k8s.io/kubernetes@v${kube_version}" "${kube_cmds[@]/#/k8s.io/kubernetes/cmd/}"
+  for cmd in "${kube_cmds[@]}"; do
+    (cd "${kube_bin}/src" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "$(kube_ldflags "${kube_version}")" \
+      -o "${kube_bin}/${cmd}" "k8s.io/kubernetes/cmd/${cmd}")
+  done
   touch "${kube_bin}/.stamp"
 fi
-
-# containerd v2, static, without the snapshotters that need cgo.
+containerd_cmds=(containerd containerd-shim-runc-v2 ctr)
 containerd_bin="${build}/containerd-${containerd_version}"
 if [[ ! -f "${containerd_bin}/.stamp" ]]; then
   log "building containerd v${containerd_version}"
   rm -rf "${containerd_bin}"
-  go_module "${containerd_bin}/src"
-  (
-    cd "${containerd_bin}/src"
-    echo "require github.com/containerd/containerd/v2 v${containerd_version}" >>go.mod
-    printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "github.com/containerd/containerd/v2/cmd/containerd"\n\t_ "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"\n\t_ "github.com/containerd/containerd/v2/cmd/ctr"\n)\n' >tools.go
-    GOFLAGS=-mod=mod go mod tidy >/dev/null
-    for cmd in containerd containerd-shim-runc-v2 ctr; do
-      GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -tags "no_btrfs no_devmapper no_zfs no_aufs" \
-        -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=v${containerd_version}" \
-        -o "${containerd_bin}/${cmd}" "github.com/containerd/containerd/v2/cmd/${cmd}"
-    done
-  )
+  go_tools_module "${containerd_bin}/src" "github.com/containerd/containerd/v2@v${containerd_version}" "${containerd_cmds[@]/#/github.com/containerd/containerd/v2/cmd/}"
+  for cmd in "${containerd_cmds[@]}"; do
+    (cd "${containerd_bin}/src" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -tags "no_btrfs no_devmapper no_zfs no_aufs" \
+      -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=v${containerd_version}" \
+      -o "${containerd_bin}/${cmd}" "github.com/containerd/containerd/v2/cmd/${cmd}")
+  done
   touch "${containerd_bin}/.stamp"
 fi
 

@@ -2,3 +2,44 @@
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="/usr/local/go/bin:${PATH}"
+
+# go_tools_module DIR MODULE@VERSION PKG... makes DIR a throw-away module
+# that requires MODULE and imports each PKG from a tools.go, tidied through
+# the module proxy: the way to build a dependency's commands with no
+# prebuilt binary. For k8s.io/kubernetes, each staging module
+# (./staging/src/k8s.io/X in its go.mod) is replaced by its published v0.X
+# release.
+go_tools_module() {
+  local dir="$1" module="${2%@*}" version="${2#*@}"
+  shift 2
+  mkdir -p "${dir}"
+  (
+    cd "${dir}"
+    printf 'module faultline.dev/tools/%s\n\ngo 1.25\n\nrequire %s %s\n' "$(basename "${dir}")" "${module}" "${version}" >go.mod
+    if [[ "${module}" == k8s.io/kubernetes ]]; then
+      local kube_mod staging="v0.${version#v1.}"
+      kube_mod="$(GOFLAGS=-mod=mod go mod download -json "${module}@${version}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
+      if [[ -z "${kube_mod}" || ! -f "${kube_mod}" ]]; then
+        echo "could not download ${module}@${version}'s go.mod through the module proxy" >&2
+        exit 1
+      fi
+      sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9.-]*\) => ./staging/.*#\1#p' "${kube_mod}" | while read -r mod; do
+        echo "replace ${mod} => ${mod} ${staging}" >>go.mod
+      done
+    fi
+    {
+      printf '//go:build tools\n\npackage tools\n\nimport (\n'
+      printf '\t_ "%s"\n' "$@"
+      printf ')\n'
+    } >tools.go
+    GOFLAGS=-mod=mod go mod tidy >/dev/null
+  )
+}
+
+# kube_ldflags VERSION are the -ldflags that make a Kubernetes command
+# report vVERSION (kubeadm checks it), stripped.
+kube_ldflags() {
+  local pkg=k8s.io/component-base/version minor="${1#*.}"
+  minor="${minor%%.*}"
+  echo "-s -w -X ${pkg}.gitVersion=v$1 -X ${pkg}.gitMajor=1 -X ${pkg}.gitMinor=${minor} -X ${pkg}.gitTreeState=clean"
+}

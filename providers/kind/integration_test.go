@@ -17,7 +17,7 @@ import (
 
 	"github.com/faultline-dev/faultline/framework"
 	"github.com/faultline-dev/faultline/providers/kind"
-	"github.com/faultline-dev/faultline/scenarios"
+	"github.com/faultline-dev/faultline/scenarios/scenariotest"
 )
 
 // envRequireKind makes a missing Docker engine or node image a failure
@@ -147,53 +147,12 @@ func TestIntegrationKind(t *testing.T) {
 
 	for _, sc := range []string{"kind-power-off-worker", "kind-break-webhook-service", "kind-kill-etcd-quorum"} {
 		t.Run(sc, func(t *testing.T) {
-			res := runScenario(ctx, t, p, sc)
+			res := scenariotest.Run(ctx, t, p, sc, nil, nil)
 			if res.Verdict != framework.Pass {
 				t.Fatalf("%s: %s: %s", sc, res.Verdict, res.Reason)
 			}
 		})
 	}
-}
-
-// runScenario runs a catalogue scenario on p, logs its phases and checks
-// that no fault is left pending in its journal.
-func runScenario(ctx context.Context, t *testing.T, p framework.Provider, name string) *framework.Result {
-	t.Helper()
-	data, err := scenarios.Read(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := framework.Parse("scenarios/"+name+".yaml", data, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := framework.OpenJournal(filepath.Join(t.TempDir(), "journal.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	res, err := framework.Run(ctx, framework.RunInput{Scenario: sc, Provider: p, Journal: j})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ph := range res.Phases {
-		if ph.SinceAnchor != nil {
-			t.Logf("%s: phase %s reached %s after %s", name, ph.Name, ph.SinceAnchor, ph.From)
-		} else {
-			t.Logf("%s: phase %s not reached: %s", name, ph.Name, ph.Message)
-		}
-	}
-	for _, a := range res.Assertions {
-		t.Logf("%s: assertion %s ok=%t: %s", name, a.Name, a.OK, a.Message)
-	}
-	entries, err := framework.ReadJournal(j.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pending := framework.Pending(entries); len(pending) > 0 {
-		t.Errorf("%s: %d faults still pending in the journal after the run", name, len(pending))
-	}
-	return res
 }
 
 // waitFor polls cond every second until it holds, failing the test with

@@ -2,7 +2,6 @@ package lab_test
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +14,7 @@ import (
 
 	"github.com/faultline-dev/faultline/framework"
 	"github.com/faultline-dev/faultline/providers/lab"
-	"github.com/faultline-dev/faultline/scenarios"
+	"github.com/faultline-dev/faultline/scenarios/scenariotest"
 )
 
 // runScenario runs a catalogue scenario against the lab and returns its
@@ -29,50 +28,9 @@ func runScenario(t *testing.T, l *lab.Lab, name string, sets map[string]string) 
 // first (nil: as it is): a broken variant.
 func runScenarioText(t *testing.T, l *lab.Lab, name string, edit func(string) string, sets map[string]string) *framework.Result {
 	t.Helper()
-	data, err := scenarios.Read(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if edit != nil {
-		changed := edit(string(data))
-		if changed == string(data) {
-			t.Fatalf("%s: the edit changes nothing", name)
-		}
-		data = []byte(changed)
-	}
-	sc, err := framework.Parse("scenarios/"+name+".yaml", data, sets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := framework.OpenJournal(filepath.Join(t.TempDir(), "journal.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	res, err := framework.Run(ctx, framework.RunInput{Scenario: sc, Provider: l.Provider(), Journal: j})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range res.Phases {
-		if p.SinceAnchor != nil {
-			t.Logf("%s: phase %s reached %s after %s", name, p.Name, p.SinceAnchor, p.From)
-		} else {
-			t.Logf("%s: phase %s not reached: %s", name, p.Name, p.Message)
-		}
-	}
-	for _, a := range res.Assertions {
-		t.Logf("%s: assertion %s ok=%t: %s", name, a.Name, a.OK, a.Message)
-	}
-	entries, err := framework.ReadJournal(j.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pending := framework.Pending(entries); len(pending) > 0 {
-		t.Errorf("%s: %d faults still pending in the journal after the run", name, len(pending))
-	}
-	return res
+	return scenariotest.Run(ctx, t, l.Provider(), name, edit, sets)
 }
 
 // expect fails the test unless the run ended with verdict and a reason

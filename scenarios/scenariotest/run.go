@@ -1,0 +1,62 @@
+// Package scenariotest runs catalogue scenarios in providers' tests.
+package scenariotest
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/scenarios"
+)
+
+// Run runs the catalogue scenario name on p with a journal in a test
+// folder, logs its phases and assertions, and fails the test if a fault is
+// still pending in the journal afterwards. edit, when set, changes the
+// scenario's text first (a broken variant) and must change something;
+// sets override parameters.
+func Run(ctx context.Context, t testing.TB, p framework.Provider, name string, edit func(string) string, sets map[string]string) *framework.Result {
+	t.Helper()
+	data, err := scenarios.Read(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		changed := edit(string(data))
+		if changed == string(data) {
+			t.Fatalf("%s: the edit changes nothing", name)
+		}
+		data = []byte(changed)
+	}
+	sc, err := framework.Parse("scenarios/"+name+".yaml", data, sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := framework.OpenJournal(filepath.Join(t.TempDir(), "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	res, err := framework.Run(ctx, framework.RunInput{Scenario: sc, Provider: p, Journal: j})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ph := range res.Phases {
+		if ph.SinceAnchor != nil {
+			t.Logf("%s: phase %s reached %s after %s", name, ph.Name, ph.SinceAnchor, ph.From)
+		} else {
+			t.Logf("%s: phase %s not reached: %s", name, ph.Name, ph.Message)
+		}
+	}
+	for _, a := range res.Assertions {
+		t.Logf("%s: assertion %s ok=%t: %s", name, a.Name, a.OK, a.Message)
+	}
+	entries, err := framework.ReadJournal(j.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pending := framework.Pending(entries); len(pending) > 0 {
+		t.Errorf("%s: %d faults still pending in the journal after the run", name, len(pending))
+	}
+	return res
+}
