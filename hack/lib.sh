@@ -29,7 +29,7 @@ go_tools_module() {
     fi
     {
       printf '//go:build tools\n\npackage tools\n\nimport (\n'
-      printf '\t_ "%s"\n' "$@"
+      printf '\t_ "%s"\n' "$@" | sort
       printf ')\n'
     } >tools.go
     GOFLAGS=-mod=mod go mod tidy >/dev/null
