@@ -265,7 +265,9 @@ func apiServer(want bool) func(context.Context, Provider, Object, map[string]str
 			return false, "", err
 		}
 		if err := c.APIServer(ctx, obj); err != nil {
-			if ctx.Err() != nil {
+			// client-go's rate limiter refuses a request whose wait would
+			// pass the deadline before the context says it is done.
+			if ctx.Err() != nil || strings.Contains(err.Error(), "would exceed context deadline") {
 				// The reading was cut by the end of its own wait: that
 				// says nothing about the API server.
 				return false, "", ctx.Err()

@@ -147,7 +147,12 @@ func (r *run) execute(ctx context.Context) {
 	defer cancel()
 
 	aborted := false
-	if err := r.resolveTargets(sctx); err != nil {
+	if err := r.resolveTargets(sctx); errors.Is(err, ErrUnsupported) {
+		// A selector the provider cannot evaluate (a VM name on kind):
+		// like a missing capability, nothing was touched.
+		r.res.Verdict, r.res.Reason = Skipped, err.Error()
+		return
+	} else if err != nil {
 		r.errs = append(r.errs, err)
 		aborted = true
 	} else if err := r.checkBlastRadius(); err != nil {

@@ -84,6 +84,20 @@ func TestIntegrationKind(t *testing.T) {
 		t.Fatalf("workers: %v, %v", workers, err)
 	}
 
+	t.Run("checks", func(t *testing.T) {
+		// faultline check's workload rules on a real, healthy cluster.
+		findings, err := framework.RunChecks(ctx, p, workers[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range findings {
+			t.Logf("finding %s %s: %s", f.Severity, f.ID, f.Message)
+			if f.Severity == "error" {
+				t.Errorf("a fresh kind cluster has an error finding: %s", f.ID)
+			}
+		}
+	})
+
 	t.Run("stop-start", func(t *testing.T) {
 		w := workers[0]
 		if err := p.ShutdownGuest(ctx, w); err != nil {
@@ -145,7 +159,7 @@ func TestIntegrationKind(t *testing.T) {
 		})
 	})
 
-	for _, sc := range []string{"kind-power-off-worker", "kind-break-webhook-service", "kind-kill-etcd-quorum"} {
+	for _, sc := range []string{"kind-power-off-worker", "kind-stop-kubelet-worker", "kind-break-webhook-service", "kind-remove-apiserver-pods", "kind-kill-etcd-quorum"} {
 		t.Run(sc, func(t *testing.T) {
 			res := scenariotest.Run(ctx, t, p, sc, nil, nil)
 			if res.Verdict != framework.Pass {
