@@ -2,7 +2,7 @@
 .DEFAULT_GOAL := help
 SHELL := /usr/bin/env bash
 
-.PHONY: help demo build envtest lab-manifests test test-unit test-integration test-e2e lint verify fuzz bench clean
+.PHONY: help demo build envtest kind-image lab-manifests test test-unit test-integration test-e2e lint verify fuzz bench clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -15,13 +15,17 @@ demo: ## Build what the lab needs, then run power-off-worker on it (README's fir
 envtest: ## Build kube-apiserver and etcd from source into bin/envtest (cached by version)
 	hack/envtest.sh
 
+kind-image: ## Build the kind node image offline (cached in bin/kind by version; needs root and hack/docker.sh)
+	hack/docker.sh
+	hack/kind-image.sh
+
 lab-manifests: ## Copy Cluster API and CAPV CRDs and webhooks from the module cache into providers/lab/manifests
 	hack/lab-manifests.sh
 
 build: ## Build bin/faultline
 	hack/build.sh
 
-test: ## Unit and integration tests: -race, then the lab's tests (README's test command)
+test: ## Unit and integration tests: -race, then the lab's and kind's integration tests (README's test command)
 	hack/test.sh
 
 test-unit: ## Unit tests only (-short)
@@ -45,5 +49,5 @@ fuzz: ## Fuzz the scenario loader (FUZZTIME, default 60s)
 bench: ## Benchmarks, with medians and ratios
 	hack/bench.sh
 
-clean: ## Remove bin/ and _artifacts/
+clean: ## Remove bin/faultline and _artifacts/ (CLEAN_KIND=1: the kind node image too; CLEAN_ENVTEST=1: all of bin/)
 	hack/clean.sh
