@@ -21,6 +21,7 @@ import (
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework"
 	"github.com/faultline-dev/faultline/providers/capi"
+	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/vsphere"
 )
@@ -30,6 +31,8 @@ type checkOptions struct {
 	// workload is the workload half of a pair of kubeconfigs, or the only
 	// cluster (a kind cluster) when no management cluster is named.
 	workload clusterFlags
+	// kindCluster names a kind cluster to check as workload alone.
+	kindCluster string
 	// only limits the check to one Cluster, namespace/name.
 	only    string
 	vcenter vcenterFlags
@@ -79,6 +82,7 @@ Exit codes: 0 nothing at error severity, 1 an error finding, 2 invalid input,
 	fs.StringVar(&o.cluster.context, "context", "", "kubeconfig context to use")
 	fs.StringVar(&o.workload.kubeconfig, "workload-kubeconfig", "", "kubeconfig of the workload cluster: with --kubeconfig, used instead of Cluster API's kubeconfig Secret (pair it with --cluster); alone, checks that cluster without a management cluster (kind, or a cluster Cluster API does not manage)")
 	fs.StringVar(&o.workload.context, "workload-context", "", "context of --workload-kubeconfig (default its current context)")
+	fs.StringVar(&o.kindCluster, "kind-cluster", "", "check the kind cluster of that name (one 'faultline kind up' created, or kind's own), as --workload-kubeconfig alone does")
 	fs.StringVar(&o.only, "cluster", "", "check only this Cluster, namespace/name")
 	o.vcenter.register(fs, false)
 	o.lab.register(fs)
@@ -101,6 +105,21 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	}
 	if o.workload.context != "" && o.workload.kubeconfig == "" {
 		return usageErr("--workload-context needs --workload-kubeconfig")
+	}
+	if o.kindCluster != "" {
+		if o.workload.kubeconfig != "" || o.cluster.kubeconfig != "" || o.cluster.context != "" {
+			return usageErr("--kind-cluster names the cluster to check: leave out --kubeconfig, --context and --workload-kubeconfig")
+		}
+		state, err := kind.DefaultState()
+		if err != nil {
+			return infraErr(err)
+		}
+		path, cleanup, err := kind.KubeconfigFile(state, o.kindCluster)
+		if err != nil {
+			return &exitError{code: framework.ExitInfra, err: fmt.Errorf("--kind-cluster %s: %w", o.kindCluster, err)}
+		}
+		defer cleanup()
+		o.workload.kubeconfig = path
 	}
 	var c client.Client
 	opts := []capi.Option{capi.WithReadOnly()}

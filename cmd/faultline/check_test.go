@@ -50,6 +50,7 @@ current-context: mgmt
 		{[]string{"check", "--kubeconfig", unreachable, "--context", "other"}, 2, `kubeconfig context "other" not found; it has: mgmt`},
 		{[]string{"check", "--kubeconfig", unreachable, "--timeout", "3s"}, 3, "check context mgmt: list Clusters:"},
 		{[]string{"check", "--kubeconfig", unreachable, "--vcenter-url", "ftp://vc.example.com"}, 2, `vCenter URL scheme "ftp": expected https`},
+		{[]string{"check", "--kind-cluster", "c", "--workload-kubeconfig", unreachable}, 2, "--kind-cluster names the cluster to check: leave out --kubeconfig"},
 	} {
 		var out, errOut bytes.Buffer
 		code := execute(tc.args, &out, &errOut)

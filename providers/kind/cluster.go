@@ -411,6 +411,34 @@ func KubeconfigPath(state, name string) string {
 	return filepath.Join(state, name, "kubeconfig")
 }
 
+// KubeconfigFile is a kubeconfig file of the kind cluster named name: the
+// one faultline keeps for a cluster it created, or else kind's, written to
+// a temporary file that cleanup removes.
+func KubeconfigFile(state, name string) (path string, cleanup func(), err error) {
+	if IsRecorded(state, name) {
+		return KubeconfigPath(state, name), func() {}, nil
+	}
+	raw, err := kindcluster.NewProvider(kindcluster.ProviderWithDocker()).KubeConfig(name, false)
+	if err != nil {
+		return "", nil, fmt.Errorf("kind cluster %s: %w", name, err)
+	}
+	f, err := os.CreateTemp("", "faultline-kind-*.kubeconfig")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup = func() { os.Remove(f.Name()) }
+	if _, err := f.WriteString(raw); err != nil {
+		f.Close()
+		cleanup()
+		return "", nil, err
+	}
+	if err := f.Close(); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return f.Name(), cleanup, nil
+}
+
 // IsRecorded tells whether faultline created the cluster named name.
 func IsRecorded(state, name string) bool {
 	_, err := readRecord(filepath.Join(state, name))
