@@ -62,6 +62,27 @@ type UpOptions struct {
 	Log    logr.Logger
 }
 
+// Validate tells what is wrong with the options, naming the field.
+func (o UpOptions) Validate() error {
+	var errs []error
+	if o.Name == "" {
+		errs = append(errs, errors.New("name: required"))
+	}
+	if o.ControlPlanes < 1 {
+		errs = append(errs, fmt.Errorf("controlPlanes: got %d, expected 1 or more", o.ControlPlanes))
+	}
+	if o.Workers < 0 {
+		errs = append(errs, fmt.Errorf("workers: got %d, expected 0 or more", o.Workers))
+	}
+	if o.State == "" {
+		errs = append(errs, errors.New("state: required (DefaultState gives faultline's folder)"))
+	}
+	if o.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("timeout: got %s, expected a positive duration", o.Timeout))
+	}
+	return errors.Join(errs...)
+}
+
 // DefaultState is faultline's folder of kind records: the user's cache
 // folder's faultline/kind.
 func DefaultState() (string, error) {
@@ -95,19 +116,14 @@ func NewestImage(ctx context.Context, d Docker) (string, error) {
 // Nodes to be Ready. The record is written first; on failure the caller
 // runs Down.
 func Up(ctx context.Context, o UpOptions) (*Provider, *Record, error) {
+	if err := o.Validate(); err != nil {
+		return nil, nil, err
+	}
 	if o.Docker == nil {
 		o.Docker = ExecDocker{}
 	}
 	if o.Timeout == 0 {
 		o.Timeout = 5 * time.Minute
-	}
-	switch {
-	case o.Name == "":
-		return nil, nil, errors.New("a kind cluster needs a name")
-	case o.ControlPlanes < 1:
-		return nil, nil, fmt.Errorf("control planes %d: expected 1 or more", o.ControlPlanes)
-	case o.Workers < 0:
-		return nil, nil, fmt.Errorf("workers %d: expected 0 or more", o.Workers)
 	}
 	if err := Available(ctx, o.Docker); err != nil {
 		return nil, nil, err
@@ -159,7 +175,9 @@ func Up(ctx context.Context, o UpOptions) (*Provider, *Record, error) {
 	if rec.Shim != "" {
 		// kind runs `docker` from PATH: the shim goes first for the rest
 		// of this process.
-		os.Setenv("PATH", filepath.Dir(rec.Shim)+string(os.PathListSeparator)+os.Getenv("PATH"))
+		if err := prependPath(filepath.Dir(rec.Shim)); err != nil {
+			return nil, rec, err
+		}
 	}
 	cfg := ClusterConfig(o.ControlPlanes, o.Workers, quirks)
 	kp := kindcluster.NewProvider(kindcluster.ProviderWithDocker(), kindcluster.ProviderWithLogger(kindLogger{o.Log}))
@@ -368,7 +386,9 @@ func Down(ctx context.Context, state, name string, d Docker, log logr.Logger) er
 	}
 	if rec.Shim != "" {
 		if _, err := os.Stat(rec.Shim); err == nil {
-			os.Setenv("PATH", filepath.Dir(rec.Shim)+string(os.PathListSeparator)+os.Getenv("PATH"))
+			if err := prependPath(filepath.Dir(rec.Shim)); err != nil {
+				return err
+			}
 		}
 	}
 	kp := kindcluster.NewProvider(kindcluster.ProviderWithDocker(), kindcluster.ProviderWithLogger(kindLogger{log}))
@@ -404,6 +424,12 @@ func Recorded(state string) ([]string, error) {
 	}
 	sort.Strings(names)
 	return names, nil
+}
+
+// prependPath puts dir first on this process's PATH, where kind looks for
+// docker.
+func prependPath(dir string) error {
+	return os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
 
 // KubeconfigPath is the kubeconfig file of a cluster faultline created.
@@ -445,8 +471,13 @@ func IsRecorded(state, name string) bool {
 	return err == nil
 }
 
+// othersRecorded tells whether faultline has records of other clusters;
+// when it cannot tell, it says yes (the network stays).
 func othersRecorded(state, name string) bool {
-	names, _ := Recorded(state)
+	names, err := Recorded(state)
+	if err != nil {
+		return true
+	}
 	for _, n := range names {
 		if n != name {
 			return true

@@ -3,6 +3,7 @@ package kind
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -101,7 +102,12 @@ func (n PodNetwork) Ensure(ctx context.Context) error {
 		if ip == "" {
 			continue
 		}
-		raw, _ := n.p.docker.Run(ctx, "exec", c.Name, "cat", cniConfig)
+		raw, err := n.p.docker.Run(ctx, "exec", c.Name, "cat", cniConfig)
+		var de *DockerError
+		if err != nil && !errors.As(err, &de) {
+			return err
+		}
+		// A node with no config yet (cat failed) gets one below.
 		cidr := subnetOf(raw)
 		if cidr == "" {
 			if cidr, err = n.podCIDR(ctx, c.Name); err != nil {

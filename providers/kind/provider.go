@@ -193,7 +193,11 @@ func (p *Provider) Resolve(ctx context.Context, sel framework.Selector) ([]frame
 			obj.Attributes[framework.AttrEtcdCluster] = "kind/" + p.cluster
 			obj.Attributes[framework.AttrEtcdMembers] = strconv.Itoa(controlPlanes)
 		}
-		if ip, err := p.address(ctx, c.Name); err == nil && ip != "" {
+		ip, err := p.address(ctx, c.Name)
+		if err != nil {
+			return nil, err
+		}
+		if ip != "" {
 			obj.Attributes[attrIP] = ip
 		}
 		out = append(out, obj)

@@ -120,6 +120,7 @@ func names(objs []framework.Object) []string {
 }
 
 func TestResolve(t *testing.T) {
+	t.Parallel()
 	p := newTestProvider(newFakeDocker())
 	ctx := context.Background()
 	all, err := p.Resolve(ctx, framework.Selector{})
@@ -151,6 +152,7 @@ func TestResolve(t *testing.T) {
 }
 
 func TestPowerCycle(t *testing.T) {
+	t.Parallel()
 	d := newFakeDocker()
 	p := newTestProvider(d)
 	ctx := context.Background()
@@ -195,6 +197,7 @@ func TestPowerCycle(t *testing.T) {
 }
 
 func TestPartition(t *testing.T) {
+	t.Parallel()
 	d := newFakeDocker()
 	p := newTestProvider(d)
 	ctx := context.Background()
@@ -219,6 +222,7 @@ func TestPartition(t *testing.T) {
 }
 
 func TestStaticPodAndKubelet(t *testing.T) {
+	t.Parallel()
 	d := newFakeDocker()
 	p := newTestProvider(d)
 	ctx := context.Background()
@@ -248,6 +252,7 @@ func TestStaticPodAndKubelet(t *testing.T) {
 }
 
 func TestNodeOf(t *testing.T) {
+	t.Parallel()
 	d := newFakeDocker()
 	p := newTestProvider(d)
 	st, err := p.NodeOf(context.Background(), framework.Object{Name: "c-worker"})
@@ -261,6 +266,7 @@ func TestNodeOf(t *testing.T) {
 }
 
 func TestPodNetworkEnsure(t *testing.T) {
+	t.Parallel()
 	d := newFakeDocker()
 	d.files["c-worker:"+cniConfig] = conflist("10.244.7.0/24") // kept across a restart
 	p := newTestProvider(d)
@@ -282,6 +288,7 @@ func TestPodNetworkEnsure(t *testing.T) {
 }
 
 func TestClusterConfig(t *testing.T) {
+	t.Parallel()
 	cfg := ClusterConfig(3, 2, HostQuirks{CgroupV1: true})
 	if len(cfg.Nodes) != 5 || !cfg.Networking.DisableDefaultCNI || len(cfg.KubeadmConfigPatches) != 1 || !strings.Contains(cfg.KubeadmConfigPatches[0], "failCgroupV1: false") {
 		t.Fatalf("config: %+v", cfg)
@@ -292,6 +299,7 @@ func TestClusterConfig(t *testing.T) {
 }
 
 func TestDetectQuirks(t *testing.T) {
+	t.Parallel()
 	d := &scriptedDocker{out: map[string]string{"info": "1"}, err: map[string]error{
 		"run": &DockerError{Err: errors.New("exit status 125"), Stderr: "runc create failed: unable to start container process: unable to apply caps: operation not permitted: unknown"},
 	}}
@@ -354,6 +362,7 @@ func TestShim(t *testing.T) {
 }
 
 func TestRecords(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	if names, err := Recorded(state); err != nil || names != nil {
 		t.Fatalf("empty state: %v, %v", names, err)
@@ -383,6 +392,7 @@ func testLogger(t *testing.T) logr.Logger {
 }
 
 func TestNewestImage(t *testing.T) {
+	t.Parallel()
 	d := &scriptedDocker{out: map[string]string{"images": ImageRepository + ":v1-old\t2026-11-01 10:00:00 +0000 UTC\n" + ImageRepository + ":v1-new\t2026-11-23 10:00:00 +0000 UTC\n"}}
 	if got, err := NewestImage(context.Background(), d); err != nil || got != ImageRepository+":v1-new" {
 		t.Fatalf("newest: %q, %v", got, err)
@@ -390,5 +400,27 @@ func TestNewestImage(t *testing.T) {
 	d.out["images"] = ""
 	if _, err := NewestImage(context.Background(), d); err == nil || !strings.Contains(err.Error(), "hack/kind-image.sh") {
 		t.Fatalf("no image: %v", err)
+	}
+}
+
+func TestUpOptionsValidate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		o    UpOptions
+		want string
+	}{
+		{"ok", UpOptions{Name: "c", ControlPlanes: 1, State: "/s"}, ""},
+		{"no name", UpOptions{ControlPlanes: 1, State: "/s"}, "name: required"},
+		{"no control plane", UpOptions{Name: "c", State: "/s"}, "controlPlanes: got 0, expected 1 or more"},
+		{"negative workers", UpOptions{Name: "c", ControlPlanes: 3, Workers: -1, State: "/s"}, "workers: got -1"},
+		{"no state", UpOptions{Name: "c", ControlPlanes: 1}, "state: required"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.o.Validate()
+			if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("Validate() = %v, want %q", err, tc.want)
+			}
+		})
 	}
 }
