@@ -123,7 +123,8 @@ etcd_bin="$(ls -d bin/envtest/*-linux-amd64 | head -n 1)/etcd"
 
 # CoreDNS with the plugins kubeadm's Corefile names, not all of them (the
 # full set pulls every cloud SDK); pause as a program that waits for a
-# signal; the load balancer of clusters with several control planes.
+# signal; the load balancer of clusters with several control planes; the
+# policy engine of kind-webhook-denies-system-namespaces.
 small_bin="${build}/small-${key}-coredns${coredns_version}"
 if [[ ! -f "${small_bin}/.stamp" ]]; then
   log "building coredns v${coredns_version} and pause"
@@ -139,6 +140,9 @@ if [[ ! -f "${small_bin}/.stamp" ]]; then
   go_module "${small_bin}/src-envoy"
   sed "/^\/\/go:build ignore/d" hack/kind-node/envoy.go >"${small_bin}/src-envoy/main.go"
   (cd "${small_bin}/src-envoy" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${small_bin}/envoy" .)
+  go_module "${small_bin}/src-policy-webhook"
+  sed "/^\/\/go:build ignore/d" hack/kind-node/policy-webhook.go >"${small_bin}/src-policy-webhook/main.go"
+  (cd "${small_bin}/src-policy-webhook" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${small_bin}/policy-webhook" .)
   go_module "${small_bin}/src-pause"
   sed "/^\/\/go:build ignore/d" hack/kind-node/pause.go >"${small_bin}/src-pause/main.go"
   (cd "${small_bin}/src-pause" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${small_bin}/pause" .)
@@ -157,7 +161,8 @@ fi
 
 images="${build}/images-${key}"
 # The images the node's containerd holds; the load balancer's stays in docker.
-node_images=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd coredns pause)
+node_images=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd coredns pause policy-webhook)
+policy_image=faultline.dev/policy-webhook:v1
 
 # with_libraries ROOT FILE... prints SRC=PATH for each FILE of the rootfs at
 # ROOT and for each shared library it links (ldd in a chroot).
@@ -224,6 +229,7 @@ if [[ ! -f "${images}/.stamp" ]]; then
   component_image etcd "$(image_for etcd)" /usr/local/bin/etcd "${etcd_bin}=/usr/local/bin/etcd"
   component_image coredns "$(image_for coredns)" /coredns "${small_bin}/coredns=/coredns"
   component_image pause "$(image_for pause)" /pause "${small_bin}/pause=/pause"
+  component_image policy-webhook "${policy_image}" /policy-webhook "${small_bin}/policy-webhook=/policy-webhook"
   # kube-proxy runs iptables and conntrack: its image takes them from the
   # rootfs with the libraries they link, and iptables' names as links.
   # Files listed twice (a library two tools link) are copied twice.
@@ -314,7 +320,11 @@ done
 for name in "${node_images[@]}"; do
   "${containerd_bin}/ctr" --address "${state}/containerd.sock" -n k8s.io images import --no-unpack "${images}/${name}.tar" >&2
   # Only the node's containerd keeps it.
-  docker rmi "$(image_for "${name}")" >/dev/null
+  if [[ "${name}" == policy-webhook ]]; then
+    docker rmi "${policy_image}" >/dev/null
+  else
+    docker rmi "$(image_for "${name}")" >/dev/null
+  fi
 done
 "${containerd_bin}/ctr" --address "${state}/containerd.sock" -n k8s.io images ls -q >&2
 kill "${containerd_pid}"

@@ -159,7 +159,7 @@ func TestIntegrationKind(t *testing.T) {
 		})
 	})
 
-	for _, sc := range []string{"kind-power-off-worker", "kind-stop-kubelet-worker", "kind-break-webhook-service", "kind-remove-apiserver-pods", "kind-kill-etcd-quorum"} {
+	for _, sc := range []string{"kind-power-off-worker", "kind-stop-kubelet-worker", "kind-break-webhook-service", "kind-webhook-denies-system-namespaces", "kind-remove-apiserver-pods", "kind-kill-etcd-quorum"} {
 		t.Run(sc, func(t *testing.T) {
 			res := scenariotest.Run(ctx, t, p, sc, nil, nil)
 			if res.Verdict != framework.Pass {
