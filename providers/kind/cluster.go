@@ -335,7 +335,7 @@ func (p *Provider) WaitReady(ctx context.Context, timeout time.Duration) error {
 }
 
 func (p *Provider) ready(ctx context.Context) error {
-	if err := p.Network(ctx).Ensure(ctx); err != nil {
+	if err := p.Network().Ensure(ctx); err != nil {
 		return err
 	}
 	var nodes corev1.NodeList

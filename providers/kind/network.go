@@ -24,7 +24,7 @@ const cniConfig = "/etc/cni/net.d/10-faultline.conflist"
 type PodNetwork struct{ p *Provider }
 
 // Network is the cluster's pod network.
-func (p *Provider) Network(context.Context) PodNetwork { return PodNetwork{p: p} }
+func (p *Provider) Network() PodNetwork { return PodNetwork{p: p} }
 
 // conflist is the CNI config of a node whose pods take addresses in cidr,
 // as kindnetd writes it.

@@ -285,7 +285,7 @@ func (p *Provider) Reset(ctx context.Context, obj framework.Object) error {
 	if _, err := p.docker.Run(ctx, "restart", obj.Name); err != nil {
 		return err
 	}
-	return p.Network(ctx).Ensure(ctx)
+	return p.Network().Ensure(ctx)
 }
 
 // PowerOn implements framework.VMPower: unpause or start the node, then
@@ -307,7 +307,7 @@ func (p *Provider) PowerOn(ctx context.Context, obj framework.Object) error {
 	if _, err := p.docker.Run(ctx, "start", obj.Name); err != nil {
 		return err
 	}
-	return p.Network(ctx).Ensure(ctx)
+	return p.Network().Ensure(ctx)
 }
 
 // PowerState implements framework.VMPower: running is poweredOn, paused
@@ -362,7 +362,7 @@ func (p *Provider) SetNICConnected(ctx context.Context, obj framework.Object, ni
 	} else if err != nil {
 		return err
 	}
-	return p.Network(ctx).Ensure(ctx)
+	return p.Network().Ensure(ctx)
 }
 
 // NICConnected implements framework.VMNetwork.

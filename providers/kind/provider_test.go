@@ -270,7 +270,7 @@ func TestPodNetworkEnsure(t *testing.T) {
 	d := newFakeDocker()
 	d.files["c-worker:"+cniConfig] = conflist("10.244.7.0/24") // kept across a restart
 	p := newTestProvider(d)
-	if err := p.Network(context.Background()).Ensure(context.Background()); err != nil {
+	if err := p.Network().Ensure(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if got := subnetOf([]byte(d.files["c-control-plane2:"+cniConfig])); got != "10.244.1.0/24" {
