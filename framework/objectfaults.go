@@ -10,9 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	yamlv3 "go.yaml.in/yaml/v3"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 )
 
@@ -259,7 +261,14 @@ func applyManifest(ctx context.Context, p Provider, scope Object, params map[str
 	}
 	cluster := paramCluster(params)
 	for _, o := range objs {
-		if _, err := writeBackup(ctx, p, scope, objectRef(cluster, o), params[paramBackups]); err != nil {
+		ref := objectRef(cluster, o)
+		// An object still being deleted (an earlier run's namespace, say)
+		// can be neither backed up nor replaced: its namespace refuses new
+		// content until it is gone.
+		if err := waitGone(ctx, p, scope, []ObjectRef{ref}, true); err != nil {
+			return err
+		}
+		if _, err := writeBackup(ctx, p, scope, ref, params[paramBackups]); err != nil {
 			return err
 		}
 	}
@@ -284,6 +293,7 @@ func revertApply(ctx context.Context, p Provider, u UndoAction) error {
 	}
 	cluster := paramCluster(u.Params)
 	var errs []error
+	var deleted []ObjectRef
 	for i := len(objs) - 1; i >= 0; i-- {
 		ref := objectRef(cluster, objs[i])
 		file := backupFile(u.Params[paramBackups], ref)
@@ -293,9 +303,53 @@ func revertApply(ctx context.Context, p Provider, u UndoAction) error {
 		}
 		if err := w.DeleteObject(ctx, u.Target, ref); err != nil {
 			errs = append(errs, fmt.Errorf("delete %s: %w", ref, err))
+			continue
 		}
+		deleted = append(deleted, ref)
 	}
+	// The undo is done when the objects are gone, not when their deletion
+	// began: a namespace stays Terminating until its content is deleted,
+	// and the next scenario may create it again.
+	errs = append(errs, waitGone(ctx, p, u.Target, deleted, false))
 	return errors.Join(errs...)
+}
+
+// goneWithin bounds the wait for a deleted object to be gone.
+const goneWithin = 2 * time.Minute
+
+// waitGone waits until none of refs exists, or, with onlyTerminating, until
+// none of them exists with a deletion under way.
+func waitGone(ctx context.Context, p Provider, scope Object, refs []ObjectRef, onlyTerminating bool) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	r, err := as[Objects](p, CapObjects)
+	if err != nil {
+		return err
+	}
+	var left ObjectRef
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, goneWithin, true, func(ctx context.Context) (bool, error) {
+		for _, ref := range refs {
+			o, err := r.GetObject(ctx, scope, ref)
+			if err != nil {
+				return false, err
+			}
+			if o == nil {
+				continue
+			}
+			meta, _ := o["metadata"].(map[string]any)
+			if onlyTerminating && meta["deletionTimestamp"] == nil {
+				continue
+			}
+			left = ref
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil && left != (ObjectRef{}) {
+		return fmt.Errorf("waiting for %s to be gone: %w", left, err)
+	}
+	return err
 }
 
 // deleteWithBackup writes the object's backup, then deletes it. A missing

@@ -69,7 +69,29 @@ func nicConnected(want bool) func(context.Context, Provider, Object, map[string]
 }
 
 // probeCatalogue lists every named probe a condition can use.
-var probeCatalogue = mergeMaps(vmProbes, clusterAPIProbes, objectProbes, checkProbes, writeProbes)
+var probeCatalogue = mergeMaps(vmProbes, clusterAPIProbes, objectProbes, checkProbes, writeProbes, nodeProbes)
+
+// nodeProbes are the named probes over what runs on a Machine's node.
+var nodeProbes = map[string]probeDef{
+	"static-pod-running": {capability: CapNodeStaticPods, args: []string{"component"}, check: checkComponent,
+		summary: "the control-plane static pod (arg component: etcd, kube-apiserver, kube-controller-manager, kube-scheduler) runs on the Machine's node", eval: staticPodRunning(true)},
+	"static-pod-stopped": {capability: CapNodeStaticPods, args: []string{"component"}, check: checkComponent,
+		summary: "the control-plane static pod no longer runs on the node: the kubelet has stopped it (same arg)", eval: staticPodRunning(false)},
+}
+
+func staticPodRunning(want bool) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
+	return func(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error) {
+		n, err := as[NodeStaticPods](p, CapNodeStaticPods)
+		if err != nil {
+			return false, "", err
+		}
+		running, err := n.StaticPodRunning(ctx, obj, args["component"])
+		if err != nil {
+			return false, "", err
+		}
+		return running == want, fmt.Sprintf("%s running: %t", args["component"], running), nil
+	}
+}
 
 // vmProbes are the named probes over vSphere VMs.
 var vmProbes = map[string]probeDef{

@@ -103,6 +103,9 @@ const CapNodeStaticPods Capability = "NodeStaticPods"
 // StaticPodComponents.
 type NodeStaticPods interface {
 	SetStaticPod(ctx context.Context, m Object, component string, running bool) error
+	// StaticPodRunning tells whether the component runs on the node now:
+	// the kubelet stops it some seconds after its manifest is moved.
+	StaticPodRunning(ctx context.Context, m Object, component string) (bool, error)
 }
 
 // CapEtcdLeadership is the capability behind EtcdLeadership.

@@ -5,13 +5,21 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers/capi"
 )
 
 // A runbook on objects: apply a manifest that creates one ConfigMap and
@@ -104,5 +112,101 @@ spec:
 	}
 	if !strings.Contains(string(backup), "k: keep me") || strings.Contains(string(backup), "resourceVersion") {
 		t.Errorf("backup file:\n%s", backup)
+	}
+}
+
+// An object still being deleted holds up both an apply that would create it
+// again and the undo that deleted it: each returns once the object is gone
+// (here when a finalizer is released, at the second read of the
+// terminating object), so the next scenario finds a clean slate.
+func TestObjectApplyWaitsForDeletion(t *testing.T) {
+	t.Parallel()
+	const finalizer = "faultline.dev/test"
+	held := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "held", Finalizers: []string{finalizer}}, Data: map[string]string{"k": "old"}}
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clusterv1.AddToScheme, corev1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	reads, releases := 0, 0
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(held, machine("w-1", md, "Running")).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, obj, opts...); err != nil || key.Name != "held" || obj.GetDeletionTimestamp() == nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if reads++; reads < 2 {
+				return nil
+			}
+			reads = 0
+			releases++
+			cm := &corev1.ConfigMap{}
+			if err := c.Get(ctx, key, cm); err != nil {
+				return err
+			}
+			cm.Finalizers = nil
+			return c.Update(ctx, cm)
+		},
+	}).Build()
+	ctx := context.Background()
+	if err := c.Delete(ctx, held.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	p := capi.New(c)
+	src := `apiVersion: faultline.dev/v1alpha1
+kind: Scenario
+metadata: {name: t}
+spec:
+  requires: [Objects, ObjectWrites]
+  pollInterval: 50ms
+  timeout: 20s
+  targets:
+    - name: scope
+      select: {role: worker}
+  steps:
+    - name: install
+      inject:
+        fault: object.apply
+        target: scope
+        params:
+          cluster: management
+          manifest: |
+            apiVersion: v1
+            kind: ConfigMap
+            metadata: {name: held, namespace: ns, finalizers: [faultline.dev/test]}
+            data: {k: new}
+    - name: installed
+      observe:
+        phases:
+          - name: replaced
+            when: {probe: object-expression, target: scope, args: {cluster: management, apiVersion: v1, kind: ConfigMap, namespace: ns, name: held, expression: "object.data.k == 'new' && !has(object.metadata.deletionTimestamp)"}}
+            within: 5s
+    - name: revert
+      undo: {fault: install}
+`
+	sc, err := framework.Parse("t.yaml", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := framework.OpenJournal(filepath.Join(t.TempDir(), "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	res, err := framework.Run(ctx, framework.RunInput{Scenario: sc, Provider: p, Journal: j})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != framework.Pass {
+		t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "held"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("held ConfigMap after the undo: %v, expected it gone", err)
+	}
+	if releases != 2 {
+		t.Errorf("finalizer released %d times, expected 2 (before the apply, during the undo)", releases)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -414,6 +415,25 @@ func (p *Provider) SetStaticPod(ctx context.Context, obj framework.Object, compo
 	script := `set -e; if [ -f "$2" ] && [ ! -f "$1" ]; then exit 0; fi; mkdir -p "$(dirname "$2")"; mv "$1" "$2"`
 	_, err := p.exec(ctx, obj, "sh", "-c", script, "sh", from, to)
 	return err
+}
+
+// StaticPodRunning implements framework.NodeStaticPods: a process of the
+// component's name runs in the node container (its pods' processes are
+// the node's).
+func (p *Provider) StaticPodRunning(ctx context.Context, obj framework.Object, component string) (bool, error) {
+	if obj.Attributes[attrRole] != "control-plane" {
+		return false, fmt.Errorf("node %s is not a control plane: it has no %s static pod", obj.Name, component)
+	}
+	// The kernel keeps 15 characters of a command's name.
+	comm := component
+	if len(comm) > 15 {
+		comm = comm[:15]
+	}
+	out, err := p.exec(ctx, obj, "sh", "-c", `cat /proc/[0-9]*/comm 2>/dev/null; true`)
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(strings.Fields(string(out)), comm), nil
 }
 
 // NodeOf implements framework.Nodes: the node container's Node.

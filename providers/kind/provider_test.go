@@ -26,6 +26,7 @@ type fakeDocker struct {
 	state map[string]string // container → running, paused, exited
 	ip    map[string]string // container → address on the kind network
 	files map[string]string // container:path → content (exec cat)
+	comms map[string]string // container → its processes' names, a line each
 	calls [][]string
 }
 
@@ -34,6 +35,7 @@ func newFakeDocker() *fakeDocker {
 		state: map[string]string{"c-control-plane": "running", "c-control-plane2": "running", "c-worker": "running", "c-external-load-balancer": "running"},
 		ip:    map[string]string{"c-control-plane": "172.18.0.2", "c-control-plane2": "172.18.0.3", "c-worker": "172.18.0.4"},
 		files: map[string]string{},
+		comms: map[string]string{},
 	}
 }
 
@@ -76,6 +78,9 @@ func (f *fakeDocker) Run(_ context.Context, args ...string) ([]byte, error) {
 				return []byte(c), nil
 			}
 			return nil, &DockerError{Args: args, Err: errors.New("exit status 1"), Stderr: "No such file"}
+		}
+		if args[2] == "sh" && strings.Contains(args[4], "/proc/[0-9]*/comm") {
+			return []byte(f.comms[args[1]]), nil
 		}
 		if args[2] == "sh" && strings.Contains(args[4], "printf") {
 			f.files[args[1]+":"+args[6]] = args[7]
@@ -248,6 +253,26 @@ func TestStaticPodAndKubelet(t *testing.T) {
 	}
 	if got := d.calls[len(d.calls)-1]; !reflect.DeepEqual(got, []string{"exec", "c-control-plane", "systemctl", "stop", "kubelet"}) {
 		t.Fatalf("kubelet stop: %v", got)
+	}
+}
+
+// A static pod runs when a process of its name (as the kernel keeps it, 15
+// characters) runs in the node container.
+func TestStaticPodRunning(t *testing.T) {
+	t.Parallel()
+	d := newFakeDocker()
+	d.comms["c-control-plane"] = "systemd\ncontainerd\nkubelet\netcd\nkube-controller\n"
+	p := newTestProvider(d)
+	ctx := context.Background()
+	cp := framework.Object{Name: "c-control-plane", Attributes: map[string]string{attrRole: "control-plane"}}
+	for component, want := range map[string]bool{"etcd": true, "kube-controller-manager": true, "kube-apiserver": false, "kube-scheduler": false} {
+		got, err := p.StaticPodRunning(ctx, cp, component)
+		if err != nil || got != want {
+			t.Errorf("%s running: %t, %v; want %t", component, got, err, want)
+		}
+	}
+	if _, err := p.StaticPodRunning(ctx, framework.Object{Name: "c-worker", Attributes: map[string]string{attrRole: "worker"}}, "etcd"); err == nil {
+		t.Error("a worker has no etcd: want an error")
 	}
 }
 

@@ -311,6 +311,19 @@ func (p *Provider) SetStaticPod(_ context.Context, m framework.Object, component
 	return nil
 }
 
+// StaticPodRunning implements framework.NodeStaticPods: the component runs
+// while the node's VM is up, booted and the component not stopped.
+func (p *Provider) StaticPodRunning(_ context.Context, m framework.Object, component string) (bool, error) {
+	node := m.Attributes["node"]
+	if node == "" {
+		return false, fmt.Errorf("machine %s has no node yet: %w", m.Name, framework.ErrNotFound)
+	}
+	if m.Attributes["role"] != "control-plane" {
+		return false, fmt.Errorf("machine %s is a %s: only control-plane nodes run static pods", m.Name, m.Attributes["role"])
+	}
+	return p.nodes.staticPodRunning(node, component, time.Now()), nil
+}
+
 // SetLeaderStuck implements framework.EtcdLeadership on the Machine's
 // node: stuck, its member takes leadership and keeps it, and no new
 // control plane can join; freed, leadership moves to another member.

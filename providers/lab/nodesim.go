@@ -347,6 +347,14 @@ func (s *nodeSim) setStaticPod(node, component string, running bool) {
 	s.podsChanged[node] = true
 }
 
+// staticPodRunning tells whether a static pod of a control-plane node runs.
+func (s *nodeSim) staticPodRunning(node, component string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	vm := s.vms[node]
+	return vm != nil && vm.controlPlane && s.podsStarted(vm, now) && !s.podsStopped[node][component]
+}
+
 // setCNI makes a node's CNI initialised or not.
 func (s *nodeSim) setCNI(node string, ok bool) {
 	s.mu.Lock()
