@@ -269,8 +269,10 @@ func apiServer(want bool) func(context.Context, Provider, Object, map[string]str
 			// pass the deadline before the context says it is done.
 			if ctx.Err() != nil || strings.Contains(err.Error(), "would exceed context deadline") {
 				// The reading was cut by the end of its own wait: that
-				// says nothing about the API server.
-				return false, "", ctx.Err()
+				// says nothing about the API server. It is an error, not
+				// a reading (the rate limiter says so before the context
+				// ends, while ctx.Err() is still nil).
+				return false, "", fmt.Errorf("reading cut short by the end of its wait: %w", err)
 			}
 			detail := "API server unavailable: " + err.Error()
 			if m := args["message"]; m != "" && !strings.Contains(err.Error(), m) {

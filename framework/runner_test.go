@@ -463,3 +463,38 @@ func TestRunOneMemberAtATime(t *testing.T) {
 		t.Errorf("verdict %s (%s), want a refusal at off-second", res.Verdict, res.Reason)
 	}
 }
+
+// rateLimited answers api-available readings as client-go does near a
+// deadline: its rate limiter refuses a request whose wait would pass the
+// context's deadline, before the context itself ends.
+type rateLimited struct{ *fake.Provider }
+
+func (rateLimited) NodeOf(context.Context, framework.Object) (framework.MachineState, error) {
+	return framework.MachineState{}, nil
+}
+
+func (rateLimited) APIServer(ctx context.Context, _ framework.Object) error {
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < 120*time.Millisecond {
+		return errors.New("client rate limiter Wait returned an error: rate: Wait(n=1) would exceed context deadline")
+	}
+	return nil
+}
+
+// A reading cut by the end of its window says nothing about the API
+// server: the window holds.
+func TestConsistentlyIgnoresReadingCutByItsWindow(t *testing.T) {
+	t.Parallel()
+	sc := parseScenario(t, "[Nodes]", "", `
+    - name: victim
+      select: {vm: vm-a}`, `
+    - name: served
+      assert:
+        consistently:
+          condition: {probe: api-available, target: victim}
+          for: 600ms
+`)
+	res, _ := run(t, context.Background(), sc, rateLimited{fake.New("vm-a")})
+	if res.Verdict != framework.Pass {
+		t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
+	}
+}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/internal/nodecmd"
 	"github.com/faultline-dev/faultline/providers/capi"
 )
 
@@ -382,58 +381,32 @@ func (p *Provider) exec(ctx context.Context, obj framework.Object, cmd ...string
 
 // SetKubelet implements framework.NodeKubelet: systemctl in the node.
 func (p *Provider) SetKubelet(ctx context.Context, obj framework.Object, running bool) error {
-	verb := "stop"
-	if running {
-		verb = "start"
-	}
-	_, err := p.exec(ctx, obj, "systemctl", verb, "kubelet")
+	_, err := p.exec(ctx, obj, nodecmd.Kubelet(running)...)
 	return err
 }
 
-// manifests is where kubelet reads static pods; parked is where a stopped
-// component's manifest waits (outside it, so kubelet stops the pod).
-const (
-	manifests = "/etc/kubernetes/manifests"
-	parked    = "/etc/kubernetes/faultline-parked"
-)
-
 // SetStaticPod implements framework.NodeStaticPods: the component's
 // manifest is moved out of /etc/kubernetes/manifests and back, as an
-// operator would. Idempotent: a manifest already where it should be is
-// left alone.
+// operator would.
 func (p *Provider) SetStaticPod(ctx context.Context, obj framework.Object, component string, running bool) error {
 	if obj.Attributes[attrRole] != "control-plane" {
 		return fmt.Errorf("node %s is not a control plane: it has no %s static pod", obj.Name, component)
 	}
-	file := component + ".yaml"
-	from, to := path.Join(manifests, file), path.Join(parked, file)
-	if running {
-		from, to = to, from
-	}
-	// The shell only tests and moves fixed paths; the component name is
-	// checked against StaticPodComponents by the scenario's validation.
-	script := `set -e; if [ -f "$2" ] && [ ! -f "$1" ]; then exit 0; fi; mkdir -p "$(dirname "$2")"; mv "$1" "$2"`
-	_, err := p.exec(ctx, obj, "sh", "-c", script, "sh", from, to)
+	_, err := p.exec(ctx, obj, nodecmd.StaticPod(component, running)...)
 	return err
 }
 
 // StaticPodRunning implements framework.NodeStaticPods: a process of the
-// component's name runs in the node container (its pods' processes are
-// the node's).
+// component's name runs in the node container.
 func (p *Provider) StaticPodRunning(ctx context.Context, obj framework.Object, component string) (bool, error) {
 	if obj.Attributes[attrRole] != "control-plane" {
 		return false, fmt.Errorf("node %s is not a control plane: it has no %s static pod", obj.Name, component)
 	}
-	// The kernel keeps 15 characters of a command's name.
-	comm := component
-	if len(comm) > 15 {
-		comm = comm[:15]
-	}
-	out, err := p.exec(ctx, obj, "sh", "-c", `cat /proc/[0-9]*/comm 2>/dev/null; true`)
+	out, err := p.exec(ctx, obj, nodecmd.ProcessNames...)
 	if err != nil {
 		return false, err
 	}
-	return slices.Contains(strings.Fields(string(out)), comm), nil
+	return nodecmd.Running(out, component), nil
 }
 
 // NodeOf implements framework.Nodes: the node container's Node.
