@@ -284,7 +284,7 @@ func withVMPower(f func(context.Context, VMPower, Object) error) func(context.Co
 // as returns p as the capability interface T, or an ErrUnsupported error.
 func as[T any](p Provider, c Capability) (T, error) {
 	v, ok := p.(T)
-	if !ok {
+	if !ok || unavailable(p, c) != nil {
 		return v, unsupported(p, c)
 	}
 	return v, nil

@@ -89,7 +89,8 @@ const CapNodeKubelet Capability = "NodeKubelet"
 
 // NodeKubelet stops and starts the kubelet of a Machine's node, as
 // `systemctl stop kubelet` on the host would. The node's static pods keep
-// running. The lab implements it; the vSphere provider has no guest access.
+// running. The lab and kind implement it; vSphere through VMware Tools guest
+// operations, given a guest login.
 type NodeKubelet interface {
 	SetKubelet(ctx context.Context, m Object, running bool) error
 }
@@ -206,10 +207,27 @@ func implements[T any](p Provider) bool {
 	return ok
 }
 
-// HasCapability reports whether p implements the interface behind c.
+// CapabilityCondition is implemented by a provider whose capabilities
+// depend on how it was set up: the vSphere provider runs node faults only
+// when given a guest login.
+type CapabilityCondition interface {
+	// CapabilityUnavailable returns why c cannot be used now (an error
+	// that wraps ErrUnsupported), or nil when it can.
+	CapabilityUnavailable(c Capability) error
+}
+
+// HasCapability reports whether p implements the interface behind c and,
+// for a CapabilityCondition, can use it.
 func HasCapability(p Provider, c Capability) bool {
 	check, ok := capabilityCheck[c]
-	return ok && check(p)
+	return ok && check(p) && unavailable(p, c) == nil
+}
+
+func unavailable(p Provider, c Capability) error {
+	if cc, ok := p.(CapabilityCondition); ok {
+		return cc.CapabilityUnavailable(c)
+	}
+	return nil
 }
 
 func knownCapability(c Capability) bool {
@@ -230,5 +248,8 @@ func capabilityList() string {
 }
 
 func unsupported(p Provider, c Capability) error {
+	if err := unavailable(p, c); err != nil {
+		return fmt.Errorf("provider %s lacks capability %s: %w", p.Name(), c, err)
+	}
 	return fmt.Errorf("provider %s lacks capability %s: %w", p.Name(), c, ErrUnsupported)
 }

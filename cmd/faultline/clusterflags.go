@@ -67,7 +67,11 @@ func (f *clusterFlags) open(ctx context.Context, vc *vcenterFlags, log logr.Logg
 		if err := vc.checkAllowed(vcfg); err != nil {
 			return nil, nil, err
 		}
-		p, err := vsphere.New(ctx, vcfg, vsphere.WithLogger(log))
+		vopts, err := vc.options(log)
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := vsphere.New(ctx, vcfg, vopts...)
 		if err != nil {
 			return nil, nil, infraErr(err)
 		}

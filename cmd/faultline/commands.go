@@ -165,6 +165,7 @@ journal only records where the vCenter is.`,
 		},
 	}
 	vc.register(cmd.Flags(), false)
+	vc.registerGuest(cmd.Flags())
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "give up after this long")
 	return cmd
 }
@@ -245,7 +246,11 @@ func (c *recoverConns) undo(ctx context.Context, e framework.JournalEntry) (stri
 			if err != nil {
 				return "", err
 			}
-			if p, err = vsphere.New(ctx, vsphere.ConfigFromRef(e.Provider, base)); err != nil {
+			vopts, err := c.flags.options(logr.Discard())
+			if err != nil {
+				return "", err
+			}
+			if p, err = vsphere.New(ctx, vsphere.ConfigFromRef(e.Provider, base), vopts...); err != nil {
 				return "", err
 			}
 			c.byURL[e.Provider.Config["url"]] = p

@@ -62,6 +62,7 @@ vCenter (--provider vsphere) the vCenter must be named in --allow-vcenter.`,
 	fs.BoolVar(&o.retain, "retain", false, "leave injected faults in place at the end (undo later with 'faultline recover')")
 	fs.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity on stderr (0 users, 1+ debugging)")
 	o.vcenter.register(fs, true)
+	o.vcenter.registerGuest(fs)
 	o.lab.register(fs)
 	o.cluster.register(fs)
 	o.kind.register(fs)
@@ -211,7 +212,11 @@ func (o *runOptions) openProvider(ctx context.Context, sc *framework.Scenario, s
 		if cfg.Insecure {
 			log.Info("WARNING: TLS verification of vCenter is disabled (--vcenter-insecure / GOVC_INSECURE)")
 		}
-		p, err := vsphere.New(ctx, cfg, vsphere.WithLogger(log))
+		vopts, err := o.vcenter.options(log)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		p, err := vsphere.New(ctx, cfg, vopts...)
 		if err != nil {
 			return nil, "", nil, infraErr(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 
 	"github.com/faultline-dev/faultline/providers/vsphere"
@@ -20,6 +21,9 @@ type vcenterFlags struct {
 	url, caFile, knownHosts, thumbprint, datacenter, passwordFile string
 	insecure                                                      bool
 	allowed                                                       []string
+	// guestUsername and guestPasswordFile: the guest login of node
+	// faults (registerGuest).
+	guestUsername, guestPasswordFile string
 }
 
 func (f *vcenterFlags) register(fs *pflag.FlagSet, withAllow bool) {
@@ -33,6 +37,35 @@ func (f *vcenterFlags) register(fs *pflag.FlagSet, withAllow bool) {
 	if withAllow {
 		fs.StringSliceVar(&f.allowed, "allow-vcenter", nil, "vCenter host (or host:port) a destructive run may touch; repeatable (also $"+envAllowedVCenters+")")
 	}
+}
+
+// registerGuest registers the guest login flags of the commands that
+// inject or undo node faults.
+func (f *vcenterFlags) registerGuest(fs *pflag.FlagSet) {
+	fs.StringVar(&f.guestUsername, "guest-username", "", "guest OS login of node faults on VMs (stop the kubelet, move a static pod's manifest) through VMware Tools; root or passwordless sudo (default $"+vsphere.EnvGuestUsername+")")
+	fs.StringVar(&f.guestPasswordFile, "guest-password-file", "", "file holding the guest login's password (default $"+vsphere.EnvGuestPasswordFile+" or $"+vsphere.EnvGuestPassword+")")
+}
+
+// options are the vSphere provider's options: the logger and, when one is
+// given, the guest login of node faults.
+func (f *vcenterFlags) options(log logr.Logger) ([]vsphere.Option, error) {
+	opts := []vsphere.Option{vsphere.WithLogger(log)}
+	user := f.guestUsername
+	if user == "" {
+		user = os.Getenv(vsphere.EnvGuestUsername)
+	}
+	pass, file := os.Getenv(vsphere.EnvGuestPassword), os.Getenv(vsphere.EnvGuestPasswordFile)
+	if f.guestPasswordFile != "" {
+		pass, file = "", f.guestPasswordFile
+	}
+	if user == "" && pass == "" && file == "" {
+		return opts, nil
+	}
+	a, err := vsphere.NewGuestAuth(user, pass, file)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	return append(opts, vsphere.WithGuestAuth(a)), nil
 }
 
 // config merges flags over the govc environment and checks the URL.

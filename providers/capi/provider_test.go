@@ -127,3 +127,20 @@ func TestReplacementsAndOwner(t *testing.T) {
 		t.Errorf("owner %+v", o)
 	}
 }
+
+// Node faults on Machines run in their VMs' guests: without a vCenter
+// they are a capability the provider lacks, with the reason.
+func TestNodeFaultsNeedVCenter(t *testing.T) {
+	t.Parallel()
+	p := newProvider(t)
+	if framework.HasCapability(p, framework.CapNodeKubelet) {
+		t.Error("NodeKubelet without a vCenter: want it missing")
+	}
+	err := p.CapabilityUnavailable(framework.CapNodeStaticPods)
+	if !errors.Is(err, framework.ErrUnsupported) || !strings.Contains(err.Error(), "no vCenter is configured") {
+		t.Errorf("NodeStaticPods without a vCenter: %v", err)
+	}
+	if err := p.CapabilityUnavailable(framework.CapObjects); err != nil {
+		t.Errorf("Objects needs no vCenter: %v", err)
+	}
+}

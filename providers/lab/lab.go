@@ -283,10 +283,17 @@ type Provider struct {
 }
 
 var (
-	_ framework.NodeKubelet    = (*Provider)(nil)
-	_ framework.NodeStaticPods = (*Provider)(nil)
-	_ framework.EtcdLeadership = (*Provider)(nil)
+	_ framework.NodeKubelet         = (*Provider)(nil)
+	_ framework.NodeStaticPods      = (*Provider)(nil)
+	_ framework.EtcdLeadership      = (*Provider)(nil)
+	_ framework.CapabilityCondition = (*Provider)(nil)
 )
+
+// CapabilityUnavailable implements framework.CapabilityCondition: the lab
+// simulates its nodes, so every capability it implements is there (the
+// embedded capi.Provider's conditions on vCenter guest logins are not the
+// lab's).
+func (p *Provider) CapabilityUnavailable(framework.Capability) error { return nil }
 
 // SetKubelet implements framework.NodeKubelet on the Machine's node.
 func (p *Provider) SetKubelet(_ context.Context, m framework.Object, running bool) error {

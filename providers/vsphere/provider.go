@@ -33,6 +33,10 @@ var (
 	_ framework.Watcher     = (*Provider)(nil)
 	_ framework.Describer   = (*Provider)(nil)
 	_ framework.Inventory   = (*Provider)(nil)
+	// Node faults, when given a guest login (GuestOperations).
+	_ framework.NodeKubelet         = (*Provider)(nil)
+	_ framework.NodeStaticPods      = (*Provider)(nil)
+	_ framework.CapabilityCondition = (*Provider)(nil)
 )
 
 // keepAliveIdle keeps the session alive through long observation windows;
@@ -49,6 +53,8 @@ type Provider struct {
 	endpoint *url.URL
 	cfg      Config
 	log      logr.Logger
+	// guest is the guest OS login of node faults, or nil (GuestOperations).
+	guest *GuestAuth
 }
 
 // Option configures New.
