@@ -20,6 +20,7 @@ import (
 
 	"github.com/faultline-dev/faultline/framework"
 	"github.com/faultline-dev/faultline/providers/capi"
+	"github.com/faultline-dev/faultline/scenarios/scenariotest"
 )
 
 // A runbook on objects: apply a manifest that creates one ConfigMap and
@@ -187,19 +188,7 @@ spec:
     - name: revert
       undo: {fault: install}
 `
-	sc, err := framework.Parse("t.yaml", []byte(src), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := framework.OpenJournal(filepath.Join(t.TempDir(), "journal.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	res, err := framework.Run(ctx, framework.RunInput{Scenario: sc, Provider: p, Journal: j})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := scenariotest.RunText(ctx, t, p, "t.yaml", []byte(src), nil)
 	if res.Verdict != framework.Pass {
 		t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/faultline-dev/faultline/framework"
 	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/providers/vsphere"
+	"github.com/faultline-dev/faultline/scenarios/scenariotest"
 )
 
 func TestNewGuestAuth(t *testing.T) {
@@ -142,7 +143,7 @@ END
 
 	// Through the runner: the fault is journaled, injected in the guest
 	// and undone there.
-	sc, err := framework.Parse("guest.yaml", []byte(`apiVersion: faultline.dev/v1alpha1
+	res := scenariotest.RunText(ctx, t, p, "guest.yaml", []byte(`apiVersion: faultline.dev/v1alpha1
 kind: Scenario
 metadata: {name: guest}
 spec:
@@ -174,20 +175,8 @@ spec:
             within: 30s
             from: undo:restore
 `), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := framework.OpenJournal(filepath.Join(t.TempDir(), "journal.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	res, err := framework.Run(ctx, framework.RunInput{Scenario: sc, Provider: p, Journal: j})
-	if err != nil || res.Verdict != framework.Pass {
-		t.Fatalf("run: %v %s: %s", err, res.Verdict, res.Reason)
-	}
-	for _, ph := range res.Phases {
-		t.Logf("phase %s reached %s after %s", ph.Name, ph.SinceAnchor, ph.From)
+	if res.Verdict != framework.Pass {
+		t.Fatalf("run: %s: %s", res.Verdict, res.Reason)
 	}
 	if got := where(); got != "/etc/kubernetes/faultline-parked: /etc/kubernetes/manifests: kube-apiserver.yaml" {
 		t.Errorf("after the undo the manifests are %q, want kube-apiserver.yaml back", got)

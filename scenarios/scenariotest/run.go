@@ -10,11 +10,9 @@ import (
 	"github.com/faultline-dev/faultline/scenarios"
 )
 
-// Run runs the catalogue scenario name on p with a journal in a test
-// folder, logs its phases and assertions, and fails the test if a fault is
-// still pending in the journal afterwards. edit, when set, changes the
-// scenario's text first (a broken variant) and must change something;
-// sets override parameters.
+// Run runs the catalogue scenario name on p with RunText. edit, when set,
+// changes the scenario's text first (a broken variant) and must change
+// something; sets override parameters.
 func Run(ctx context.Context, t testing.TB, p framework.Provider, name string, edit func(string) string, sets map[string]string) *framework.Result {
 	t.Helper()
 	data, err := scenarios.Read(name)
@@ -28,7 +26,16 @@ func Run(ctx context.Context, t testing.TB, p framework.Provider, name string, e
 		}
 		data = []byte(changed)
 	}
-	sc, err := framework.Parse("scenarios/"+name+".yaml", data, sets)
+	return RunText(ctx, t, p, "scenarios/"+name+".yaml", data, sets)
+}
+
+// RunText runs the scenario in data (file names it in errors) on p with a
+// journal in a test folder, logs its phases and assertions, and fails the
+// test if a fault is still pending in the journal afterwards.
+func RunText(ctx context.Context, t testing.TB, p framework.Provider, file string, data []byte, sets map[string]string) *framework.Result {
+	t.Helper()
+	name := filepath.Base(file)
+	sc, err := framework.Parse(file, data, sets)
 	if err != nil {
 		t.Fatal(err)
 	}
