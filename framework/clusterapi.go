@@ -267,7 +267,7 @@ func apiServer(want bool) func(context.Context, Provider, Object, map[string]str
 		if err := c.APIServer(ctx, obj); err != nil {
 			// client-go's rate limiter refuses a request whose wait would
 			// pass the deadline before the context says it is done.
-			if ctx.Err() != nil || strings.Contains(err.Error(), "would exceed context deadline") {
+			if ctx.Err() != nil || cutByDeadline(err) {
 				// The reading was cut by the end of its own wait: that
 				// says nothing about the API server. It is an error, not
 				// a reading (the rate limiter says so before the context

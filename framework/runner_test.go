@@ -469,11 +469,14 @@ func TestRunOneMemberAtATime(t *testing.T) {
 // context's deadline, before the context itself ends.
 type rateLimited struct{ *fake.Provider }
 
-func (rateLimited) NodeOf(context.Context, framework.Object) (framework.MachineState, error) {
-	return framework.MachineState{}, nil
+// NodeOf reads a Node that is never Ready.
+func (r rateLimited) NodeOf(ctx context.Context, _ framework.Object) (framework.MachineState, error) {
+	return framework.MachineState{NodeReady: "False"}, r.limit(ctx)
 }
 
-func (rateLimited) APIServer(ctx context.Context, _ framework.Object) error {
+func (r rateLimited) APIServer(ctx context.Context, _ framework.Object) error { return r.limit(ctx) }
+
+func (rateLimited) limit(ctx context.Context) error {
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < 120*time.Millisecond {
 		return errors.New("client rate limiter Wait returned an error: rate: Wait(n=1) would exceed context deadline")
 	}
@@ -496,5 +499,25 @@ func TestConsistentlyIgnoresReadingCutByItsWindow(t *testing.T) {
 	res, _ := run(t, context.Background(), sc, rateLimited{fake.New("vm-a")})
 	if res.Verdict != framework.Pass {
 		t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
+	}
+}
+
+// A phase not reached whose last reading was cut by the budget's end fails
+// naming the phase; it is not an error of the probe.
+func TestPhaseMissedWithReadingCutByItsBudget(t *testing.T) {
+	t.Parallel()
+	sc := parseScenario(t, "[Nodes]", "", `
+    - name: victim
+      select: {vm: vm-a}`, `
+    - name: ready
+      observe:
+        phases:
+          - name: node-ready
+            when: {probe: node-ready, target: victim}
+            within: 600ms
+`)
+	res, _ := run(t, context.Background(), sc, rateLimited{fake.New("vm-a")})
+	if res.Verdict != framework.Fail || !strings.Contains(res.Reason, "phase node-ready not reached within its budget 600ms") || strings.Contains(res.Reason, "rate limiter") {
+		t.Fatalf("verdict %s: %s; want a failure naming the phase", res.Verdict, res.Reason)
 	}
 }

@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -50,7 +51,7 @@ func (r *run) watch(ctx context.Context, w watchSpec, see func(Observation, time
 			if see(obs, now) {
 				return nil, nil
 			}
-		case wctx.Err() == nil:
+		case wctx.Err() == nil && !cutByDeadline(evalErr):
 			if lastErr == nil {
 				r.tl.Record("runner", cond.Target, "probe-error", map[string]string{"probe": cond.Probe, "error": evalErr.Error()})
 			}
@@ -69,6 +70,14 @@ func (r *run) watch(ctx context.Context, w watchSpec, see func(Observation, time
 			r.in.Progress(Progress{Waiting: w.label, Elapsed: time.Since(w.start), Budget: w.budget})
 		}
 	}
+}
+
+// cutByDeadline tells whether a reading failed because its wait's deadline
+// was near, not because of what it read: client-go's rate limiter refuses
+// a request whose wait would pass the deadline while the context is still
+// live.
+func cutByDeadline(err error) bool {
+	return strings.Contains(err.Error(), "would exceed context deadline")
 }
 
 // notifications merges the provider's change notifications for objs into

@@ -116,6 +116,56 @@ func TestIntegrationLabScenarios(t *testing.T) {
 		}, map[string]string{"budget.recovered": "5s", "window.served": "1s", "window.unremediated": "1s"})
 		expect(t, res, framework.Fail, "phase api-available not reached within its budget 5s of inject:remove-third")
 	})
+	// Seed 002's control-plane kubelet stop under a control-plane health
+	// check (this lab has one, the scenario's TKGS-like scope has not):
+	// KCP remediates, and the scenario's "never remediated" becomes a
+	// deletion and a restored control plane.
+	t.Run("stop-kubelet-cp-with-cp-mhc", func(t *testing.T) {
+		res := runScenarioText(t, l, "stop-kubelet-cp", func(s string) string {
+			return s[:strings.Index(s, "    - name: not-ready\n")] + `    - name: not-ready
+      observe:
+        phases:
+          - name: node-not-ready
+            when: {probe: node-not-ready, target: victim}
+            within: ${budget.notready}
+    - name: remediated
+      observe:
+        phases:
+          - name: machine-deleted
+            when: {probe: machine-deleted, target: victim}
+            within: 2m
+          - name: control-plane-restored
+            when: {probe: replicas-restored, target: victim}
+            within: 3m
+`
+		}, nil)
+		expect(t, res, framework.Pass, "")
+	})
+	// Budgets too short for the health check's timeout: the run fails
+	// naming the phase and the budget.
+	t.Run("stop-kubelet-worker-short-budget", func(t *testing.T) {
+		res := runScenario(t, l, "stop-kubelet-worker", map[string]string{"budget.unhealthy": "1s"})
+		expect(t, res, framework.Fail, "phase machine-unhealthy not reached within its budget 1s of inject")
+	})
+	t.Run("delete-worker-vm-short-budget", func(t *testing.T) {
+		res := runScenario(t, l, "delete-worker-vm", map[string]string{"budget.deleted": "1s"})
+		expect(t, res, framework.Fail, "phase machine-deleted not reached within its budget 1s of inject")
+	})
+	// Seed 000 scenario 2 without the runbook: the workers never come
+	// back.
+	t.Run("webhook-denies-system-namespaces-no-runbook", func(t *testing.T) {
+		res := runScenarioText(t, l, "webhook-denies-system-namespaces", func(s string) string {
+			cut := strings.Index(s, "    # The seed's runbook")
+			return s[:cut] + `    - name: recovered
+      observe:
+        phases:
+          - name: workers-ready
+            when: {probe: replicas-restored, target: victim}
+            within: 20s
+`
+		}, map[string]string{"cniDaemonSet": "calico-node", "loop.replacements": "0", "window.loop": "1s"})
+		expect(t, res, framework.Fail, "phase workers-ready not reached within its budget 20s of inject")
+	})
 	t.Run("power-off-worker-without-mhc", func(t *testing.T) {
 		deleteMHC(t, l, "lab-workers")
 		res := runScenario(t, l, "power-off-worker", map[string]string{"budget.unhealthy": "30s", "budget.deleted": "30s", "budget.destroyed": "30s", "budget.replacement": "30s"})
