@@ -141,8 +141,13 @@ func TestIntegrationLabScenarios(t *testing.T) {
 		}, nil)
 		expect(t, res, framework.Pass, "")
 	})
-	// Budgets too short for the health check's timeout: the run fails
-	// naming the phase and the budget.
+	// Budgets too short for the node lifecycle's grace period or the
+	// health check's timeout: the run fails naming the phase and the
+	// budget.
+	t.Run("stop-kubelet-cp-short-budget", func(t *testing.T) {
+		res := runScenario(t, l, "stop-kubelet-cp", map[string]string{"budget.notready": "1s", "window.unremediated": "1s"})
+		expect(t, res, framework.Fail, "phase node-not-ready not reached within its budget 1s of inject")
+	})
 	t.Run("stop-kubelet-worker-short-budget", func(t *testing.T) {
 		res := runScenario(t, l, "stop-kubelet-worker", map[string]string{"budget.unhealthy": "1s"})
 		expect(t, res, framework.Fail, "phase machine-unhealthy not reached within its budget 1s of inject")
