@@ -1,14 +1,18 @@
 //go:build ignore
 
 // policy-webhook plays a third-party policy engine in faultline's kind
-// scenarios (seed 000, scenario 2): a healthy validating webhook that
-// denies every pod it is asked about outside its own namespace.
+// scenarios, as a healthy validating webhook with two policies:
+//   - /validate (seed 000, scenario 2) denies every pod it is asked about
+//     outside its own namespace;
+//   - /protect-notready-nodes (seed 004's Kyverno policy) denies the node
+//     controller's deletion of a pod whose node is not Ready.
+//
 // hack/kind-image.sh builds it and preloads it as
 // faultline.dev/policy-webhook:v1. Like real engines it manages its own
 // certificate: at start it makes a serving certificate for its Service,
 // writes its CA into the caBundle of the ValidatingWebhookConfiguration
 // WEBHOOK_CONFIG names (once, with the pod's service account), then serves
-// /validate on :9443.
+// on :9443.
 package main
 
 import (
@@ -52,6 +56,7 @@ func main() {
 	}
 	log.Printf("caBundle of %s set; serving", config)
 	http.HandleFunc("/validate", func(w http.ResponseWriter, r *http.Request) { validate(w, r, ns) })
+	http.HandleFunc("/protect-notready-nodes", protectNotReadyNodes)
 	http.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) })
 	srv := &http.Server{Addr: ":9443", TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
 	log.Fatal(srv.ListenAndServeTLS("", ""))
@@ -83,42 +88,45 @@ func serving(dns string) (tls.Certificate, []byte, error) {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), nil
 }
 
-// injectCABundle sets every webhook's caBundle in the named
-// ValidatingWebhookConfiguration through the API server.
-func injectCABundle(name string, caPEM []byte) error {
+// apiServer calls the API server with the pod's service account: method on
+// path, with a JSON body or none, returning the response body.
+func apiServer(method, path string, body []byte) ([]byte, error) {
 	token, err := os.ReadFile(saDir + "/token")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	roots := x509.NewCertPool()
 	apiCA, err := os.ReadFile(saDir + "/ca.crt")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	roots.AppendCertsFromPEM(apiCA)
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
-	url := "https://" + net.JoinHostPort(os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")) +
-		"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/" + name
-	do := func(method string, body []byte) ([]byte, error) {
-		req, err := http.NewRequest(method, url, bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Authorization", "Bearer "+string(bytes.TrimSpace(token)))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := client.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		var out bytes.Buffer
-		out.ReadFrom(resp.Body)
-		if resp.StatusCode/100 != 2 {
-			return nil, fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, out.String())
-		}
-		return out.Bytes(), nil
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	url := "https://" + net.JoinHostPort(os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")) + path
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
 	}
-	raw, err := do(http.MethodGet, nil)
+	req.Header.Set("Authorization", "Bearer "+string(bytes.TrimSpace(token)))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out bytes.Buffer
+	out.ReadFrom(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, out.String())
+	}
+	return out.Bytes(), nil
+}
+
+// injectCABundle sets every webhook's caBundle in the named
+// ValidatingWebhookConfiguration through the API server.
+func injectCABundle(name string, caPEM []byte) error {
+	path := "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/" + name
+	raw, err := apiServer(http.MethodGet, path, nil)
 	if err != nil {
 		return err
 	}
@@ -141,28 +149,96 @@ func injectCABundle(name string, caPEM []byte) error {
 	if err != nil {
 		return err
 	}
-	_, err = do(http.MethodPut, body)
+	_, err = apiServer(http.MethodPut, path, body)
 	return err
+}
+
+// review is the part of an AdmissionReview the policies read.
+type review struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Request    struct {
+		UID       string `json:"uid"`
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+		Operation string `json:"operation"`
+		UserInfo  struct {
+			Username string `json:"username"`
+		} `json:"userInfo"`
+		OldObject struct {
+			Spec struct {
+				NodeName string `json:"nodeName"`
+			} `json:"spec"`
+		} `json:"oldObject"`
+	} `json:"request"`
+}
+
+// answer writes the AdmissionReview response: allowed, or denied with the
+// message.
+func answer(w http.ResponseWriter, rv review, denied string) {
+	resp := map[string]any{"uid": rv.Request.UID, "allowed": denied == ""}
+	if denied != "" {
+		resp["status"] = map[string]any{"code": 403, "message": denied}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"apiVersion": rv.APIVersion, "kind": rv.Kind, "response": resp})
+}
+
+// nodeController is who evicts pods from tainted nodes (kube-controller-
+// manager's taint eviction controller).
+const nodeController = "system:serviceaccount:kube-system:node-controller"
+
+// protectNotReadyNodes is seed 004's policy: the node controller may not
+// delete a pod whose node is not Ready, so pods stay bound to a node that
+// flaps (or died). The node is read when asked, as Kyverno's apiCall does.
+func protectNotReadyNodes(w http.ResponseWriter, r *http.Request) {
+	var rv review
+	if err := json.NewDecoder(r.Body).Decode(&rv); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	node := rv.Request.OldObject.Spec.NodeName
+	if rv.Request.Operation != "DELETE" || rv.Request.UserInfo.Username != nodeController || node == "" {
+		answer(w, rv, "")
+		return
+	}
+	raw, err := apiServer(http.MethodGet, "/api/v1/nodes/"+node, nil)
+	if err != nil {
+		log.Printf("read node %s: %v (allowing)", node, err)
+		answer(w, rv, "")
+		return
+	}
+	var n struct {
+		Status struct {
+			Conditions []struct{ Type, Status string } `json:"conditions"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(raw, &n); err != nil {
+		log.Printf("read node %s: %v (allowing)", node, err)
+		answer(w, rv, "")
+		return
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == "Ready" && c.Status != "True" {
+			msg := fmt.Sprintf("policy: %s delete pod %s/%s of NotReady node %s is not allowed", rv.Request.UserInfo.Username, rv.Request.Namespace, rv.Request.Name, node)
+			log.Print(msg)
+			answer(w, rv, msg)
+			return
+		}
+	}
+	answer(w, rv, "")
 }
 
 // validate answers an AdmissionReview: allowed in ns, denied elsewhere.
 func validate(w http.ResponseWriter, r *http.Request, ns string) {
-	var review struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-		Request    struct {
-			UID       string `json:"uid"`
-			Namespace string `json:"namespace"`
-		} `json:"request"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
+	var rv review
+	if err := json.NewDecoder(r.Body).Decode(&rv); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	resp := map[string]any{"uid": review.Request.UID, "allowed": review.Request.Namespace == ns}
-	if review.Request.Namespace != ns {
-		resp["status"] = map[string]any{"code": 403, "message": fmt.Sprintf("policy: pods may only be created in namespace %s, not %s", ns, review.Request.Namespace)}
+	if rv.Request.Namespace == ns {
+		answer(w, rv, "")
+		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{"apiVersion": review.APIVersion, "kind": review.Kind, "response": resp})
+	answer(w, rv, fmt.Sprintf("policy: pods may only be created in namespace %s, not %s", ns, rv.Request.Namespace))
 }

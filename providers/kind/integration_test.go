@@ -159,7 +159,7 @@ func TestIntegrationKind(t *testing.T) {
 		})
 	})
 
-	for _, sc := range []string{"kind-power-off-worker", "kind-stop-kubelet-worker", "kind-break-webhook-service", "kind-webhook-denies-system-namespaces", "kind-remove-apiserver-pods", "kind-kill-etcd-quorum"} {
+	for _, sc := range []string{"kind-power-off-worker", "kind-stop-kubelet-worker", "kind-break-webhook-service", "kind-webhook-denies-system-namespaces", "kind-policy-blocks-eviction", "kind-remove-apiserver-pods", "kind-kill-etcd-quorum"} {
 		t.Run(sc, func(t *testing.T) {
 			res := scenariotest.Run(ctx, t, p, sc, nil, nil)
 			if res.Verdict != framework.Pass {
@@ -167,6 +167,17 @@ func TestIntegrationKind(t *testing.T) {
 			}
 		})
 	}
+	// Seed 004 with a policy that does not see deletions: the node
+	// controller evicts the pod at once, and the run fails naming the
+	// assertion.
+	t.Run("kind-policy-blocks-eviction-without-the-policy", func(t *testing.T) {
+		res := scenariotest.Run(ctx, t, p, "kind-policy-blocks-eviction", func(s string) string {
+			return strings.Replace(s, "operations: [DELETE]", "operations: [CONNECT]", 1)
+		}, map[string]string{"window.kept": "10s", "budget.ready": "20s"})
+		if res.Verdict != framework.Fail || !strings.Contains(res.Reason, "assertion eviction-denied: consistently object-expression: object-expression stopped holding") {
+			t.Fatalf("verdict %s (%s), want a failure of assertion eviction-denied", res.Verdict, res.Reason)
+		}
+	})
 }
 
 // waitFor polls cond every second until it holds, failing the test with
