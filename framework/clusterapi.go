@@ -265,13 +265,10 @@ func apiServer(want bool) func(context.Context, Provider, Object, map[string]str
 			return false, "", err
 		}
 		if err := c.APIServer(ctx, obj); err != nil {
-			// client-go's rate limiter refuses a request whose wait would
-			// pass the deadline before the context says it is done.
 			if ctx.Err() != nil || cutByDeadline(err) {
 				// The reading was cut by the end of its own wait: that
-				// says nothing about the API server. It is an error, not
-				// a reading (the rate limiter says so before the context
-				// ends, while ctx.Err() is still nil).
+				// says nothing about the API server, so it is an error
+				// (which waits ignore), not an "unavailable" reading.
 				return false, "", fmt.Errorf("reading cut short by the end of its wait: %w", err)
 			}
 			detail := "API server unavailable: " + err.Error()

@@ -80,6 +80,8 @@ func TestValidateExitCodes(t *testing.T) {
 		{[]string{"run", catalogueScenario, "--set", "novalue"}, 2, `--set "novalue": expected name=value`},
 		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "https://vc.example.com"}, 2, "refusing a destructive run against vCenter vc.example.com"},
 		{[]string{"run", catalogueScenario, "--provider", "nope"}, 2, `--provider "nope"`},
+		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "https://vc.example.com", "--allow-vcenter", "vc.example.com", "--guest-username", "capv"}, 2, `guest login for "capv": no password`},
+		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "https://vc.example.com", "--allow-vcenter", "vc.example.com", "--guest-username", "root", "--guest-password-file", "/no/such/file"}, 2, "guest password file: open /no/such/file: no such file or directory"},
 		{[]string{"run", catalogueScenario, "--provider", "capi", "--kubeconfig", "/no/such/kubeconfig"}, 2, "--kubeconfig /no/such/kubeconfig: stat /no/such/kubeconfig: no such file or directory"},
 		{[]string{"run", catalogueScenario, "--provider", "capi", "--kubeconfig", kubeconfig, "--context", "nope"}, 2, `kubeconfig context "nope" not found; it has: mgmt`},
 		{[]string{"run", catalogueScenario, "--provider", "capi", "--kubeconfig", kubeconfig}, 2, `refusing a destructive run against context "mgmt": it is not in --allow-context`},

@@ -50,20 +50,24 @@ func (f *vcenterFlags) registerGuest(fs *pflag.FlagSet) {
 // given, the guest login of node faults.
 func (f *vcenterFlags) options(log logr.Logger) ([]vsphere.Option, error) {
 	opts := []vsphere.Option{vsphere.WithLogger(log)}
-	user := f.guestUsername
-	if user == "" {
-		user = os.Getenv(vsphere.EnvGuestUsername)
-	}
-	pass, file := os.Getenv(vsphere.EnvGuestPassword), os.Getenv(vsphere.EnvGuestPasswordFile)
-	if f.guestPasswordFile != "" {
-		pass, file = "", f.guestPasswordFile
-	}
-	if user == "" && pass == "" && file == "" {
-		return opts, nil
-	}
-	a, err := vsphere.NewGuestAuth(user, pass, file)
+	// The flags stand over the environment; a password file given by
+	// flag replaces a password from the environment.
+	a, err := vsphere.GuestAuthFromEnv(func(key string) string {
+		switch {
+		case key == vsphere.EnvGuestUsername && f.guestUsername != "":
+			return f.guestUsername
+		case key == vsphere.EnvGuestPasswordFile && f.guestPasswordFile != "":
+			return f.guestPasswordFile
+		case key == vsphere.EnvGuestPassword && f.guestPasswordFile != "":
+			return ""
+		}
+		return os.Getenv(key)
+	})
 	if err != nil {
 		return nil, usageErr("%v", err)
+	}
+	if a == nil {
+		return opts, nil
 	}
 	return append(opts, vsphere.WithGuestAuth(a)), nil
 }
