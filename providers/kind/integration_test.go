@@ -159,13 +159,16 @@ func TestIntegrationKind(t *testing.T) {
 		})
 	})
 
-	for _, sc := range []string{"kind-power-off-worker", "kind-stop-kubelet-worker", "kind-break-webhook-service", "kind-webhook-denies-system-namespaces", "kind-policy-blocks-eviction", "kind-remove-apiserver-pods", "kind-kill-etcd-quorum"} {
+	passes := func(sc string) {
 		t.Run(sc, func(t *testing.T) {
 			res := scenariotest.Run(ctx, t, p, sc, nil, nil)
 			if res.Verdict != framework.Pass {
 				t.Fatalf("%s: %s: %s", sc, res.Verdict, res.Reason)
 			}
 		})
+	}
+	for _, sc := range []string{"kind-power-off-worker", "kind-stop-kubelet-worker", "kind-break-webhook-service", "kind-webhook-denies-system-namespaces", "kind-policy-blocks-eviction", "kind-remove-apiserver-pods"} {
+		passes(sc)
 	}
 	// Seed 004 with a policy that does not see deletions: the node
 	// controller evicts the pod at once, and the run fails naming the
@@ -178,6 +181,10 @@ func TestIntegrationKind(t *testing.T) {
 			t.Fatalf("verdict %s (%s), want a failure of assertion eviction-denied", res.Verdict, res.Reason)
 		}
 	})
+	// Quorum loss goes last: in a CI run the next scenario's first write
+	// timed out although the API had answered again (2m12s after the
+	// undo), while an API server's own etcd member was catching up.
+	passes("kind-kill-etcd-quorum")
 }
 
 // waitFor polls cond every second until it holds, failing the test with
