@@ -33,18 +33,26 @@ func (p *Provider) SetKubelet(ctx context.Context, obj framework.Object, running
 	return p.onVM(ctx, obj, func(vm framework.Object) error { return p.vc.SetKubelet(ctx, vm, running) })
 }
 
-// SetStaticPod implements framework.NodeStaticPods in the Machine's VM.
-func (p *Provider) SetStaticPod(ctx context.Context, obj framework.Object, component string, running bool) error {
+// hasStaticPods refuses a Machine that is not a control plane.
+func hasStaticPods(obj framework.Object) error {
 	if obj.Attributes[attrRole] != "control-plane" {
 		return fmt.Errorf("machine %s is a %s: only control-plane nodes run static pods", obj.Name, obj.Attributes[attrRole])
+	}
+	return nil
+}
+
+// SetStaticPod implements framework.NodeStaticPods in the Machine's VM.
+func (p *Provider) SetStaticPod(ctx context.Context, obj framework.Object, component string, running bool) error {
+	if err := hasStaticPods(obj); err != nil {
+		return err
 	}
 	return p.onVM(ctx, obj, func(vm framework.Object) error { return p.vc.SetStaticPod(ctx, vm, component, running) })
 }
 
 // StaticPodRunning implements framework.NodeStaticPods in the Machine's VM.
 func (p *Provider) StaticPodRunning(ctx context.Context, obj framework.Object, component string) (bool, error) {
-	if obj.Attributes[attrRole] != "control-plane" {
-		return false, fmt.Errorf("machine %s is a %s: only control-plane nodes run static pods", obj.Name, obj.Attributes[attrRole])
+	if err := hasStaticPods(obj); err != nil {
+		return false, err
 	}
 	var running bool
 	err := p.onVM(ctx, obj, func(vm framework.Object) error {

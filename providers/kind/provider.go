@@ -385,12 +385,21 @@ func (p *Provider) SetKubelet(ctx context.Context, obj framework.Object, running
 	return err
 }
 
+// hasStaticPods refuses a node that is not a control plane: it runs no
+// static pod of component.
+func hasStaticPods(obj framework.Object, component string) error {
+	if obj.Attributes[attrRole] != "control-plane" {
+		return fmt.Errorf("node %s is not a control plane: it has no %s static pod", obj.Name, component)
+	}
+	return nil
+}
+
 // SetStaticPod implements framework.NodeStaticPods: the component's
 // manifest is moved out of /etc/kubernetes/manifests and back, as an
 // operator would.
 func (p *Provider) SetStaticPod(ctx context.Context, obj framework.Object, component string, running bool) error {
-	if obj.Attributes[attrRole] != "control-plane" {
-		return fmt.Errorf("node %s is not a control plane: it has no %s static pod", obj.Name, component)
+	if err := hasStaticPods(obj, component); err != nil {
+		return err
 	}
 	_, err := p.exec(ctx, obj, nodecmd.StaticPod(component, running)...)
 	return err
@@ -399,8 +408,8 @@ func (p *Provider) SetStaticPod(ctx context.Context, obj framework.Object, compo
 // StaticPodRunning implements framework.NodeStaticPods: a process of the
 // component's name runs in the node container.
 func (p *Provider) StaticPodRunning(ctx context.Context, obj framework.Object, component string) (bool, error) {
-	if obj.Attributes[attrRole] != "control-plane" {
-		return false, fmt.Errorf("node %s is not a control plane: it has no %s static pod", obj.Name, component)
+	if err := hasStaticPods(obj, component); err != nil {
+		return false, err
 	}
 	out, err := p.exec(ctx, obj, nodecmd.ProcessNames...)
 	if err != nil {
