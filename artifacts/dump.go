@@ -13,7 +13,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 )
 
 // DumpDir is the folder, inside a run folder, that holds the dumps.
@@ -41,7 +41,7 @@ var dumpKinds = []struct {
 // credential is redacted (see Redact). It returns the files written,
 // relative to dir; what could not be read is an error beside them, and
 // the rest is still written.
-func Dump(ctx context.Context, o framework.Objects, scope framework.Object, dir string, since time.Time) ([]string, error) {
+func Dump(ctx context.Context, o providers.Objects, scope providers.Object, dir string, since time.Time) ([]string, error) {
 	if err := os.MkdirAll(filepath.Join(dir, DumpDir), 0o750); err != nil {
 		return nil, fmt.Errorf("create dumps folder: %w", err)
 	}
@@ -58,14 +58,14 @@ func Dump(ctx context.Context, o framework.Objects, scope framework.Object, dir 
 		}
 		files = append(files, DumpDir+"/"+name)
 	}
-	ns := scope.Attributes[framework.AttrNamespace]
+	ns := scope.Attributes[providers.AttrNamespace]
 	for _, k := range dumpKinds {
-		ref := framework.ObjectRef{Cluster: k.cluster, APIVersion: k.apiVersion, Kind: k.kind}
+		ref := providers.ObjectRef{Cluster: k.cluster, APIVersion: k.apiVersion, Kind: k.kind}
 		if k.cluster == "management" {
 			ref.Namespace = ns
 		}
 		objs, err := o.ListObjects(ctx, scope, ref)
-		if errors.Is(err, framework.ErrNotFound) || errors.Is(err, framework.ErrUnsupported) {
+		if errors.Is(err, providers.ErrNotFound) || errors.Is(err, providers.ErrUnsupported) {
 			continue // a kind the cluster does not serve, or a cluster the provider has not (kind's management)
 		}
 		if err != nil {
@@ -80,12 +80,12 @@ func Dump(ctx context.Context, o framework.Objects, scope framework.Object, dir 
 		}
 		write(k.file, map[string]any{"apiVersion": k.apiVersion, "kind": k.kind + "List", "items": objs})
 	}
-	if inv, ok := o.(framework.Inventory); ok {
+	if inv, ok := o.(providers.Inventory); ok {
 		vms, err := inv.ListVMs(ctx)
 		switch {
 		case err == nil:
 			write("vcenter-vms.yaml", vms)
-		case !errors.Is(err, framework.ErrUnsupported):
+		case !errors.Is(err, providers.ErrUnsupported):
 			errs = append(errs, fmt.Errorf("dump vcenter-vms.yaml: %w", err))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 )
 
 // ExecuteInput is one scenario run and where its artifacts go.
@@ -82,14 +83,14 @@ func Execute(ctx context.Context, in ExecuteInput) (*framework.Result, error) {
 // dumpFailed writes the dumps of a failed run, when the provider reads
 // clusters: of the Cluster the first target belongs to. What cannot be
 // read is logged; the run's verdict stands.
-func dumpFailed(ctx context.Context, p framework.Provider, res *framework.Result, dir string, log logr.Logger) []string {
-	o, ok := p.(framework.Objects)
+func dumpFailed(ctx context.Context, p providers.Provider, res *framework.Result, dir string, log logr.Logger) []string {
+	o, ok := p.(providers.Objects)
 	if !ok {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	all, err := p.Resolve(ctx, framework.Selector{})
+	all, err := p.Resolve(ctx, providers.Selector{})
 	if err != nil || len(all) == 0 {
 		log.Info("no dumps: no Machine to reach the cluster through", "error", err)
 		return nil

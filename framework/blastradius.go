@@ -4,16 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-)
 
-// Attributes a provider sets on an object that holds an etcd member (a
-// control-plane Machine), so the runner can keep faults within quorum.
-const (
-	// AttrEtcdCluster names the etcd cluster the member belongs to (for
-	// Cluster API, namespace/KubeadmControlPlane).
-	AttrEtcdCluster = "etcdCluster"
-	// AttrEtcdMembers is how many members that cluster has.
-	AttrEtcdMembers = "etcdMembers"
+	"github.com/faultline-dev/faultline/providers"
 )
 
 // RefusedError is a run the runner would not start: it breaks a safety
@@ -43,8 +35,8 @@ func (r *run) checkBlastRadius() error {
 				continue
 			}
 			for _, o := range r.objects[st.Inject.Target] {
-				cluster := o.Attributes[AttrEtcdCluster]
-				n, err := strconv.Atoi(o.Attributes[AttrEtcdMembers])
+				cluster := o.Attributes[providers.AttrEtcdCluster]
+				n, err := strconv.Atoi(o.Attributes[providers.AttrEtcdMembers])
 				if cluster == "" || err != nil {
 					continue
 				}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/faultline-dev/faultline/providers"
 	"sigs.k8s.io/yaml"
 )
 
@@ -36,9 +37,9 @@ var FindingIDs = map[string]string{
 // cluster that cannot be read is itself a finding (its etcd may have lost
 // quorum, as in seed 002): the management cluster's checks still run.
 // With no management cluster (kind), only the workload cluster's run.
-func RunChecks(ctx context.Context, o Objects, scope Object) ([]Finding, error) {
+func RunChecks(ctx context.Context, o providers.Objects, scope providers.Object) ([]Finding, error) {
 	mgmt, err := ReadManagementState(ctx, o, scope)
-	if errors.Is(err, ErrUnsupported) {
+	if errors.Is(err, providers.ErrUnsupported) {
 		// No management cluster (kind): the workload checks alone.
 		return RunWorkloadChecks(ctx, o, scope)
 	}
@@ -46,12 +47,12 @@ func RunChecks(ctx context.Context, o Objects, scope Object) ([]Finding, error) 
 		return nil, err
 	}
 	out := append(CheckEtcd(mgmt), CheckRemediation(mgmt)...)
-	if inv, ok := o.(Inventory); ok {
+	if inv, ok := o.(providers.Inventory); ok {
 		vms, err := inv.ListVMs(ctx)
 		switch {
 		case err == nil:
 			out = append(out, CheckInventory(mgmt, vms)...)
-		case !errors.Is(err, ErrUnsupported):
+		case !errors.Is(err, providers.ErrUnsupported):
 			return nil, err
 		}
 	}
@@ -78,7 +79,7 @@ func RunChecks(ctx context.Context, o Objects, scope Object) ([]Finding, error) 
 // RunWorkloadChecks runs the checks that need only the workload cluster
 // (a kind cluster, or one no Cluster API manages): admission webhooks and
 // Calico pools, with the service range from kubeadm's ClusterConfiguration.
-func RunWorkloadChecks(ctx context.Context, o Objects, scope Object) ([]Finding, error) {
+func RunWorkloadChecks(ctx context.Context, o providers.Objects, scope providers.Object) ([]Finding, error) {
 	w, err := readWorkload(ctx, o, scope)
 	if err != nil {
 		return nil, err
@@ -93,7 +94,7 @@ type workloadState struct {
 	kubeSystem []map[string]any // kube-system's pods
 }
 
-func readWorkload(ctx context.Context, o Objects, scope Object) (workloadState, error) {
+func readWorkload(ctx context.Context, o providers.Objects, scope providers.Object) (workloadState, error) {
 	var w workloadState
 	var err error
 	if w.adm, err = ReadAdmissionState(ctx, o, scope); err != nil {
@@ -102,10 +103,10 @@ func readWorkload(ctx context.Context, o Objects, scope Object) (workloadState, 
 	if w.net, err = ReadCalicoNetwork(ctx, o, scope); err != nil {
 		return w, err
 	}
-	if w.kubeSystem, err = o.ListObjects(ctx, scope, ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "Pod", Namespace: "kube-system"}); err != nil {
+	if w.kubeSystem, err = o.ListObjects(ctx, scope, providers.ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "Pod", Namespace: "kube-system"}); err != nil {
 		return w, err
 	}
-	cm, err := o.GetObject(ctx, scope, ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "ConfigMap", Namespace: "kube-system", Name: "kubeadm-config"})
+	cm, err := o.GetObject(ctx, scope, providers.ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "ConfigMap", Namespace: "kube-system", Name: "kubeadm-config"})
 	if err != nil {
 		return w, err
 	}
@@ -134,7 +135,7 @@ func kubeadmServiceSubnets(config string) []string {
 
 // checkProbes are the probes over the checks.
 var checkProbes = map[string]probeDef{
-	"check": {capability: CapObjects, args: []string{"finding", "message"}, check: checkFindingArgs,
+	"check": {capability: providers.CapObjects, args: []string{"finding", "message"}, check: checkFindingArgs,
 		summary: "the checks of the target's workload cluster report the finding (an id such as calico-pool-too-small) with a message containing the text", eval: findingReported},
 }
 
@@ -158,8 +159,8 @@ func checkFindingArgs(args map[string]string) []argError {
 }
 
 // findingReported holds when the checks report the finding.
-func findingReported(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error) {
-	o, err := as[Objects](p, CapObjects)
+func findingReported(ctx context.Context, p providers.Provider, obj providers.Object, args map[string]string) (bool, string, error) {
+	o, err := providers.As[providers.Objects](p, providers.CapObjects)
 	if err != nil {
 		return false, "", err
 	}

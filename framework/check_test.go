@@ -5,16 +5,18 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/faultline-dev/faultline/providers"
 )
 
 // listObjects is an Objects whose lists come from a function.
-type listObjects func(ref ObjectRef) ([]map[string]any, error)
+type listObjects func(ref providers.ObjectRef) ([]map[string]any, error)
 
-func (l listObjects) GetObject(context.Context, Object, ObjectRef) (map[string]any, error) {
+func (l listObjects) GetObject(context.Context, providers.Object, providers.ObjectRef) (map[string]any, error) {
 	return nil, nil
 }
 
-func (l listObjects) ListObjects(_ context.Context, _ Object, ref ObjectRef) ([]map[string]any, error) {
+func (l listObjects) ListObjects(_ context.Context, _ providers.Object, ref providers.ObjectRef) ([]map[string]any, error) {
 	return l(ref)
 }
 
@@ -22,7 +24,7 @@ func (l listObjects) ListObjects(_ context.Context, _ Object, ref ObjectRef) ([]
 // quorum loss) the management checks still run, and the failure is an
 // error finding, not an error.
 func TestRunChecksWorkloadDown(t *testing.T) {
-	o := listObjects(func(ref ObjectRef) ([]map[string]any, error) {
+	o := listObjects(func(ref providers.ObjectRef) ([]map[string]any, error) {
 		if ref.Cluster == "workload" {
 			return nil, errors.New("etcdserver: no leader")
 		}
@@ -31,7 +33,7 @@ func TestRunChecksWorkloadDown(t *testing.T) {
 		}
 		return nil, nil
 	})
-	scope := Object{Attributes: map[string]string{AttrNamespace: "ns", AttrCluster: "c1"}}
+	scope := providers.Object{Attributes: map[providers.Attribute]string{providers.AttrNamespace: "ns", providers.AttrCluster: "c1"}}
 	got, err := RunChecks(context.Background(), o, scope)
 	if err != nil {
 		t.Fatal(err)

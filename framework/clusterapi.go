@@ -6,79 +6,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/faultline-dev/faultline/providers"
 )
 
-// ClusterAPI reads Cluster API state about the Machines a target resolved
-// to, and about their workload cluster. Objects passed in are Machines from
-// Resolve.
-type ClusterAPI interface {
-	// Machine reads the Machine's current state; a Machine that no longer
-	// exists is a MachineState with Gone set, not an error.
-	Machine(ctx context.Context, m Object) (MachineState, error)
-	// Replacements lists the Machines of m's owner (MachineSet of a
-	// MachineDeployment, or KubeadmControlPlane) that did not exist when m
-	// was resolved.
-	Replacements(ctx context.Context, m Object) ([]MachineState, error)
-	// Owner reads the desired and the healthy replica count of m's owner.
-	Owner(ctx context.Context, m Object) (OwnerState, error)
-	// APIServer tells whether m's workload cluster API server answers a
-	// read; the error says why not.
-	APIServer(ctx context.Context, m Object) error
-}
-
-// MachineState is one reading of a Machine and its Node.
-type MachineState struct {
-	Name string
-	Gone bool
-	// Phase is Machine.status.phase (Provisioning, Running, Deleting...).
-	Phase string
-	// Deleting is set once the Machine has a deletionTimestamp.
-	Deleting bool
-	// Unhealthy: a MachineHealthCheck or KCP found it unhealthy and asked
-	// for remediation (HealthCheckSucceeded=False or OwnerRemediated).
-	Unhealthy bool
-	// Node is the Machine's Node name, NodeReady its Ready condition
-	// ("True", "False", "Unknown", or "" when there is no Node) and
-	// NodeMessage the condition's message.
-	Node        string
-	NodeReady   string
-	NodeMessage string
-	// EtcdHealthy is the EtcdMemberHealthy condition of a control-plane
-	// Machine ("" on workers).
-	EtcdHealthy string
-	// DeletingMessage says what a deleting Machine waits for (its
-	// Deleting condition).
-	DeletingMessage string
-	// Stamps are the objects' own timestamps (creationTimestamp,
-	// deletionTimestamp, the Ready condition's lastTransitionTime), recorded
-	// beside the time faultline observed the change.
-	Stamps map[string]time.Time
-}
-
-// OwnerState is one reading of a MachineDeployment or KubeadmControlPlane.
-type OwnerState struct {
-	Kind, Name string
-	Desired    int
-	// Healthy counts Machines that are Running, not deleting, with a
-	// Ready Node.
-	Healthy  int
-	Deleting int
-	// DeletingWhy names each deleting Machine and what it waits for.
-	DeletingWhy []string
-	// EtcdHealthy counts control-plane Machines, not deleting, whose etcd
-	// member KCP reports healthy.
-	EtcdHealthy int
-}
-
-// CapClusterAPI is the capability behind ClusterAPI.
-const CapClusterAPI Capability = "ClusterAPI"
-
 // machineProbe asks f about a Machine, read through ClusterAPI.
-func machineProbe(f func(MachineState) (bool, string)) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
-	return stateProbe(func(ctx context.Context, p Provider, obj Object) (MachineState, error) {
-		c, err := as[ClusterAPI](p, CapClusterAPI)
+func machineProbe(f func(providers.MachineState) (bool, string)) func(context.Context, providers.Provider, providers.Object, map[string]string) (bool, string, error) {
+	return stateProbe(func(ctx context.Context, p providers.Provider, obj providers.Object) (providers.MachineState, error) {
+		c, err := providers.As[providers.ClusterAPI](p, providers.CapClusterAPI)
 		if err != nil {
-			return MachineState{}, err
+			return providers.MachineState{}, err
 		}
 		return c.Machine(ctx, obj)
 	}, f)
@@ -86,18 +23,18 @@ func machineProbe(f func(MachineState) (bool, string)) func(context.Context, Pro
 
 // nodeProbe asks f about a target's Node: a Machine's, or a node
 // container's.
-func nodeProbe(f func(MachineState) (bool, string)) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
-	return stateProbe(func(ctx context.Context, p Provider, obj Object) (MachineState, error) {
-		n, err := nodesOf(p)
+func nodeProbe(f func(providers.MachineState) (bool, string)) func(context.Context, providers.Provider, providers.Object, map[string]string) (bool, string, error) {
+	return stateProbe(func(ctx context.Context, p providers.Provider, obj providers.Object) (providers.MachineState, error) {
+		n, err := providers.NodesOf(p)
 		if err != nil {
-			return MachineState{}, err
+			return providers.MachineState{}, err
 		}
 		return n.NodeOf(ctx, obj)
 	}, f)
 }
 
-func stateProbe(read func(context.Context, Provider, Object) (MachineState, error), f func(MachineState) (bool, string)) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
-	return func(ctx context.Context, p Provider, obj Object, _ map[string]string) (bool, string, error) {
+func stateProbe(read func(context.Context, providers.Provider, providers.Object) (providers.MachineState, error), f func(providers.MachineState) (bool, string)) func(context.Context, providers.Provider, providers.Object, map[string]string) (bool, string, error) {
+	return func(ctx context.Context, p providers.Provider, obj providers.Object, _ map[string]string) (bool, string, error) {
 		st, err := read(ctx, p, obj)
 		if err != nil {
 			return false, "", err
@@ -118,7 +55,7 @@ func stamps(s map[string]time.Time) string {
 	return " [" + strings.Join(parts, ", ") + "]"
 }
 
-func nodeDetail(st MachineState) string {
+func nodeDetail(st providers.MachineState) string {
 	switch {
 	case st.Gone:
 		return "Machine gone"
@@ -134,15 +71,15 @@ func nodeDetail(st MachineState) string {
 	return d
 }
 
-func nodeNotReady(st MachineState) (bool, string) {
+func nodeNotReady(st providers.MachineState) (bool, string) {
 	return st.NodeReady != "True", nodeDetail(st)
 }
 
-func nodeReady(st MachineState) (bool, string) {
+func nodeReady(st providers.MachineState) (bool, string) {
 	return !st.Gone && st.NodeReady == "True", nodeDetail(st)
 }
 
-func machineUnhealthy(st MachineState) (bool, string) {
+func machineUnhealthy(st providers.MachineState) (bool, string) {
 	switch {
 	case st.Gone:
 		// Remediation deletes the Machine; gone implies it was found
@@ -154,7 +91,7 @@ func machineUnhealthy(st MachineState) (bool, string) {
 	return false, "HealthCheckSucceeded not reported false, phase " + st.Phase
 }
 
-func machineDeleted(st MachineState) (bool, string) {
+func machineDeleted(st providers.MachineState) (bool, string) {
 	switch {
 	case st.Gone:
 		return true, "Machine gone"
@@ -164,26 +101,26 @@ func machineDeleted(st MachineState) (bool, string) {
 	return false, "Machine present, phase " + st.Phase
 }
 
-func machineRunning(st MachineState) (bool, string) {
+func machineRunning(st providers.MachineState) (bool, string) {
 	return !st.Gone && !st.Deleting && st.Phase == "Running", "phase " + st.Phase
 }
 
 // replacements reads the Machines that replaced the target's Machine.
-func replacements(ctx context.Context, p Provider, obj Object) ([]MachineState, error) {
-	c, err := as[ClusterAPI](p, CapClusterAPI)
+func replacements(ctx context.Context, p providers.Provider, obj providers.Object) ([]providers.MachineState, error) {
+	c, err := providers.As[providers.ClusterAPI](p, providers.CapClusterAPI)
 	if err != nil {
 		return nil, err
 	}
 	return c.Replacements(ctx, obj)
 }
 
-func replacementDetail(r MachineState) string {
+func replacementDetail(r providers.MachineState) string {
 	return r.Name + " phase " + r.Phase + ", " + nodeDetail(r)
 }
 
 // replacementRunning holds when a Machine that replaced the target's Machine
 // is Running with a Ready Node.
-func replacementRunning(ctx context.Context, p Provider, obj Object, _ map[string]string) (bool, string, error) {
+func replacementRunning(ctx context.Context, p providers.Provider, obj providers.Object, _ map[string]string) (bool, string, error) {
 	reps, err := replacements(ctx, p, obj)
 	if err != nil {
 		return false, "", err
@@ -204,7 +141,7 @@ func replacementRunning(ctx context.Context, p Provider, obj Object, _ map[strin
 // replacementsCreated names every Machine that replaced the target's
 // Machine, in any phase: a count assertion over it counts the Machines of
 // a recreation loop.
-func replacementsCreated(ctx context.Context, p Provider, obj Object, args map[string]string) ([]string, string, error) {
+func replacementsCreated(ctx context.Context, p providers.Provider, obj providers.Object, args map[string]string) ([]string, string, error) {
 	reps, err := replacements(ctx, p, obj)
 	if err != nil {
 		return nil, "", err
@@ -225,9 +162,9 @@ func replacementsCreated(ctx context.Context, p Provider, obj Object, args map[s
 
 // ownerProbe reads the target's owner (MachineDeployment or control plane)
 // and judges it with f.
-func ownerProbe(f func(Object, OwnerState) (bool, string, error)) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
-	return func(ctx context.Context, p Provider, obj Object, _ map[string]string) (bool, string, error) {
-		c, err := as[ClusterAPI](p, CapClusterAPI)
+func ownerProbe(f func(providers.Object, providers.OwnerState) (bool, string, error)) func(context.Context, providers.Provider, providers.Object, map[string]string) (bool, string, error) {
+	return func(ctx context.Context, p providers.Provider, obj providers.Object, _ map[string]string) (bool, string, error) {
+		c, err := providers.As[providers.ClusterAPI](p, providers.CapClusterAPI)
 		if err != nil {
 			return false, "", err
 		}
@@ -241,7 +178,7 @@ func ownerProbe(f func(Object, OwnerState) (bool, string, error)) func(context.C
 
 // replicasRestored holds when the target's owner has its desired number of
 // healthy Machines and none deleting.
-func replicasRestored(_ Object, o OwnerState) (bool, string, error) {
+func replicasRestored(_ providers.Object, o providers.OwnerState) (bool, string, error) {
 	detail := fmt.Sprintf("%s %s: %d of %d healthy, %d deleting", o.Kind, o.Name, o.Healthy, o.Desired, o.Deleting)
 	if len(o.DeletingWhy) > 0 {
 		detail += " (" + strings.Join(o.DeletingWhy, "; ") + ")"
@@ -251,16 +188,16 @@ func replicasRestored(_ Object, o OwnerState) (bool, string, error) {
 
 // etcdHealthy holds when the target's control plane has as many healthy
 // etcd members as it wants replicas.
-func etcdHealthy(obj Object, o OwnerState) (bool, string, error) {
+func etcdHealthy(obj providers.Object, o providers.OwnerState) (bool, string, error) {
 	if o.Kind != "KubeadmControlPlane" {
 		return false, "", fmt.Errorf("etcd-healthy needs a control-plane Machine, %s belongs to %s %s", obj, o.Kind, o.Name)
 	}
 	return o.EtcdHealthy >= o.Desired, fmt.Sprintf("%s %s: %d of %d etcd members healthy", o.Kind, o.Name, o.EtcdHealthy, o.Desired), nil
 }
 
-func apiServer(want bool) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
-	return func(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error) {
-		c, err := nodesOf(p)
+func apiServer(want bool) func(context.Context, providers.Provider, providers.Object, map[string]string) (bool, string, error) {
+	return func(ctx context.Context, p providers.Provider, obj providers.Object, args map[string]string) (bool, string, error) {
+		c, err := providers.NodesOf(p)
 		if err != nil {
 			return false, "", err
 		}
@@ -284,15 +221,15 @@ func apiServer(want bool) func(context.Context, Provider, Object, map[string]str
 
 // clusterAPIProbes are the named probes over Cluster API Machines.
 var clusterAPIProbes = map[string]probeDef{
-	"node-not-ready":      {capability: CapNodes, summary: "the target's Node is not Ready (False, Unknown, or gone)", eval: nodeProbe(nodeNotReady)},
-	"node-ready":          {capability: CapNodes, summary: "the target's Node is Ready", eval: nodeProbe(nodeReady)},
-	"machine-unhealthy":   {capability: CapClusterAPI, summary: "a MachineHealthCheck or KCP marked the Machine unhealthy (or it is gone)", eval: machineProbe(machineUnhealthy)},
-	"machine-deleted":     {capability: CapClusterAPI, summary: "the Machine is being deleted or is gone", eval: machineProbe(machineDeleted)},
-	"machine-running":     {capability: CapClusterAPI, summary: "the Machine is in phase Running", eval: machineProbe(machineRunning)},
-	"replacement-running": {capability: CapClusterAPI, summary: "a Machine that replaced it is Running with a Ready Node", eval: replacementRunning},
-	"replacement-created": {capability: CapClusterAPI, args: []string{"nodeMessage", "phase"}, summary: "a Machine replaced it (any phase; with nodeMessage, one whose Node's Ready message contains the text; with phase, one in that phase, e.g. Provisioned: a VM but no Node); count assertions count each new one", ids: replacementsCreated},
-	"replicas-restored":   {capability: CapClusterAPI, summary: "the Machine's MachineDeployment or control plane has all its replicas healthy again", eval: ownerProbe(replicasRestored)},
-	"etcd-healthy":        {capability: CapClusterAPI, summary: "the Machine's control plane has all its etcd members healthy (KCP's EtcdMemberHealthy)", eval: ownerProbe(etcdHealthy)},
-	"api-available":       {capability: CapNodes, summary: "the target's (workload) cluster API server answers", eval: apiServer(true)},
-	"api-unavailable":     {capability: CapNodes, args: []string{"message"}, summary: "the target's (workload) cluster API server does not answer (with message: its error says so)", eval: apiServer(false)},
+	"node-not-ready":      {capability: providers.CapNodes, summary: "the target's Node is not Ready (False, Unknown, or gone)", eval: nodeProbe(nodeNotReady)},
+	"node-ready":          {capability: providers.CapNodes, summary: "the target's Node is Ready", eval: nodeProbe(nodeReady)},
+	"machine-unhealthy":   {capability: providers.CapClusterAPI, summary: "a MachineHealthCheck or KCP marked the Machine unhealthy (or it is gone)", eval: machineProbe(machineUnhealthy)},
+	"machine-deleted":     {capability: providers.CapClusterAPI, summary: "the Machine is being deleted or is gone", eval: machineProbe(machineDeleted)},
+	"machine-running":     {capability: providers.CapClusterAPI, summary: "the Machine is in phase Running", eval: machineProbe(machineRunning)},
+	"replacement-running": {capability: providers.CapClusterAPI, summary: "a Machine that replaced it is Running with a Ready Node", eval: replacementRunning},
+	"replacement-created": {capability: providers.CapClusterAPI, args: []string{"nodeMessage", "phase"}, summary: "a Machine replaced it (any phase; with nodeMessage, one whose Node's Ready message contains the text; with phase, one in that phase, e.g. Provisioned: a VM but no Node); count assertions count each new one", ids: replacementsCreated},
+	"replicas-restored":   {capability: providers.CapClusterAPI, summary: "the Machine's MachineDeployment or control plane has all its replicas healthy again", eval: ownerProbe(replicasRestored)},
+	"etcd-healthy":        {capability: providers.CapClusterAPI, summary: "the Machine's control plane has all its etcd members healthy (KCP's EtcdMemberHealthy)", eval: ownerProbe(etcdHealthy)},
+	"api-available":       {capability: providers.CapNodes, summary: "the target's (workload) cluster API server answers", eval: apiServer(true)},
+	"api-unavailable":     {capability: providers.CapNodes, args: []string{"message"}, summary: "the target's (workload) cluster API server does not answer (with message: its error says so)", eval: apiServer(false)},
 }

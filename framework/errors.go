@@ -1,16 +1,8 @@
 package framework
 
 import (
-	"errors"
 	"fmt"
 	"strings"
-)
-
-var (
-	// ErrUnsupported is returned when a provider lacks a capability.
-	ErrUnsupported = errors.New("unsupported by this provider")
-	// ErrNotFound is returned when a target or object does not exist.
-	ErrNotFound = errors.New("not found")
 )
 
 // Pos is a position in a scenario file; Line and Column start at 1.
@@ -58,13 +50,3 @@ func (e *ValidationError) Error() string {
 	}
 	return strings.Join(lines, "\n")
 }
-
-// InfraError marks a failure of the infrastructure or of faultline's access
-// to it (vCenter unreachable, a task that failed), as opposed to a scenario
-// whose expectations were not met.
-type InfraError struct {
-	Err error
-}
-
-func (e *InfraError) Error() string { return e.Err.Error() }
-func (e *InfraError) Unwrap() error { return e.Err }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/faultline-dev/faultline/providers"
 )
 
 // UndoAction is how to revert one fault. It is written to the journal before
@@ -13,7 +15,7 @@ import (
 type UndoAction struct {
 	// Action is an undo kind from undoCatalogue, or UndoNone.
 	Action string            `json:"action"`
-	Target Object            `json:"target"`
+	Target providers.Object  `json:"target"`
 	Params map[string]string `json:"params,omitempty"`
 	// Note tells a reader what happens when there is nothing to undo.
 	Note string `json:"note,omitempty"`
@@ -25,11 +27,11 @@ const UndoNone = "none"
 // faultDef describes one fault kind: what it needs, how to apply it to one
 // object, and how it is undone.
 type faultDef struct {
-	capability Capability
+	capability providers.Capability
 	params     []string
 	summary    string
-	inject     func(ctx context.Context, p Provider, obj Object, params map[string]string) error
-	undo       func(obj Object, params map[string]string) UndoAction
+	inject     func(ctx context.Context, p providers.Provider, obj providers.Object, params map[string]string) error
+	undo       func(obj providers.Object, params map[string]string) UndoAction
 	// check, when set, validates the params when the file loads.
 	check func(params map[string]string) []argError
 	// backups: the fault keeps backups; the runner gives it a folder in
@@ -41,7 +43,7 @@ type faultDef struct {
 	takesEtcd func(params map[string]string) bool
 }
 
-func powerOnUndo(obj Object, _ map[string]string) UndoAction {
+func powerOnUndo(obj providers.Object, _ map[string]string) UndoAction {
 	return UndoAction{Action: "vm.power-on", Target: obj}
 }
 
@@ -66,84 +68,88 @@ func mergeMaps[V any](sets ...map[string]V) map[string]V {
 var nodeAndVMFaults = map[string]faultDef{
 	"vm.power-off": {
 		takesEtcd:  takesEtcdMember,
-		capability: CapVMPower, summary: "hard power-off of a VM; undo powers it on",
-		inject: withVMPower(func(ctx context.Context, v VMPower, obj Object) error { return v.PowerOff(ctx, obj) }),
-		undo:   powerOnUndo,
+		capability: providers.CapVMPower, summary: "hard power-off of a VM; undo powers it on",
+		inject: withVMPower(func(ctx context.Context, v providers.VMPower, obj providers.Object) error {
+			return v.PowerOff(ctx, obj)
+		}),
+		undo: powerOnUndo,
 	},
 	"vm.shutdown-guest": {
 		takesEtcd:  takesEtcdMember,
-		capability: CapVMPower, summary: "guest OS shutdown of a VM; undo powers it on",
-		inject: withVMPower(func(ctx context.Context, v VMPower, obj Object) error { return v.ShutdownGuest(ctx, obj) }),
-		undo:   powerOnUndo,
+		capability: providers.CapVMPower, summary: "guest OS shutdown of a VM; undo powers it on",
+		inject: withVMPower(func(ctx context.Context, v providers.VMPower, obj providers.Object) error {
+			return v.ShutdownGuest(ctx, obj)
+		}),
+		undo: powerOnUndo,
 	},
 	"vm.suspend": {
 		takesEtcd:  takesEtcdMember,
-		capability: CapVMPower, summary: "suspend a VM; undo powers it on",
-		inject: withVMPower(func(ctx context.Context, v VMPower, obj Object) error { return v.Suspend(ctx, obj) }),
+		capability: providers.CapVMPower, summary: "suspend a VM; undo powers it on",
+		inject: withVMPower(func(ctx context.Context, v providers.VMPower, obj providers.Object) error { return v.Suspend(ctx, obj) }),
 		undo:   powerOnUndo,
 	},
 	"vm.reset": {
 		takesEtcd:  takesEtcdMember,
-		capability: CapVMPower, summary: "hard reset of a VM; nothing to undo",
-		inject: withVMPower(func(ctx context.Context, v VMPower, obj Object) error { return v.Reset(ctx, obj) }),
-		undo: func(obj Object, _ map[string]string) UndoAction {
+		capability: providers.CapVMPower, summary: "hard reset of a VM; nothing to undo",
+		inject: withVMPower(func(ctx context.Context, v providers.VMPower, obj providers.Object) error { return v.Reset(ctx, obj) }),
+		undo: func(obj providers.Object, _ map[string]string) UndoAction {
 			return UndoAction{Action: UndoNone, Target: obj, Note: "a reset is over once the VM has restarted"}
 		},
 	},
 	"vm.destroy": {
 		takesEtcd:  takesEtcdMember,
-		capability: CapVMLifecycle, summary: "power off and delete a VM from disk; cannot be undone",
-		inject: func(ctx context.Context, p Provider, obj Object, _ map[string]string) error {
-			v, err := as[VMLifecycle](p, CapVMLifecycle)
+		capability: providers.CapVMLifecycle, summary: "power off and delete a VM from disk; cannot be undone",
+		inject: func(ctx context.Context, p providers.Provider, obj providers.Object, _ map[string]string) error {
+			v, err := providers.As[providers.VMLifecycle](p, providers.CapVMLifecycle)
 			if err != nil {
 				return err
 			}
 			return v.Destroy(ctx, obj)
 		},
-		undo: func(obj Object, _ map[string]string) UndoAction {
+		undo: func(obj providers.Object, _ map[string]string) UndoAction {
 			return UndoAction{Action: UndoNone, Target: obj, Note: "the VM is deleted; only its owner (CAPV, for a Machine's VM) can recreate it"}
 		},
 	},
 	"node.stop-kubelet": {
-		capability: CapNodeKubelet, summary: "stop the kubelet of a Machine's node; undo starts it",
-		inject: func(ctx context.Context, p Provider, obj Object, _ map[string]string) error {
-			k, err := as[NodeKubelet](p, CapNodeKubelet)
+		capability: providers.CapNodeKubelet, summary: "stop the kubelet of a Machine's node; undo starts it",
+		inject: func(ctx context.Context, p providers.Provider, obj providers.Object, _ map[string]string) error {
+			k, err := providers.As[providers.NodeKubelet](p, providers.CapNodeKubelet)
 			if err != nil {
 				return err
 			}
 			return k.SetKubelet(ctx, obj, false)
 		},
-		undo: func(obj Object, _ map[string]string) UndoAction {
+		undo: func(obj providers.Object, _ map[string]string) UndoAction {
 			return UndoAction{Action: "node.start-kubelet", Target: obj}
 		},
 	},
 	"node.stop-etcd": {
-		capability: CapNodeStaticPods, summary: "stop the etcd member on a control-plane Machine's node; undo starts it",
+		capability: providers.CapNodeStaticPods, summary: "stop the etcd member on a control-plane Machine's node; undo starts it",
 		inject:    setStaticPod("etcd", false),
 		undo:      startStaticPodUndo("etcd"),
 		takesEtcd: takesEtcdMember,
 	},
 	"etcd.stuck-leader": {
-		capability: CapEtcdLeadership,
+		capability: providers.CapEtcdLeadership,
 		summary:    "make the etcd member on a control-plane Machine's node the leader, cut off from its peers (no member can join); undo moves leadership to another member (etcdctl move-leader)",
-		inject: func(ctx context.Context, p Provider, obj Object, _ map[string]string) error {
-			e, err := as[EtcdLeadership](p, CapEtcdLeadership)
+		inject: func(ctx context.Context, p providers.Provider, obj providers.Object, _ map[string]string) error {
+			e, err := providers.As[providers.EtcdLeadership](p, providers.CapEtcdLeadership)
 			if err != nil {
 				return err
 			}
 			return e.SetLeaderStuck(ctx, obj, true)
 		},
-		undo: func(obj Object, _ map[string]string) UndoAction {
+		undo: func(obj providers.Object, _ map[string]string) UndoAction {
 			return UndoAction{Action: "etcd.move-leader", Target: obj}
 		},
 	},
 	"node.remove-static-pod": {
-		capability: CapNodeStaticPods, params: []string{"component"},
+		capability: providers.CapNodeStaticPods, params: []string{"component"},
 		summary: "remove a control-plane static pod (kube-apiserver, kube-controller-manager, kube-scheduler, etcd) from a Machine's node; undo puts its manifest back",
-		inject: func(ctx context.Context, p Provider, obj Object, params map[string]string) error {
+		inject: func(ctx context.Context, p providers.Provider, obj providers.Object, params map[string]string) error {
 			return setStaticPod(params["component"], false)(ctx, p, obj, params)
 		},
-		undo: func(obj Object, params map[string]string) UndoAction {
+		undo: func(obj providers.Object, params map[string]string) UndoAction {
 			return startStaticPodUndo(params["component"])(obj, params)
 		},
 		check:     checkComponent,
@@ -151,28 +157,28 @@ var nodeAndVMFaults = map[string]faultDef{
 	},
 	"vm.disconnect-nic": {
 		takesEtcd:  takesEtcdMember,
-		capability: CapVMNetwork, params: []string{"nic"}, summary: "disconnect a VM's network adapter; undo reconnects it",
-		inject: func(ctx context.Context, p Provider, obj Object, params map[string]string) error {
-			v, err := as[VMNetwork](p, CapVMNetwork)
+		capability: providers.CapVMNetwork, params: []string{"nic"}, summary: "disconnect a VM's network adapter; undo reconnects it",
+		inject: func(ctx context.Context, p providers.Provider, obj providers.Object, params map[string]string) error {
+			v, err := providers.As[providers.VMNetwork](p, providers.CapVMNetwork)
 			if err != nil {
 				return err
 			}
 			return v.SetNICConnected(ctx, obj, params["nic"], false)
 		},
-		undo: func(obj Object, params map[string]string) UndoAction {
+		undo: func(obj providers.Object, params map[string]string) UndoAction {
 			return UndoAction{Action: "vm.nic-connect", Target: obj, Params: map[string]string{"nic": params["nic"]}}
 		},
 	},
 }
 
-var nodeAndVMUndos = map[string]func(ctx context.Context, p Provider, u UndoAction) error{
-	"vm.power-on": func(ctx context.Context, p Provider, u UndoAction) error {
-		v, err := as[VMPower](p, CapVMPower)
+var nodeAndVMUndos = map[string]func(ctx context.Context, p providers.Provider, u UndoAction) error{
+	"vm.power-on": func(ctx context.Context, p providers.Provider, u UndoAction) error {
+		v, err := providers.As[providers.VMPower](p, providers.CapVMPower)
 		if err != nil {
 			return err
 		}
 		state, err := v.PowerState(ctx, u.Target)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, providers.ErrNotFound) {
 			// Deleted since (a remediated Machine's VM): nothing is left
 			// to power on.
 			return nil
@@ -180,34 +186,34 @@ var nodeAndVMUndos = map[string]func(ctx context.Context, p Provider, u UndoActi
 		if err != nil {
 			return err
 		}
-		if state == PoweredOn {
+		if state == providers.PoweredOn {
 			return nil
 		}
 		return v.PowerOn(ctx, u.Target)
 	},
-	"node.start-kubelet": func(ctx context.Context, p Provider, u UndoAction) error {
-		k, err := as[NodeKubelet](p, CapNodeKubelet)
+	"node.start-kubelet": func(ctx context.Context, p providers.Provider, u UndoAction) error {
+		k, err := providers.As[providers.NodeKubelet](p, providers.CapNodeKubelet)
 		if err != nil {
 			return err
 		}
 		return k.SetKubelet(ctx, u.Target, true)
 	},
-	"node.start-static-pod": func(ctx context.Context, p Provider, u UndoAction) error {
-		k, err := as[NodeStaticPods](p, CapNodeStaticPods)
+	"node.start-static-pod": func(ctx context.Context, p providers.Provider, u UndoAction) error {
+		k, err := providers.As[providers.NodeStaticPods](p, providers.CapNodeStaticPods)
 		if err != nil {
 			return err
 		}
 		return k.SetStaticPod(ctx, u.Target, u.Params["component"], true)
 	},
-	"etcd.move-leader": func(ctx context.Context, p Provider, u UndoAction) error {
-		e, err := as[EtcdLeadership](p, CapEtcdLeadership)
+	"etcd.move-leader": func(ctx context.Context, p providers.Provider, u UndoAction) error {
+		e, err := providers.As[providers.EtcdLeadership](p, providers.CapEtcdLeadership)
 		if err != nil {
 			return err
 		}
 		return e.SetLeaderStuck(ctx, u.Target, false)
 	},
-	"vm.nic-connect": func(ctx context.Context, p Provider, u UndoAction) error {
-		v, err := as[VMNetwork](p, CapVMNetwork)
+	"vm.nic-connect": func(ctx context.Context, p providers.Provider, u UndoAction) error {
+		v, err := providers.As[providers.VMNetwork](p, providers.CapVMNetwork)
 		if err != nil {
 			return err
 		}
@@ -215,23 +221,20 @@ var nodeAndVMUndos = map[string]func(ctx context.Context, p Provider, u UndoActi
 	},
 }
 
-// StaticPodComponents are the control-plane static pods kubeadm writes.
-var StaticPodComponents = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
-
 func checkComponent(params map[string]string) []argError {
 	c := params["component"]
 	if c == "" {
-		return []argError{{"component", "required: one of " + strings.Join(StaticPodComponents, ", ")}}
+		return []argError{{"component", "required: one of " + strings.Join(providers.StaticPodComponents, ", ")}}
 	}
-	if !slices.Contains(StaticPodComponents, c) {
-		return []argError{{"component", fmt.Sprintf("got %q, expected one of %s", c, strings.Join(StaticPodComponents, ", "))}}
+	if !slices.Contains(providers.StaticPodComponents, c) {
+		return []argError{{"component", fmt.Sprintf("got %q, expected one of %s", c, strings.Join(providers.StaticPodComponents, ", "))}}
 	}
 	return nil
 }
 
-func setStaticPod(component string, running bool) func(context.Context, Provider, Object, map[string]string) error {
-	return func(ctx context.Context, p Provider, obj Object, _ map[string]string) error {
-		k, err := as[NodeStaticPods](p, CapNodeStaticPods)
+func setStaticPod(component string, running bool) func(context.Context, providers.Provider, providers.Object, map[string]string) error {
+	return func(ctx context.Context, p providers.Provider, obj providers.Object, _ map[string]string) error {
+		k, err := providers.As[providers.NodeStaticPods](p, providers.CapNodeStaticPods)
 		if err != nil {
 			return err
 		}
@@ -239,14 +242,14 @@ func setStaticPod(component string, running bool) func(context.Context, Provider
 	}
 }
 
-func startStaticPodUndo(component string) func(Object, map[string]string) UndoAction {
-	return func(obj Object, _ map[string]string) UndoAction {
+func startStaticPodUndo(component string) func(providers.Object, map[string]string) UndoAction {
+	return func(obj providers.Object, _ map[string]string) UndoAction {
 		return UndoAction{Action: "node.start-static-pod", Target: obj, Params: map[string]string{"component": component}}
 	}
 }
 
 // RunUndo performs one journaled undo action against p.
-func RunUndo(ctx context.Context, p Provider, u UndoAction) error {
+func RunUndo(ctx context.Context, p providers.Provider, u UndoAction) error {
 	if u.Action == UndoNone {
 		return nil
 	}
@@ -271,21 +274,12 @@ func FaultKinds() map[string]string {
 
 func faultKindList() []string { return sortedKeys(faultCatalogue) }
 
-func withVMPower(f func(context.Context, VMPower, Object) error) func(context.Context, Provider, Object, map[string]string) error {
-	return func(ctx context.Context, p Provider, obj Object, _ map[string]string) error {
-		v, err := as[VMPower](p, CapVMPower)
+func withVMPower(f func(context.Context, providers.VMPower, providers.Object) error) func(context.Context, providers.Provider, providers.Object, map[string]string) error {
+	return func(ctx context.Context, p providers.Provider, obj providers.Object, _ map[string]string) error {
+		v, err := providers.As[providers.VMPower](p, providers.CapVMPower)
 		if err != nil {
 			return err
 		}
 		return f(ctx, v, obj)
 	}
-}
-
-// as returns p as the capability interface T, or an ErrUnsupported error.
-func as[T any](p Provider, c Capability) (T, error) {
-	v, ok := p.(T)
-	if !ok || unavailable(p, c) != nil {
-		return v, unsupported(p, c)
-	}
-	return v, nil
 }

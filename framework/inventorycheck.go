@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/faultline-dev/faultline/providers"
 )
 
 // CheckInventory compares a Cluster's Machines with the vCenter's VMs
@@ -13,8 +15,8 @@ import (
 // Machine owns. CAPV names a VM after its VSphereMachine, the Machine's
 // infrastructure; a VM being cloned has that name before its Machine has
 // a providerID, so it is not an orphan.
-func CheckInventory(s ManagementState, vms []VMInfo) []Finding {
-	byUUID := make(map[string]VMInfo, len(vms))
+func CheckInventory(s ManagementState, vms []providers.VMInfo) []Finding {
+	byUUID := make(map[string]providers.VMInfo, len(vms))
 	for _, vm := range vms {
 		byUUID[strings.ToLower(vm.UUID)] = vm
 	}
@@ -37,7 +39,7 @@ func CheckInventory(s ManagementState, vms []VMInfo) []Finding {
 			out = append(out, Finding{ID: "vcenter-vm-missing", Severity: "error", Objects: []string{"Machine/" + name},
 				Message: fmt.Sprintf("Machine %s: its providerID %s names no VM in the vCenter: CAPV does not recreate a VM that vanished", name, id),
 				Fix:     "delete the Machine so that its owner replaces it (a MachineHealthCheck does so when it covers the Machine), before the upgrade counts on it"})
-		case vm.PowerState == PoweredOff && str(m, "status", "phase") == "Running":
+		case vm.PowerState == providers.PoweredOff && str(m, "status", "phase") == "Running":
 			out = append(out, Finding{ID: "vcenter-vm-powered-off", Severity: "error", Objects: []string{"Machine/" + name, "VirtualMachine/" + vm.Name},
 				Message: fmt.Sprintf("Machine %s is Running, but its VM %s is powered off", name, vm.Name),
 				Fix:     "power the VM on or find who powered it off (vCenter events) before the upgrade; CAPV powers on a VM it finds off when it next reconciles it"})

@@ -3,6 +3,8 @@ package framework
 import (
 	"strings"
 	"testing"
+
+	"github.com/faultline-dev/faultline/providers"
 )
 
 // TestCheckInventory: seed 003's inventory after the crash (a stale
@@ -25,12 +27,12 @@ func TestCheckInventory(t *testing.T) {
 		machine("it-tkg-mgmt-rg44c-vrkvg", "4233564d-5599-92ba-fd2a-e8437b1c90ee", "Provisioned"),
 		machine("it-tkg-mgmt-rg44c-new", "", "Provisioning"),
 	}}
-	vms := []VMInfo{
-		{Name: "it-tkg-mgmt-rg44c-qfhp2", UUID: "4233989e-1f0f-2807-2f91-2227e531e91b", PowerState: PoweredOn},
-		{Name: "it-tkg-mgmt-rg44c-sbv4f", UUID: "42338dee-6beb-f435-b345-0492f5bab982", PowerState: PoweredOff},
-		{Name: "it-tkg-mgmt-rg44c-gn5sw", UUID: "42330000-0000-0000-0000-000000000001", PowerState: PoweredOn},
-		{Name: "it-tkg-mgmt-rg44c-new", UUID: "42330000-0000-0000-0000-000000000002", PowerState: PoweredOff},
-		{Name: "other-cluster-md-0-x", UUID: "42330000-0000-0000-0000-000000000003", PowerState: PoweredOn},
+	vms := []providers.VMInfo{
+		{Name: "it-tkg-mgmt-rg44c-qfhp2", UUID: "4233989e-1f0f-2807-2f91-2227e531e91b", PowerState: providers.PoweredOn},
+		{Name: "it-tkg-mgmt-rg44c-sbv4f", UUID: "42338dee-6beb-f435-b345-0492f5bab982", PowerState: providers.PoweredOff},
+		{Name: "it-tkg-mgmt-rg44c-gn5sw", UUID: "42330000-0000-0000-0000-000000000001", PowerState: providers.PoweredOn},
+		{Name: "it-tkg-mgmt-rg44c-new", UUID: "42330000-0000-0000-0000-000000000002", PowerState: providers.PoweredOff},
+		{Name: "other-cluster-md-0-x", UUID: "42330000-0000-0000-0000-000000000003", PowerState: providers.PoweredOn},
 	}
 	got := CheckInventory(s, vms)
 	if ids := findingIDs(got); ids != "vcenter-vm-powered-off,vcenter-vm-missing,vcenter-orphan-vm" {
@@ -45,7 +47,7 @@ func TestCheckInventory(t *testing.T) {
 			t.Errorf("%s: %q, want it to contain %q", got[i].ID, got[i].Message, want)
 		}
 	}
-	consistent := []VMInfo{vms[0], {Name: vms[1].Name, UUID: vms[1].UUID, PowerState: PoweredOn}, {Name: "it-tkg-mgmt-rg44c-vrkvg", UUID: "4233564d-5599-92ba-fd2a-e8437b1c90ee", PowerState: PoweredOn}, vms[3], vms[4]}
+	consistent := []providers.VMInfo{vms[0], {Name: vms[1].Name, UUID: vms[1].UUID, PowerState: providers.PoweredOn}, {Name: "it-tkg-mgmt-rg44c-vrkvg", UUID: "4233564d-5599-92ba-fd2a-e8437b1c90ee", PowerState: providers.PoweredOn}, vms[3], vms[4]}
 	if got := CheckInventory(s, consistent); len(got) != 0 {
 		t.Errorf("consistent inventory: %+v", got)
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/faultline-dev/faultline/providers"
 )
 
 // Journal operations.
@@ -28,16 +30,16 @@ const (
 // JournalEntry is one line of a journal. An inject record is written and
 // fsynced before its fault is applied; a done record closes it.
 type JournalEntry struct {
-	Time     time.Time   `json:"time"`
-	Op       string      `json:"op"`
-	FaultID  string      `json:"faultID"`
-	Scenario string      `json:"scenario,omitempty"`
-	Kind     string      `json:"kind,omitempty"`
-	Target   *Object     `json:"target,omitempty"`
-	Undo     *UndoAction `json:"undo,omitempty"`
-	Provider ProviderRef `json:"provider"`
-	Result   string      `json:"result,omitempty"`
-	Error    string      `json:"error,omitempty"`
+	Time     time.Time             `json:"time"`
+	Op       string                `json:"op"`
+	FaultID  string                `json:"faultID"`
+	Scenario string                `json:"scenario,omitempty"`
+	Kind     string                `json:"kind,omitempty"`
+	Target   *providers.Object     `json:"target,omitempty"`
+	Undo     *UndoAction           `json:"undo,omitempty"`
+	Provider providers.ProviderRef `json:"provider"`
+	Result   string                `json:"result,omitempty"`
+	Error    string                `json:"error,omitempty"`
 }
 
 // Journal is an append-only, fsynced record of injected faults and their

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 )
 
 func TestJournalPendingAndTornLine(t *testing.T) {
@@ -16,7 +17,7 @@ func TestJournalPendingAndTornLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	undo := &framework.UndoAction{Action: "vm.power-on", Target: framework.Object{Kind: "VirtualMachine", Name: "a"}}
+	undo := &framework.UndoAction{Action: "vm.power-on", Target: providers.Object{Kind: "VirtualMachine", Name: "a"}}
 	for _, e := range []framework.JournalEntry{
 		{Op: framework.OpInject, FaultID: "off/a", Undo: undo},
 		{Op: framework.OpInject, FaultID: "off/b", Undo: undo},

@@ -9,16 +9,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/faultline-dev/faultline/providers"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
-)
-
-// Attributes a Cluster API provider sets on a Machine: its namespace and
-// its Cluster's name.
-const (
-	AttrNamespace = "namespace"
-	AttrCluster   = "cluster"
 )
 
 const capiAPIVersion = "cluster.x-k8s.io/v1beta2"
@@ -34,8 +28,8 @@ type ManagementState struct {
 }
 
 // ReadManagementState reads the objects of the Cluster scope belongs to.
-func ReadManagementState(ctx context.Context, o Objects, scope Object) (ManagementState, error) {
-	ns, cluster := scope.Attributes[AttrNamespace], scope.Attributes[AttrCluster]
+func ReadManagementState(ctx context.Context, o providers.Objects, scope providers.Object) (ManagementState, error) {
+	ns, cluster := scope.Attributes[providers.AttrNamespace], scope.Attributes[providers.AttrCluster]
 	s := ManagementState{Cluster: ns + "/" + cluster}
 	for _, l := range []struct {
 		apiVersion, kind string
@@ -46,7 +40,7 @@ func ReadManagementState(ctx context.Context, o Objects, scope Object) (Manageme
 		{capiAPIVersion, "Machine", &s.Machines},
 		{capiAPIVersion, "MachineDeployment", &s.MDs},
 	} {
-		all, err := o.ListObjects(ctx, scope, ObjectRef{Cluster: "management", APIVersion: l.apiVersion, Kind: l.kind, Namespace: ns})
+		all, err := o.ListObjects(ctx, scope, providers.ObjectRef{Cluster: "management", APIVersion: l.apiVersion, Kind: l.kind, Namespace: ns})
 		if err != nil {
 			return s, err
 		}
@@ -56,7 +50,7 @@ func ReadManagementState(ctx context.Context, o Objects, scope Object) (Manageme
 			}
 		}
 	}
-	c, err := o.GetObject(ctx, scope, ObjectRef{Cluster: "management", APIVersion: capiAPIVersion, Kind: "Cluster", Namespace: ns, Name: cluster})
+	c, err := o.GetObject(ctx, scope, providers.ObjectRef{Cluster: "management", APIVersion: capiAPIVersion, Kind: "Cluster", Namespace: ns, Name: cluster})
 	s.ClusterObject = c
 	return s, err
 }

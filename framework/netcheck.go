@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+
+	"github.com/faultline-dev/faultline/providers"
 )
 
 // Finding is one hazard a check found: seed 001's pool too small for its
@@ -45,18 +47,18 @@ type CalicoNetwork struct {
 // ReadCalicoNetwork reads the IPPools, BlockAffinities and Nodes of the
 // workload cluster of scope. A cluster without Calico's kinds has no
 // pools.
-func ReadCalicoNetwork(ctx context.Context, o Objects, scope Object) (CalicoNetwork, error) {
+func ReadCalicoNetwork(ctx context.Context, o providers.Objects, scope providers.Object) (CalicoNetwork, error) {
 	var n CalicoNetwork
 	var err error
-	if n.Nodes, err = o.ListObjects(ctx, scope, ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "Node"}); err != nil {
+	if n.Nodes, err = o.ListObjects(ctx, scope, providers.ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "Node"}); err != nil {
 		return n, err
 	}
 	for _, l := range []struct {
 		kind string
 		into *[]map[string]any
 	}{{"IPPool", &n.Pools}, {"BlockAffinity", &n.Affinities}} {
-		*l.into, err = o.ListObjects(ctx, scope, ObjectRef{Cluster: "workload", APIVersion: calicoAPIVersion, Kind: l.kind})
-		if errors.Is(err, ErrNotFound) {
+		*l.into, err = o.ListObjects(ctx, scope, providers.ObjectRef{Cluster: "workload", APIVersion: calicoAPIVersion, Kind: l.kind})
+		if errors.Is(err, providers.ErrNotFound) {
 			*l.into, err = nil, nil
 		}
 		if err != nil {

@@ -12,30 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline-dev/faultline/providers"
 	yamlv3 "go.yaml.in/yaml/v3"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 )
-
-// ObjectWriter creates, replaces and deletes Kubernetes objects of the
-// management cluster or of a target's workload cluster: the faults that are
-// API objects (a webhook configuration, an IPPool) and the runbooks that
-// remove them. Every write is journaled with a backup first.
-type ObjectWriter interface {
-	// ApplyObject creates obj, or replaces the object of that name.
-	ApplyObject(ctx context.Context, scope Object, cluster string, obj map[string]any) error
-	// DeleteObject deletes the object ref names; a missing one is not an
-	// error.
-	DeleteObject(ctx context.Context, scope Object, ref ObjectRef) error
-	// DryRunCreate asks the API server whether it would create obj
-	// (admission webhooks included) without storing it.
-	DryRunCreate(ctx context.Context, scope Object, cluster string, obj map[string]any) error
-}
-
-// CapObjectWrites is the capability behind ObjectWriter. Its faults read
-// objects too, so a scenario that uses them also requires Objects.
-const CapObjectWrites Capability = "ObjectWrites"
 
 // paramBackups is the param the runner adds to faults that keep backups:
 // the folder they write them to, recorded in the journal for the undo.
@@ -44,10 +26,10 @@ const paramBackups = "backups"
 // objectFaults are the faults on Kubernetes objects.
 var objectFaults = map[string]faultDef{
 	"object.apply": {
-		capability: CapObjectWrites, params: []string{"cluster", "manifest"}, backups: true,
+		capability: providers.CapObjectWrites, params: []string{"cluster", "manifest"}, backups: true,
 		summary: "create or replace the objects of a YAML manifest; undo deletes the ones it created and restores the ones it replaced from their backups",
 		inject:  applyManifest,
-		undo: func(obj Object, params map[string]string) UndoAction {
+		undo: func(obj providers.Object, params map[string]string) UndoAction {
 			return UndoAction{Action: "object.revert-apply", Target: obj, Params: params}
 		},
 		check: func(params map[string]string) []argError {
@@ -58,10 +40,10 @@ var objectFaults = map[string]faultDef{
 		},
 	},
 	"object.delete": {
-		capability: CapObjectWrites, params: []string{"cluster", "apiVersion", "kind", "namespace", "name"}, backups: true,
+		capability: providers.CapObjectWrites, params: []string{"cluster", "apiVersion", "kind", "namespace", "name"}, backups: true,
 		summary: "back up an object to a file, then delete it (a runbook step such as seed 000's); undo recreates it from the backup and checks it is byte for byte what it was",
 		inject:  deleteWithBackup,
-		undo: func(obj Object, params map[string]string) UndoAction {
+		undo: func(obj providers.Object, params map[string]string) UndoAction {
 			ref := refFromParams(params)
 			return UndoAction{Action: "object.restore", Target: obj, Params: map[string]string{"cluster": ref.Cluster, "file": backupFile(params[paramBackups], ref)}}
 		},
@@ -69,9 +51,9 @@ var objectFaults = map[string]faultDef{
 	},
 }
 
-var objectUndos = map[string]func(ctx context.Context, p Provider, u UndoAction) error{
+var objectUndos = map[string]func(ctx context.Context, p providers.Provider, u UndoAction) error{
 	"object.revert-apply": revertApply,
-	"object.restore": func(ctx context.Context, p Provider, u UndoAction) error {
+	"object.restore": func(ctx context.Context, p providers.Provider, u UndoAction) error {
 		return restoreBackup(ctx, p, u.Target, u.Params["cluster"], u.Params["file"])
 	},
 }
@@ -85,7 +67,7 @@ func checkClusterParam(params map[string]string) []argError {
 
 // refFromParams is refFromArgs for faults, whose objects are in the
 // workload cluster unless told otherwise.
-func refFromParams(params map[string]string) ObjectRef {
+func refFromParams(params map[string]string) providers.ObjectRef {
 	ref := refFromArgs(params)
 	if params["cluster"] == "" {
 		ref.Cluster = "workload"
@@ -142,9 +124,9 @@ func parseManifest(text string) ([]map[string]any, error) {
 	return out, nil
 }
 
-func objectRef(cluster string, o map[string]any) ObjectRef {
+func objectRef(cluster string, o map[string]any) providers.ObjectRef {
 	meta, _ := o["metadata"].(map[string]any)
-	ref := ObjectRef{Cluster: cluster}
+	ref := providers.ObjectRef{Cluster: cluster}
 	ref.APIVersion, _ = o["apiVersion"].(string)
 	ref.Kind, _ = o["kind"].(string)
 	ref.Namespace, _ = meta["namespace"].(string)
@@ -153,7 +135,7 @@ func objectRef(cluster string, o map[string]any) ObjectRef {
 }
 
 // backupFile is where an object's backup goes in a backup folder.
-func backupFile(dir string, ref ObjectRef) string {
+func backupFile(dir string, ref providers.ObjectRef) string {
 	name := strings.ToLower(ref.Kind)
 	if ref.Namespace != "" {
 		name += "-" + ref.Namespace
@@ -211,8 +193,8 @@ func marshalClean(o map[string]any) ([]byte, error) {
 
 // writeBackup saves the object ref names, if it exists, to its backup
 // file and tells whether it did.
-func writeBackup(ctx context.Context, p Provider, scope Object, ref ObjectRef, dir string) (bool, error) {
-	r, err := as[Objects](p, CapObjects)
+func writeBackup(ctx context.Context, p providers.Provider, scope providers.Object, ref providers.ObjectRef, dir string) (bool, error) {
+	r, err := providers.As[providers.Objects](p, providers.CapObjects)
 	if err != nil {
 		return false, err
 	}
@@ -250,8 +232,8 @@ func writeFileSync(path string, b []byte) error {
 
 // applyManifest backs up every object the manifest would replace, then
 // creates or replaces each.
-func applyManifest(ctx context.Context, p Provider, scope Object, params map[string]string) error {
-	w, err := as[ObjectWriter](p, CapObjectWrites)
+func applyManifest(ctx context.Context, p providers.Provider, scope providers.Object, params map[string]string) error {
+	w, err := providers.As[providers.ObjectWriter](p, providers.CapObjectWrites)
 	if err != nil {
 		return err
 	}
@@ -265,7 +247,7 @@ func applyManifest(ctx context.Context, p Provider, scope Object, params map[str
 		// An object still being deleted (an earlier run's namespace, say)
 		// can be neither backed up nor replaced: its namespace refuses new
 		// content until it is gone.
-		if err := waitGone(ctx, p, scope, []ObjectRef{ref}, true); err != nil {
+		if err := waitGone(ctx, p, scope, []providers.ObjectRef{ref}, true); err != nil {
 			return err
 		}
 		if _, err := writeBackup(ctx, p, scope, ref, params[paramBackups]); err != nil {
@@ -282,8 +264,8 @@ func applyManifest(ctx context.Context, p Provider, scope Object, params map[str
 
 // revertApply restores the objects an apply replaced and deletes the ones
 // it created, in reverse order.
-func revertApply(ctx context.Context, p Provider, u UndoAction) error {
-	w, err := as[ObjectWriter](p, CapObjectWrites)
+func revertApply(ctx context.Context, p providers.Provider, u UndoAction) error {
+	w, err := providers.As[providers.ObjectWriter](p, providers.CapObjectWrites)
 	if err != nil {
 		return err
 	}
@@ -293,7 +275,7 @@ func revertApply(ctx context.Context, p Provider, u UndoAction) error {
 	}
 	cluster := paramCluster(u.Params)
 	var errs []error
-	var deleted []ObjectRef
+	var deleted []providers.ObjectRef
 	for i := len(objs) - 1; i >= 0; i-- {
 		ref := objectRef(cluster, objs[i])
 		file := backupFile(u.Params[paramBackups], ref)
@@ -319,15 +301,15 @@ const goneWithin = 2 * time.Minute
 
 // waitGone waits until none of refs exists, or, with onlyTerminating, until
 // none of them exists with a deletion under way.
-func waitGone(ctx context.Context, p Provider, scope Object, refs []ObjectRef, onlyTerminating bool) error {
+func waitGone(ctx context.Context, p providers.Provider, scope providers.Object, refs []providers.ObjectRef, onlyTerminating bool) error {
 	if len(refs) == 0 {
 		return nil
 	}
-	r, err := as[Objects](p, CapObjects)
+	r, err := providers.As[providers.Objects](p, providers.CapObjects)
 	if err != nil {
 		return err
 	}
-	var left ObjectRef
+	var left providers.ObjectRef
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, goneWithin, true, func(ctx context.Context) (bool, error) {
 		for _, ref := range refs {
 			o, err := r.GetObject(ctx, scope, ref)
@@ -346,7 +328,7 @@ func waitGone(ctx context.Context, p Provider, scope Object, refs []ObjectRef, o
 		}
 		return true, nil
 	})
-	if err != nil && left != (ObjectRef{}) {
+	if err != nil && left != (providers.ObjectRef{}) {
 		return fmt.Errorf("waiting for %s to be gone: %w", left, err)
 	}
 	return err
@@ -354,8 +336,8 @@ func waitGone(ctx context.Context, p Provider, scope Object, refs []ObjectRef, o
 
 // deleteWithBackup writes the object's backup, then deletes it. A missing
 // object is an error: the runbook step had nothing to act on.
-func deleteWithBackup(ctx context.Context, p Provider, scope Object, params map[string]string) error {
-	w, err := as[ObjectWriter](p, CapObjectWrites)
+func deleteWithBackup(ctx context.Context, p providers.Provider, scope providers.Object, params map[string]string) error {
+	w, err := providers.As[providers.ObjectWriter](p, providers.CapObjectWrites)
 	if err != nil {
 		return err
 	}
@@ -365,19 +347,19 @@ func deleteWithBackup(ctx context.Context, p Provider, scope Object, params map[
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%s: nothing to delete: %w", ref, ErrNotFound)
+		return fmt.Errorf("%s: nothing to delete: %w", ref, providers.ErrNotFound)
 	}
 	return w.DeleteObject(ctx, scope, ref)
 }
 
 // restoreBackup recreates (or replaces) an object from its backup file and
 // checks that it reads back byte for byte as the backup.
-func restoreBackup(ctx context.Context, p Provider, scope Object, cluster, file string) error {
-	w, err := as[ObjectWriter](p, CapObjectWrites)
+func restoreBackup(ctx context.Context, p providers.Provider, scope providers.Object, cluster, file string) error {
+	w, err := providers.As[providers.ObjectWriter](p, providers.CapObjectWrites)
 	if err != nil {
 		return err
 	}
-	r, err := as[Objects](p, CapObjects)
+	r, err := providers.As[providers.Objects](p, providers.CapObjects)
 	if err != nil {
 		return err
 	}
@@ -434,9 +416,9 @@ func firstDifference(want, got []byte) string {
 
 // writeProbes are the probes that ask the API server what it would do.
 var writeProbes = map[string]probeDef{
-	"create-refused": {capability: CapObjectWrites, args: []string{"cluster", "manifest", "message"}, check: checkDryRunArgs,
+	"create-refused": {capability: providers.CapObjectWrites, args: []string{"cluster", "manifest", "message"}, check: checkDryRunArgs,
 		summary: "a server-side dry-run create of the manifest's object fails with a message containing the text: a webhook that refuses or cannot be reached (args: cluster, default workload; manifest, one object; message)", eval: dryRunCreate(false)},
-	"create-admitted": {capability: CapObjectWrites, args: []string{"cluster", "manifest"}, check: checkDryRunArgs,
+	"create-admitted": {capability: providers.CapObjectWrites, args: []string{"cluster", "manifest"}, check: checkDryRunArgs,
 		summary: "a server-side dry-run create of the manifest's object succeeds (same args)", eval: dryRunCreate(true)},
 }
 
@@ -453,9 +435,9 @@ func checkDryRunArgs(args map[string]string) []argError {
 
 // dryRunCreate holds when the API server would create the object (want
 // true), or refuses it with the message (want false).
-func dryRunCreate(want bool) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
-	return func(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error) {
-		w, err := as[ObjectWriter](p, CapObjectWrites)
+func dryRunCreate(want bool) func(context.Context, providers.Provider, providers.Object, map[string]string) (bool, string, error) {
+	return func(ctx context.Context, p providers.Provider, obj providers.Object, args map[string]string) (bool, string, error) {
+		w, err := providers.As[providers.ObjectWriter](p, providers.CapObjectWrites)
 		if err != nil {
 			return false, "", err
 		}

@@ -7,44 +7,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/google/cel-go/cel"
 )
-
-// Objects reads any Kubernetes object of the management cluster or of a
-// target's workload cluster, for conditions on kinds faultline has no named
-// probe for (a TanzuKubernetesCluster, a Calico IPPool, an MHC's status).
-type Objects interface {
-	// GetObject reads the object ref names, in the cluster ref.Cluster
-	// names; scope is the target object whose workload cluster "workload"
-	// means. A missing object is nil, not an error.
-	GetObject(ctx context.Context, scope Object, ref ObjectRef) (map[string]any, error)
-	// ListObjects lists the objects of ref's kind, in ref's namespace when
-	// it names one; ref.Name is ignored.
-	ListObjects(ctx context.Context, scope Object, ref ObjectRef) ([]map[string]any, error)
-}
-
-// ObjectRef names one object.
-type ObjectRef struct {
-	// Cluster is "management" or "workload".
-	Cluster    string
-	APIVersion string
-	Kind       string
-	Namespace  string
-	Name       string
-}
-
-// CapObjects is the capability behind Objects.
-const CapObjects Capability = "Objects"
 
 // objectArgs are the arguments every object probe takes.
 var objectArgs = []string{"cluster", "apiVersion", "kind", "namespace", "name"}
 
-func refFromArgs(args map[string]string) ObjectRef {
+func refFromArgs(args map[string]string) providers.ObjectRef {
 	c := args["cluster"]
 	if c == "" {
 		c = "management"
 	}
-	return ObjectRef{Cluster: c, APIVersion: args["apiVersion"], Kind: args["kind"], Namespace: args["namespace"], Name: args["name"]}
+	return providers.ObjectRef{Cluster: c, APIVersion: args["apiVersion"], Kind: args["kind"], Namespace: args["namespace"], Name: args["name"]}
 }
 
 // checkObjectArgs is the load-time check of an object probe's arguments.
@@ -65,26 +40,18 @@ func checkObjectArgs(args map[string]string) []argError {
 // loads.
 type argError struct{ arg, msg string }
 
-func readObject(ctx context.Context, p Provider, obj Object, args map[string]string) (map[string]any, ObjectRef, error) {
-	o, err := as[Objects](p, CapObjects)
+func readObject(ctx context.Context, p providers.Provider, obj providers.Object, args map[string]string) (map[string]any, providers.ObjectRef, error) {
+	o, err := providers.As[providers.Objects](p, providers.CapObjects)
 	if err != nil {
-		return nil, ObjectRef{}, err
+		return nil, providers.ObjectRef{}, err
 	}
 	ref := refFromArgs(args)
 	u, err := o.GetObject(ctx, obj, ref)
 	return u, ref, err
 }
 
-func (r ObjectRef) String() string {
-	s := r.Kind + " " + r.Name
-	if r.Namespace != "" {
-		s = r.Kind + " " + r.Namespace + "/" + r.Name
-	}
-	return s + " (" + r.Cluster + " cluster)"
-}
-
-func objectPresent(want bool) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
-	return func(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error) {
+func objectPresent(want bool) func(context.Context, providers.Provider, providers.Object, map[string]string) (bool, string, error) {
+	return func(ctx context.Context, p providers.Provider, obj providers.Object, args map[string]string) (bool, string, error) {
 		u, ref, err := readObject(ctx, p, obj, args)
 		if err != nil {
 			return false, "", err
@@ -98,7 +65,7 @@ func objectPresent(want bool) func(context.Context, Provider, Object, map[string
 
 // objectCondition holds when status.conditions has the type with the
 // status (default True) and, when given, the reason.
-func objectCondition(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error) {
+func objectCondition(ctx context.Context, p providers.Provider, obj providers.Object, args map[string]string) (bool, string, error) {
 	u, ref, err := readObject(ctx, p, obj, args)
 	if err != nil {
 		return false, "", err
@@ -181,7 +148,7 @@ func checkExpressionArgs(args map[string]string) []argError {
 // objectExpression holds when the CEL expression over the object is true.
 // An absent object does not hold; an expression that cannot be evaluated on
 // it (a field not there yet) does not hold either, and says why.
-func objectExpression(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error) {
+func objectExpression(ctx context.Context, p providers.Provider, obj providers.Object, args map[string]string) (bool, string, error) {
 	u, ref, err := readObject(ctx, p, obj, args)
 	if err != nil {
 		return false, "", err
@@ -220,15 +187,15 @@ func metaStamps(u map[string]any) string {
 
 // objectProbes are the probes over any object.
 var objectProbes = map[string]probeDef{
-	"object-present": {capability: CapObjects, args: objectArgs, check: checkObjectArgs,
+	"object-present": {capability: providers.CapObjects, args: objectArgs, check: checkObjectArgs,
 		summary: "an object exists (args: cluster, apiVersion, kind, namespace, name)", eval: objectPresent(true)},
-	"object-absent": {capability: CapObjects, args: objectArgs, check: checkObjectArgs,
+	"object-absent": {capability: providers.CapObjects, args: objectArgs, check: checkObjectArgs,
 		summary: "an object does not exist (same args)", eval: objectPresent(false)},
-	"object-condition": {capability: CapObjects, args: append(append([]string{}, objectArgs...), "type", "status", "reason"), check: checkConditionArgs,
+	"object-condition": {capability: providers.CapObjects, args: append(append([]string{}, objectArgs...), "type", "status", "reason"), check: checkConditionArgs,
 		summary: "an object's status.conditions has type with status (default True) and reason", eval: objectCondition},
-	"object-expression": {capability: CapObjects, args: append(append([]string{}, objectArgs...), "expression"), check: checkExpressionArgs,
+	"object-expression": {capability: providers.CapObjects, args: append(append([]string{}, objectArgs...), "expression"), check: checkExpressionArgs,
 		summary: "a CEL expression over `object` is true (compiled when the file loads)", eval: objectExpression},
-	"event": {capability: CapObjects, args: []string{"cluster", "namespace", "reason", "message", "involvedKind", "involvedName"}, check: checkEventArgs,
+	"event": {capability: providers.CapObjects, args: []string{"cluster", "namespace", "reason", "message", "involvedKind", "involvedName"}, check: checkEventArgs,
 		summary: "an Event with the reason and a message containing the text was recorded since the run started (args: cluster, default workload; namespace, reason, message, involvedKind, involvedName)", evalSince: eventRecorded},
 }
 
@@ -245,8 +212,8 @@ func checkEventArgs(args map[string]string) []argError {
 
 // eventRecorded holds when an Event matches: the evidence seed 000 quotes
 // ("failed calling webhook ... connection refused") is an Event's message.
-func eventRecorded(ctx context.Context, p Provider, obj Object, args map[string]string, since time.Time) (bool, string, error) {
-	o, err := as[Objects](p, CapObjects)
+func eventRecorded(ctx context.Context, p providers.Provider, obj providers.Object, args map[string]string, since time.Time) (bool, string, error) {
+	o, err := providers.As[providers.Objects](p, providers.CapObjects)
 	if err != nil {
 		return false, "", err
 	}
@@ -254,7 +221,7 @@ func eventRecorded(ctx context.Context, p Provider, obj Object, args map[string]
 	if cluster == "" {
 		cluster = "workload"
 	}
-	events, err := o.ListObjects(ctx, obj, ObjectRef{Cluster: cluster, APIVersion: "v1", Kind: "Event", Namespace: args["namespace"]})
+	events, err := o.ListObjects(ctx, obj, providers.ObjectRef{Cluster: cluster, APIVersion: "v1", Kind: "Event", Namespace: args["namespace"]})
 	if err != nil {
 		return false, "", err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/fake"
 )
 
@@ -29,7 +30,7 @@ spec:
             within: 300ms
 `
 
-var kcpRef = framework.ObjectRef{Cluster: "management", APIVersion: "controlplane.cluster.x-k8s.io/v1beta2", Kind: "KubeadmControlPlane", Namespace: "default", Name: "cp"}
+var kcpRef = providers.ObjectRef{Cluster: "management", APIVersion: "controlplane.cluster.x-k8s.io/v1beta2", Kind: "KubeadmControlPlane", Namespace: "default", Name: "cp"}
 
 const kcpArgs = "apiVersion: controlplane.cluster.x-k8s.io/v1beta2, kind: KubeadmControlPlane, namespace: default, name: cp"
 
@@ -140,8 +141,8 @@ func TestEventProbe(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			p := fake.New("vm-a")
-			p.SetObject(framework.ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "Event", Namespace: "kube-system", Name: "a"}, refused)
-			p.SetObject(framework.ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "Event", Namespace: "kube-system", Name: "b"}, other)
+			p.SetObject(providers.ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "Event", Namespace: "kube-system", Name: "a"}, refused)
+			p.SetObject(providers.ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "Event", Namespace: "kube-system", Name: "b"}, other)
 			checkProbePhase(t, p, "event", tc.args, tc.reached, tc.detail)
 		})
 	}

@@ -7,28 +7,30 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/faultline-dev/faultline/providers"
 )
 
 // probeDef describes one named probe: a yes/no question about one object.
 type probeDef struct {
-	capability Capability
+	capability providers.Capability
 	args       []string
 	summary    string
-	eval       func(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error)
+	eval       func(ctx context.Context, p providers.Provider, obj providers.Object, args map[string]string) (bool, string, error)
 	// ids, set instead of eval, names the objects that satisfy the probe
 	// for obj (the replacements of a Machine): count assertions count
 	// each new one.
-	ids func(ctx context.Context, p Provider, obj Object, args map[string]string) ([]string, string, error)
+	ids func(ctx context.Context, p providers.Provider, obj providers.Object, args map[string]string) ([]string, string, error)
 	// evalSince, set instead of eval, also gets the time the run started:
 	// evidence older than the run (an Event) is not the run's.
-	evalSince func(ctx context.Context, p Provider, obj Object, args map[string]string, since time.Time) (bool, string, error)
+	evalSince func(ctx context.Context, p providers.Provider, obj providers.Object, args map[string]string, since time.Time) (bool, string, error)
 	// check, when set, validates the args when the file loads.
 	check func(args map[string]string) []argError
 }
 
-func powerStateIs(want PowerState) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
-	return func(ctx context.Context, p Provider, obj Object, _ map[string]string) (bool, string, error) {
-		v, err := as[VMPower](p, CapVMPower)
+func powerStateIs(want providers.PowerState) func(context.Context, providers.Provider, providers.Object, map[string]string) (bool, string, error) {
+	return func(ctx context.Context, p providers.Provider, obj providers.Object, _ map[string]string) (bool, string, error) {
+		v, err := providers.As[providers.VMPower](p, providers.CapVMPower)
 		if err != nil {
 			return false, "", err
 		}
@@ -40,9 +42,9 @@ func powerStateIs(want PowerState) func(context.Context, Provider, Object, map[s
 	}
 }
 
-func vmExists(want bool) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
-	return func(ctx context.Context, p Provider, obj Object, _ map[string]string) (bool, string, error) {
-		v, err := as[VMLifecycle](p, CapVMLifecycle)
+func vmExists(want bool) func(context.Context, providers.Provider, providers.Object, map[string]string) (bool, string, error) {
+	return func(ctx context.Context, p providers.Provider, obj providers.Object, _ map[string]string) (bool, string, error) {
+		v, err := providers.As[providers.VMLifecycle](p, providers.CapVMLifecycle)
 		if err != nil {
 			return false, "", err
 		}
@@ -54,9 +56,9 @@ func vmExists(want bool) func(context.Context, Provider, Object, map[string]stri
 	}
 }
 
-func nicConnected(want bool) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
-	return func(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error) {
-		v, err := as[VMNetwork](p, CapVMNetwork)
+func nicConnected(want bool) func(context.Context, providers.Provider, providers.Object, map[string]string) (bool, string, error) {
+	return func(ctx context.Context, p providers.Provider, obj providers.Object, args map[string]string) (bool, string, error) {
+		v, err := providers.As[providers.VMNetwork](p, providers.CapVMNetwork)
 		if err != nil {
 			return false, "", err
 		}
@@ -73,15 +75,15 @@ var probeCatalogue = mergeMaps(vmProbes, clusterAPIProbes, objectProbes, checkPr
 
 // nodeProbes are the named probes over what runs on a Machine's node.
 var nodeProbes = map[string]probeDef{
-	"static-pod-running": {capability: CapNodeStaticPods, args: []string{"component"}, check: checkComponent,
+	"static-pod-running": {capability: providers.CapNodeStaticPods, args: []string{"component"}, check: checkComponent,
 		summary: "the control-plane static pod (arg component: etcd, kube-apiserver, kube-controller-manager, kube-scheduler) runs on the Machine's node", eval: staticPodRunning(true)},
-	"static-pod-stopped": {capability: CapNodeStaticPods, args: []string{"component"}, check: checkComponent,
+	"static-pod-stopped": {capability: providers.CapNodeStaticPods, args: []string{"component"}, check: checkComponent,
 		summary: "the control-plane static pod no longer runs on the node: the kubelet has stopped it (same arg)", eval: staticPodRunning(false)},
 }
 
-func staticPodRunning(want bool) func(context.Context, Provider, Object, map[string]string) (bool, string, error) {
-	return func(ctx context.Context, p Provider, obj Object, args map[string]string) (bool, string, error) {
-		n, err := as[NodeStaticPods](p, CapNodeStaticPods)
+func staticPodRunning(want bool) func(context.Context, providers.Provider, providers.Object, map[string]string) (bool, string, error) {
+	return func(ctx context.Context, p providers.Provider, obj providers.Object, args map[string]string) (bool, string, error) {
+		n, err := providers.As[providers.NodeStaticPods](p, providers.CapNodeStaticPods)
 		if err != nil {
 			return false, "", err
 		}
@@ -95,13 +97,13 @@ func staticPodRunning(want bool) func(context.Context, Provider, Object, map[str
 
 // vmProbes are the named probes over vSphere VMs.
 var vmProbes = map[string]probeDef{
-	"vm-powered-on":       {capability: CapVMPower, summary: "the VM is powered on", eval: powerStateIs(PoweredOn)},
-	"vm-powered-off":      {capability: CapVMPower, summary: "the VM is powered off", eval: powerStateIs(PoweredOff)},
-	"vm-suspended":        {capability: CapVMPower, summary: "the VM is suspended", eval: powerStateIs(Suspended)},
-	"vm-present":          {capability: CapVMLifecycle, summary: "the VM is in the inventory", eval: vmExists(true)},
-	"vm-absent":           {capability: CapVMLifecycle, summary: "the VM is gone from the inventory", eval: vmExists(false)},
-	"vm-nic-connected":    {capability: CapVMNetwork, args: []string{"nic"}, summary: "the VM's adapter is connected", eval: nicConnected(true)},
-	"vm-nic-disconnected": {capability: CapVMNetwork, args: []string{"nic"}, summary: "the VM's adapter is disconnected", eval: nicConnected(false)},
+	"vm-powered-on":       {capability: providers.CapVMPower, summary: "the VM is powered on", eval: powerStateIs(providers.PoweredOn)},
+	"vm-powered-off":      {capability: providers.CapVMPower, summary: "the VM is powered off", eval: powerStateIs(providers.PoweredOff)},
+	"vm-suspended":        {capability: providers.CapVMPower, summary: "the VM is suspended", eval: powerStateIs(providers.Suspended)},
+	"vm-present":          {capability: providers.CapVMLifecycle, summary: "the VM is in the inventory", eval: vmExists(true)},
+	"vm-absent":           {capability: providers.CapVMLifecycle, summary: "the VM is gone from the inventory", eval: vmExists(false)},
+	"vm-nic-connected":    {capability: providers.CapVMNetwork, args: []string{"nic"}, summary: "the VM's adapter is connected", eval: nicConnected(true)},
+	"vm-nic-disconnected": {capability: providers.CapVMNetwork, args: []string{"nic"}, summary: "the VM's adapter is disconnected", eval: nicConnected(false)},
 }
 
 // Observation is one reading of a condition.
@@ -117,7 +119,7 @@ type Observation struct {
 
 // evaluate reads cond once over objs. A missing object counts as not
 // satisfying the probe, except for vm-absent, whose probe handles it.
-func evaluate(ctx context.Context, p Provider, cond Condition, objs []Object, runStart time.Time) (Observation, error) {
+func evaluate(ctx context.Context, p providers.Provider, cond Condition, objs []providers.Object, runStart time.Time) (Observation, error) {
 	def, ok := probeCatalogue[cond.Probe]
 	if !ok {
 		return Observation{}, fmt.Errorf("unknown probe %q", cond.Probe)
@@ -147,7 +149,7 @@ func evaluate(ctx context.Context, p Provider, cond Condition, objs []Object, ru
 			met, detail, err = def.eval(ctx, p, obj, cond.Args)
 		}
 		if err != nil {
-			if !errors.Is(err, ErrNotFound) {
+			if !errors.Is(err, providers.ErrNotFound) {
 				return Observation{}, fmt.Errorf("probe %s on %s: %w", cond.Probe, obj, err)
 			}
 			met, detail = false, "not found"

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/go-logr/logr"
 )
 
@@ -27,7 +28,7 @@ const (
 // RunInput is what Run needs.
 type RunInput struct {
 	Scenario *Scenario
-	Provider Provider
+	Provider providers.Provider
 	// Journal receives every fault before it is applied. Required.
 	Journal *Journal
 	// Timeline receives every event; a memory-only one is made when nil.
@@ -69,7 +70,7 @@ type run struct {
 	res  *Result
 	poll time.Duration
 
-	objects map[string][]Object
+	objects map[string][]providers.Object
 
 	mu      sync.Mutex
 	anchors map[Anchor]time.Time
@@ -104,7 +105,7 @@ func Run(ctx context.Context, in RunInput) (*Result, error) {
 	r := &run{
 		in:       in,
 		tl:       in.Timeline,
-		objects:  map[string][]Object{},
+		objects:  map[string][]providers.Object{},
 		anchors:  map[Anchor]time.Time{},
 		phaseIdx: map[string]int{},
 		missed:   map[Anchor]bool{},
@@ -134,8 +135,8 @@ func Run(ctx context.Context, in RunInput) (*Result, error) {
 func (r *run) execute(ctx context.Context) {
 	sc := r.in.Scenario
 	for _, c := range sc.Spec.Requires {
-		if !HasCapability(r.in.Provider, c) {
-			r.res.Verdict, r.res.Reason = Skipped, unsupported(r.in.Provider, c).Error()
+		if !providers.HasCapability(r.in.Provider, c) {
+			r.res.Verdict, r.res.Reason = Skipped, providers.Unsupported(r.in.Provider, c).Error()
 			return
 		}
 	}
@@ -147,7 +148,7 @@ func (r *run) execute(ctx context.Context) {
 	defer cancel()
 
 	aborted := false
-	if err := r.resolveTargets(sctx); errors.Is(err, ErrUnsupported) {
+	if err := r.resolveTargets(sctx); errors.Is(err, providers.ErrUnsupported) {
 		// A selector the provider cannot evaluate (a VM name on kind):
 		// like a missing capability, nothing was touched.
 		r.res.Verdict, r.res.Reason = Skipped, err.Error()
@@ -217,14 +218,14 @@ func (r *run) resolveTargets(ctx context.Context) error {
 	for _, t := range r.in.Scenario.Spec.Targets {
 		all, err := r.in.Provider.Resolve(ctx, t.Select)
 		if err != nil {
-			return &InfraError{Err: fmt.Errorf("resolve target %s: %w", t.Name, err)}
+			return &providers.InfraError{Err: fmt.Errorf("resolve target %s: %w", t.Name, err)}
 		}
 		if len(all) == 0 {
-			return fmt.Errorf("resolve target %s: no object matches the selector: %w", t.Name, ErrNotFound)
+			return fmt.Errorf("resolve target %s: no object matches the selector: %w", t.Name, providers.ErrNotFound)
 		}
 		all = r.excluding(all, t.Exclude)
 		if len(all) == 0 {
-			return fmt.Errorf("resolve target %s: every match belongs to an excluded target (%s): %w", t.Name, strings.Join(t.Exclude, ", "), ErrNotFound)
+			return fmt.Errorf("resolve target %s: every match belongs to an excluded target (%s): %w", t.Name, strings.Join(t.Exclude, ", "), providers.ErrNotFound)
 		}
 		picked, seed := pick(all, t)
 		r.objects[t.Name] = picked
@@ -243,7 +244,7 @@ func (r *run) resolveTargets(ctx context.Context) error {
 }
 
 // excluding drops the objects of the named, already resolved targets.
-func (r *run) excluding(all []Object, targets []string) []Object {
+func (r *run) excluding(all []providers.Object, targets []string) []providers.Object {
 	taken := map[string]bool{}
 	for _, t := range targets {
 		for _, o := range r.objects[t] {
@@ -261,8 +262,8 @@ func (r *run) excluding(all []Object, targets []string) []Object {
 
 // pick chooses a target's objects from all matches (sorted by name): the
 // first ones, or a seeded random sample. The seed is returned for replay.
-func pick(all []Object, t Target) ([]Object, *int64) {
-	sorted := append([]Object(nil), all...)
+func pick(all []providers.Object, t Target) ([]providers.Object, *int64) {
+	sorted := append([]providers.Object(nil), all...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	n := len(sorted)
 	switch {
@@ -356,8 +357,8 @@ func (r *run) baseline(ctx context.Context, step string, b Baseline, kind string
 // inject journals and applies a fault to every object of the target.
 func (r *run) inject(ctx context.Context, step string, in Inject) error {
 	def := faultCatalogue[in.Fault]
-	ref := ProviderRef{Name: r.in.Provider.Name()}
-	if d, ok := r.in.Provider.(Describer); ok {
+	ref := providers.ProviderRef{Name: r.in.Provider.Name()}
+	if d, ok := r.in.Provider.(providers.Describer); ok {
 		ref = d.Ref()
 	}
 	params := in.Params
@@ -390,7 +391,7 @@ func (r *run) inject(ctx context.Context, step string, in Inject) error {
 			// The fault may have half-applied; its undo stays pending and
 			// runs at clean-up like any other.
 			r.tl.Record(r.in.Provider.Name(), obj.String(), "fault-failed", map[string]string{"fault": in.Fault, "id": id, "error": err.Error()})
-			return &InfraError{Err: fmt.Errorf("inject %s into %s: %w", in.Fault, obj, err)}
+			return &providers.InfraError{Err: fmt.Errorf("inject %s into %s: %w", in.Fault, obj, err)}
 		}
 		r.tl.markInjected(now)
 		r.tl.Record(r.in.Provider.Name(), obj.String(), "fault-injected", map[string]string{"fault": in.Fault, "id": id})
@@ -570,7 +571,7 @@ func (r *run) phase(ctx context.Context, ph Phase) error {
 		r.mu.Unlock()
 		r.tl.Record("runner", "phase/"+ph.Name, "phase-missed", map[string]string{"message": msg})
 		if lastErr != nil && errors.Is(err, errWindowOver) {
-			return &InfraError{Err: fmt.Errorf("phase %s: %s", ph.Name, msg)}
+			return &providers.InfraError{Err: fmt.Errorf("phase %s: %s", ph.Name, msg)}
 		}
 		if errors.Is(err, errWindowOver) {
 			r.fail("phase %s %s", ph.Name, msg)
@@ -665,7 +666,7 @@ func (r *run) assertWindow(ctx context.Context, name string, w WindowAssertion, 
 	case !errors.Is(err, errWindowOver):
 		return false, "", fmt.Errorf("assert %s: %w", name, err)
 	case readings == 0:
-		return false, "", &InfraError{Err: fmt.Errorf("assert %s: condition could not be read in the window: %v", name, lastErr)}
+		return false, "", &providers.InfraError{Err: fmt.Errorf("assert %s: condition could not be read in the window: %v", name, lastErr)}
 	}
 	return true, fmt.Sprintf("%s %s for %s (%d readings)", kind, w.Condition.Probe, w.For, readings), nil
 }
@@ -740,14 +741,14 @@ func (r *run) pendingFaults() []*activeFault {
 
 func (r *run) undoFault(ctx context.Context, f *activeFault) error {
 	err := RunUndo(ctx, r.in.Provider, f.undo)
-	entry := JournalEntry{Op: OpDone, FaultID: f.result.ID, Provider: ProviderRef{Name: r.in.Provider.Name()}, Result: ResultUndone}
+	entry := JournalEntry{Op: OpDone, FaultID: f.result.ID, Provider: providers.ProviderRef{Name: r.in.Provider.Name()}, Result: ResultUndone}
 	if err != nil {
 		// The inject record stays pending: recover will try again.
 		r.tl.Record(r.in.Provider.Name(), f.result.Target, "undo-failed", map[string]string{"id": f.result.ID, "error": err.Error()})
 		r.mu.Lock()
 		f.result.Result = ResultFailed
 		r.mu.Unlock()
-		return &InfraError{Err: fmt.Errorf("%w (still pending in journal %s; run faultline recover)", err, r.in.Journal.Path())}
+		return &providers.InfraError{Err: fmt.Errorf("%w (still pending in journal %s; run faultline recover)", err, r.in.Journal.Path())}
 	}
 	if jerr := r.in.Journal.Append(entry); jerr != nil {
 		err = fmt.Errorf("fault %s was undone but the journal could not record it: %w", f.result.ID, jerr)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/fake"
 )
 
@@ -59,7 +60,7 @@ const powerCycle = `
           - {name: vm-on, when: {probe: vm-powered-on, target: victim}, within: 5s, from: "undo:on"}
 `
 
-func run(t *testing.T, ctx context.Context, s *framework.Scenario, p framework.Provider, opts ...func(*framework.RunInput)) (*framework.Result, string) {
+func run(t *testing.T, ctx context.Context, s *framework.Scenario, p providers.Provider, opts ...func(*framework.RunInput)) (*framework.Result, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "journal.jsonl")
 	j, err := framework.OpenJournal(path)
@@ -105,8 +106,8 @@ func TestRunPass(t *testing.T) {
 	if f := res.Faults[0]; f.ID != "off/vm-a" || f.InjectedAt == nil || f.UndoneAt == nil || f.Undo != "vm.power-on" {
 		t.Errorf("fault = %+v", f)
 	}
-	checkCleanedUp(t, p, journal, framework.PoweredOn)
-	if p.VM("vm-b").State != framework.PoweredOn || callsTo(p, "vm-b", "PowerOff") != 0 {
+	checkCleanedUp(t, p, journal, providers.PoweredOn)
+	if p.VM("vm-b").State != providers.PoweredOn || callsTo(p, "vm-b", "PowerOff") != 0 {
 		t.Error("vm-b, not a target, was touched")
 	}
 	var whats []string
@@ -123,7 +124,7 @@ func TestRunPass(t *testing.T) {
 
 // checkCleanedUp checks what every run must leave: vm-a in state want (not
 // checked when want is ""), and no fault pending in the journal.
-func checkCleanedUp(t *testing.T, p *fake.Provider, journal string, want framework.PowerState) {
+func checkCleanedUp(t *testing.T, p *fake.Provider, journal string, want providers.PowerState) {
 	t.Helper()
 	if got := p.VM("vm-a").State; want != "" && got != want {
 		t.Errorf("vm-a is %s after the run, want %s", got, want)
@@ -151,7 +152,7 @@ func TestRunVerdicts(t *testing.T) {
 		setup       func(*fake.Provider)
 		want        framework.Verdict
 		wantReason  string
-		wantVMState framework.PowerState
+		wantVMState providers.PowerState
 	}{
 		{
 			name: "phase over budget fails",
@@ -166,7 +167,7 @@ func TestRunVerdicts(t *testing.T) {
 			setup:       func(p *fake.Provider) { p.Delay("PowerOff", 2*time.Second) },
 			want:        framework.Fail,
 			wantReason:  "phase vm-off not reached within its budget 100ms of inject",
-			wantVMState: framework.PoweredOn,
+			wantVMState: providers.PoweredOn,
 		},
 		{
 			name: "never violated fails",
@@ -179,7 +180,7 @@ func TestRunVerdicts(t *testing.T) {
 `,
 			want:        framework.Fail,
 			wantReason:  "assertion never-off: never vm-powered-off: vm-powered-off held after",
-			wantVMState: framework.PoweredOn,
+			wantVMState: providers.PoweredOn,
 		},
 		{
 			name: "consistently holds passes",
@@ -191,7 +192,7 @@ func TestRunVerdicts(t *testing.T) {
         consistently: {condition: {probe: vm-powered-off, target: victim}, for: 300ms}
 `,
 			want:        framework.Pass,
-			wantVMState: framework.PoweredOn,
+			wantVMState: providers.PoweredOn,
 		},
 		{
 			name: "count too low fails",
@@ -204,7 +205,7 @@ func TestRunVerdicts(t *testing.T) {
 `,
 			want:        framework.Fail,
 			wantReason:  "0 occurrence(s) of vm-powered-on",
-			wantVMState: framework.PoweredOn,
+			wantVMState: providers.PoweredOn,
 		},
 		{
 			name: "inject failure is an error and still undoes",
@@ -214,11 +215,11 @@ func TestRunVerdicts(t *testing.T) {
 `,
 			setup: func(p *fake.Provider) {
 				p.FailOn("PowerOff", "vm-a", errors.New("InvalidPowerState"))
-				p.Set("vm-a", framework.PoweredOff) // half-applied
+				p.Set("vm-a", providers.PoweredOff) // half-applied
 			},
 			want:        framework.Error,
 			wantReason:  "inject vm.power-off into VirtualMachine/vm-a: InvalidPowerState",
-			wantVMState: framework.PoweredOn,
+			wantVMState: providers.PoweredOn,
 		},
 		{
 			name: "setup not met is an error, nothing injected",
@@ -232,7 +233,7 @@ func TestRunVerdicts(t *testing.T) {
 `,
 			want:        framework.Error,
 			wantReason:  "setup: vm-powered-off on target victim did not hold",
-			wantVMState: framework.PoweredOn,
+			wantVMState: providers.PoweredOn,
 		},
 		{
 			name: "destroy has no undo",
@@ -281,7 +282,7 @@ func TestRunCountsRecreationLoop(t *testing.T) {
 	defer cancel()
 	go func() {
 		for i := 0; ctx.Err() == nil && i < 1000; i++ {
-			p.Set("vm-a", map[bool]framework.PowerState{true: framework.PoweredOn, false: framework.PoweredOff}[i%2 == 0])
+			p.Set("vm-a", map[bool]providers.PowerState{true: providers.PoweredOn, false: providers.PoweredOff}[i%2 == 0])
 			select {
 			case <-ctx.Done():
 			case <-time.After(120 * time.Millisecond): // paces the simulated controller, not the test
@@ -319,7 +320,7 @@ func TestRunInterruptedUndoes(t *testing.T) {
 	if res.Verdict != framework.Error || !strings.Contains(res.Reason, "interrupted: test interrupt") {
 		t.Errorf("verdict = %s (%s), want error: interrupted", res.Verdict, res.Reason)
 	}
-	checkCleanedUp(t, p, journal, framework.PoweredOn)
+	checkCleanedUp(t, p, journal, providers.PoweredOn)
 }
 
 func TestRunRetainKeepsFaultPending(t *testing.T) {
@@ -333,7 +334,7 @@ func TestRunRetainKeepsFaultPending(t *testing.T) {
 	if res.Verdict != framework.Pass || res.Faults[0].Result != framework.ResultRetained {
 		t.Errorf("verdict %s, fault %+v", res.Verdict, res.Faults[0])
 	}
-	if p.VM("vm-a").State != framework.PoweredOff {
+	if p.VM("vm-a").State != providers.PoweredOff {
 		t.Error("retained fault was undone")
 	}
 	pend := pending(t, journal)
@@ -346,7 +347,7 @@ func TestRunRetainKeepsFaultPending(t *testing.T) {
 type limited struct{}
 
 func (limited) Name() string { return "limited" }
-func (limited) Resolve(context.Context, framework.Selector) ([]framework.Object, error) {
+func (limited) Resolve(context.Context, providers.Selector) ([]providers.Object, error) {
 	return nil, nil
 }
 
@@ -379,7 +380,7 @@ func TestRunInputValidate(t *testing.T) {
 func etcdFake() *fake.Provider {
 	p := fake.New("cp-1", "cp-2", "cp-3")
 	for _, vm := range []string{"cp-1", "cp-2", "cp-3"} {
-		p.SetAttributes(vm, map[string]string{framework.AttrEtcdCluster: "default/cp", framework.AttrEtcdMembers: "3"})
+		p.SetAttributes(vm, map[providers.Attribute]string{providers.AttrEtcdCluster: "default/cp", providers.AttrEtcdMembers: "3"})
 	}
 	return p
 }
@@ -470,11 +471,11 @@ func TestRunOneMemberAtATime(t *testing.T) {
 type rateLimited struct{ *fake.Provider }
 
 // NodeOf reads a Node that is never Ready.
-func (r rateLimited) NodeOf(ctx context.Context, _ framework.Object) (framework.MachineState, error) {
-	return framework.MachineState{NodeReady: "False"}, r.limit(ctx)
+func (r rateLimited) NodeOf(ctx context.Context, _ providers.Object) (providers.MachineState, error) {
+	return providers.MachineState{NodeReady: "False"}, r.limit(ctx)
 }
 
-func (r rateLimited) APIServer(ctx context.Context, _ framework.Object) error { return r.limit(ctx) }
+func (r rateLimited) APIServer(ctx context.Context, _ providers.Object) error { return r.limit(ctx) }
 
 func (rateLimited) limit(ctx context.Context) error {
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < 120*time.Millisecond {

@@ -1,5 +1,7 @@
 package framework
 
+import "github.com/faultline-dev/faultline/providers"
+
 // APIVersion and Kind identify a scenario file.
 const (
 	APIVersion = "faultline.dev/v1alpha1"
@@ -41,7 +43,7 @@ type Reference struct {
 type Spec struct {
 	// Requires lists the provider capabilities the scenario needs. A provider
 	// that lacks one makes the run end as skipped, with the reason.
-	Requires []Capability `yaml:"requires"`
+	Requires []providers.Capability `yaml:"requires"`
 	// Parameters are named defaults referenced as ${name} anywhere in the
 	// file and overridden with --set name=value.
 	Parameters map[string]string `yaml:"parameters"`
@@ -101,8 +103,8 @@ type LabNetwork struct {
 
 // Target names a set of objects a fault or a condition applies to.
 type Target struct {
-	Name   string   `yaml:"name"`
-	Select Selector `yaml:"select"`
+	Name   string             `yaml:"name"`
+	Select providers.Selector `yaml:"select"`
 	// Count picks this many of the matching objects; Percent picks a share
 	// (rounded up). With neither, every match is the target.
 	Count   int `yaml:"count"`
@@ -118,27 +120,6 @@ type Target struct {
 type Random struct {
 	// Seed fixes the pick; when nil, a seed is drawn and recorded.
 	Seed *int64 `yaml:"seed"`
-}
-
-// Selector says which objects a target matches. Fields combine with AND.
-type Selector struct {
-	// Role is control-plane or worker (CAPI Machines).
-	Role string `yaml:"role"`
-	// Cluster is the CAPI Cluster, as namespace/name or name.
-	Cluster string `yaml:"cluster"`
-	// MachineDeployment selects the Machines of one MachineDeployment.
-	MachineDeployment string `yaml:"machineDeployment"`
-	// ControlPlane selects the Machines of one KubeadmControlPlane.
-	ControlPlane string `yaml:"controlPlane"`
-	// NodeName and NodeLabels select by the workload cluster's Node.
-	NodeName   string            `yaml:"nodeName"`
-	NodeLabels map[string]string `yaml:"nodeLabels"`
-	// VM is a vSphere inventory name or path; it may hold * and ? globs.
-	VM string `yaml:"vm"`
-	// UUID is a VM's BIOS UUID.
-	UUID string `yaml:"uuid"`
-	// ProviderID is a CAPI Machine.spec.providerID (vsphere://<uuid>).
-	ProviderID string `yaml:"providerID"`
 }
 
 // Step is one ordered step. Exactly one of the kinds is set.

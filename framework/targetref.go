@@ -3,6 +3,8 @@ package framework
 import (
 	"regexp"
 	"strings"
+
+	"github.com/faultline-dev/faultline/providers"
 )
 
 // targetRef is ${target.NAME} in a fault's params or a probe's args: the
@@ -23,7 +25,7 @@ func targetRefs(value string) []string {
 // expandTargetRefs returns sc with every ${target.NAME} in its steps'
 // params and args replaced by the names of objects[NAME]. sc itself is
 // not changed.
-func expandTargetRefs(sc *Scenario, objects map[string][]Object) *Scenario {
+func expandTargetRefs(sc *Scenario, objects map[string][]providers.Object) *Scenario {
 	names := map[string]string{}
 	for t, objs := range objects {
 		list := make([]string, len(objs))

@@ -3,6 +3,8 @@ package framework
 import (
 	"strings"
 	"testing"
+
+	"github.com/faultline-dev/faultline/providers"
 )
 
 const targetRefScenario = `apiVersion: faultline.dev/v1alpha1
@@ -42,7 +44,7 @@ func TestTargetRefs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := expandTargetRefs(sc, map[string][]Object{"victim": {{Kind: "KindNode", Name: "w-2"}}})
+	out := expandTargetRefs(sc, map[string][]providers.Object{"victim": {{Kind: "KindNode", Name: "w-2"}}})
 	if got := out.Spec.Steps[1].Observe.Phases[0].When.Args["name"]; got != "w-2" {
 		t.Fatalf("probe arg: %q, want w-2", got)
 	}

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/faultline-dev/faultline/providers"
 )
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -19,7 +21,7 @@ type validator struct {
 	errs []FieldError
 
 	targets  map[string]bool
-	requires map[Capability]bool
+	requires map[providers.Capability]bool
 	// Anchors and phases defined so far, in step order: a reference must
 	// point backwards.
 	injects map[string]bool
@@ -28,7 +30,7 @@ type validator struct {
 }
 
 func validate(s *Scenario) []FieldError {
-	v := &validator{s: s, targets: map[string]bool{}, requires: map[Capability]bool{},
+	v := &validator{s: s, targets: map[string]bool{}, requires: map[providers.Capability]bool{},
 		injects: map[string]bool{}, undos: map[string]bool{}, phases: map[string]bool{}}
 	v.header()
 	v.spec()
@@ -83,12 +85,12 @@ func (v *validator) header() {
 func (v *validator) spec() {
 	sp := v.s.Spec
 	for i, c := range sp.Requires {
-		if !knownCapability(c) {
-			v.errf(fmt.Sprintf("spec.requires[%d]", i), "unknown capability %q; expected one of %s", c, capabilityList())
+		if !providers.KnownCapability(c) {
+			v.errf(fmt.Sprintf("spec.requires[%d]", i), "unknown capability %q; expected one of %s", c, providers.CapabilityList())
 		}
 		v.requires[c] = true
-		if c == CapClusterAPI {
-			v.requires[CapNodes] = true
+		if c == providers.CapClusterAPI {
+			v.requires[providers.CapNodes] = true
 		}
 	}
 	if sp.PollInterval.Duration < 0 || (sp.PollInterval.Duration > 0 && sp.PollInterval.Duration < minPollInterval) {

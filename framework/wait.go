@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/faultline-dev/faultline/providers"
 )
 
 // Poll intervals: the default when a scenario sets none, and the floor, so
@@ -83,9 +85,9 @@ func cutByDeadline(err error) bool {
 // notifications merges the provider's change notifications for objs into
 // one channel. Without a Watcher, or if a watch fails, it returns a channel
 // that never fires and the poll ticker does the work.
-func (r *run) notifications(ctx context.Context, objs []Object) <-chan struct{} {
+func (r *run) notifications(ctx context.Context, objs []providers.Object) <-chan struct{} {
 	out := make(chan struct{}, 1)
-	w, ok := r.in.Provider.(Watcher)
+	w, ok := r.in.Provider.(providers.Watcher)
 	if !ok {
 		return out
 	}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/faultline-dev/faultline/providers"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,7 +35,7 @@ type AdmissionState struct {
 
 // ReadAdmissionState reads the webhook configurations of the workload
 // cluster of scope and what they refer to.
-func ReadAdmissionState(ctx context.Context, o Objects, scope Object) (AdmissionState, error) {
+func ReadAdmissionState(ctx context.Context, o providers.Objects, scope providers.Object) (AdmissionState, error) {
 	var s AdmissionState
 	for _, l := range []struct {
 		apiVersion, kind string
@@ -47,7 +48,7 @@ func ReadAdmissionState(ctx context.Context, o Objects, scope Object) (Admission
 		{"v1", "Endpoints", &s.Endpoints},
 	} {
 		var err error
-		if *l.into, err = o.ListObjects(ctx, scope, ObjectRef{Cluster: "workload", APIVersion: l.apiVersion, Kind: l.kind}); err != nil {
+		if *l.into, err = o.ListObjects(ctx, scope, providers.ObjectRef{Cluster: "workload", APIVersion: l.apiVersion, Kind: l.kind}); err != nil {
 			return s, err
 		}
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/providers/lab"
@@ -194,7 +195,7 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 func (o *checkOptions) checkWorkloadOnly(ctx context.Context, stdout io.Writer, name string, p *capi.Provider) error {
 	rctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	findings, err := framework.RunWorkloadChecks(rctx, p, framework.Object{Kind: "Cluster", Name: name, Attributes: map[string]string{}})
+	findings, err := framework.RunWorkloadChecks(rctx, p, providers.Object{Kind: "Cluster", Name: name, Attributes: map[providers.Attribute]string{}})
 	if err != nil {
 		return infraErr(fmt.Errorf("check workload context %s: %w", name, err))
 	}
@@ -230,7 +231,7 @@ func checkClusters(ctx context.Context, c client.Client, p *capi.Provider, only 
 		if only != "" && key != only {
 			continue
 		}
-		machines, err := p.Resolve(ctx, framework.Selector{Cluster: key})
+		machines, err := p.Resolve(ctx, providers.Selector{Cluster: key})
 		if err != nil {
 			return nil, err
 		}

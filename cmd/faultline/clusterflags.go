@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/vsphere"
 )
@@ -52,7 +52,7 @@ func (f *clusterFlags) register(fs *pflag.FlagSet) {
 // open connects to the management cluster and, when a vCenter is
 // configured, to the vCenter behind it for VM faults. Both must be allowed
 // explicitly.
-func (f *clusterFlags) open(ctx context.Context, vc *vcenterFlags, log logr.Logger) (framework.Provider, func(context.Context) error, error) {
+func (f *clusterFlags) open(ctx context.Context, vc *vcenterFlags, log logr.Logger) (providers.Provider, func(context.Context) error, error) {
 	c, source, name, err := f.client(true)
 	if err != nil {
 		return nil, nil, err

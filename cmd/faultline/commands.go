@@ -21,6 +21,7 @@ import (
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/providers/lab"
@@ -175,7 +176,7 @@ func recoverJournals(ctx context.Context, cmd *cobra.Command, paths []string, vc
 	failed := 0
 	total := 0
 	// One login per vCenter, however many faults the journals hold.
-	conns := &recoverConns{flags: vc, byURL: map[string]*vsphere.Provider{}, clusters: map[string]framework.Provider{}}
+	conns := &recoverConns{flags: vc, byURL: map[string]*vsphere.Provider{}, clusters: map[string]providers.Provider{}}
 	defer conns.close(cmd.ErrOrStderr())
 	for _, path := range paths {
 		entries, err := framework.ReadJournal(path)
@@ -226,7 +227,7 @@ type recoverConns struct {
 	byURL map[string]*vsphere.Provider
 	// clusters are the management clusters reached, by kubeconfig and
 	// context; closers close what they opened.
-	clusters map[string]framework.Provider
+	clusters map[string]providers.Provider
 	closers  []func(context.Context) error
 }
 

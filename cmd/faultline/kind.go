@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/kind"
 )
 
@@ -128,7 +128,7 @@ func (f *kindFlags) register(fs *pflag.FlagSet) {
 // open connects to the kind cluster. One faultline created is a test
 // cluster and needs no opt-in; any other must be allowed by its context
 // name, kind-NAME.
-func (f *kindFlags) open(ctx context.Context, allowed *clusterFlags) (framework.Provider, error) {
+func (f *kindFlags) open(ctx context.Context, allowed *clusterFlags) (providers.Provider, error) {
 	if f.cluster == "" {
 		return nil, usageErr("--provider kind needs --kind-cluster NAME (create one with 'faultline kind up')")
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
 	"github.com/faultline-dev/faultline/providers/vsphere"
 )
@@ -147,7 +148,7 @@ func TestIntegrationCrash(t *testing.T) {
 			t.Log(err)
 		}
 	})
-	vms, err := p.Resolve(t.Context(), framework.Selector{VM: "DC0_H0_VM0"})
+	vms, err := p.Resolve(t.Context(), providers.Selector{VM: "DC0_H0_VM0"})
 	if err != nil || len(vms) != 1 {
 		t.Fatalf("resolve: %v %v", vms, err)
 	}
@@ -167,7 +168,7 @@ func TestIntegrationCrash(t *testing.T) {
 			waitFor(t, 30*time.Second, "the run to journal and apply its fault", func() bool {
 				entries, err := framework.ReadJournal(journal)
 				state, serr := p.PowerState(t.Context(), vm)
-				return err == nil && len(framework.Pending(entries)) == 1 && serr == nil && state == framework.PoweredOff
+				return err == nil && len(framework.Pending(entries)) == 1 && serr == nil && state == providers.PoweredOff
 			})
 			if err := run.Process.Signal(sig); err != nil {
 				t.Fatal(err)
@@ -176,7 +177,7 @@ func TestIntegrationCrash(t *testing.T) {
 			exit, _ := err.(*exec.ExitError)
 			switch sig {
 			case syscall.SIGKILL:
-				if state, _ := p.PowerState(t.Context(), vm); state != framework.PoweredOff {
+				if state, _ := p.PowerState(t.Context(), vm); state != providers.PoweredOff {
 					t.Fatalf("after SIGKILL the VM is %s; the test needs it left off", state)
 				}
 				rec := exec.Command(bin, "recover", journal)
@@ -197,7 +198,7 @@ func TestIntegrationCrash(t *testing.T) {
 					t.Errorf("result.json after SIGINT: %v\n%s", rerr, b)
 				}
 			}
-			if state, err := p.PowerState(t.Context(), vm); err != nil || state != framework.PoweredOn {
+			if state, err := p.PowerState(t.Context(), vm); err != nil || state != providers.PoweredOn {
 				t.Errorf("VM is %s (%v) after %s, want poweredOn\n%s", state, err, sig, runOut.String())
 			}
 			entries, err := framework.ReadJournal(journal)

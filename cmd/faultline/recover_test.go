@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
@@ -81,9 +82,9 @@ func TestIntegrationRecoverObjectOnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scope := framework.Object{Kind: "Machine", Name: "w-1", ID: "uid-w-1"}
+	scope := providers.Object{Kind: "Machine", Name: "w-1", ID: "uid-w-1"}
 	undo := framework.UndoAction{Action: "object.restore", Target: scope, Params: map[string]string{"cluster": "management", "file": file}}
-	ref := framework.ProviderRef{Name: "capi", Config: map[string]string{capi.RefKubeconfig: kubeconfig, capi.RefContext: raw.CurrentContext}}
+	ref := providers.ProviderRef{Name: "capi", Config: map[string]string{capi.RefKubeconfig: kubeconfig, capi.RefContext: raw.CurrentContext}}
 	if err := j.Append(framework.JournalEntry{Op: framework.OpInject, FaultID: "remove/w-1", Scenario: "t", Kind: "object.delete", Target: &scope, Undo: &undo, Provider: ref}); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/vsphere"
 	"github.com/faultline-dev/faultline/scenarios"
@@ -183,7 +184,7 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 
 // openProvider connects the chosen provider and returns it, the lab's time
 // profile (empty elsewhere) and how to close it.
-func (o *runOptions) openProvider(ctx context.Context, sc *framework.Scenario, stderr io.Writer, log logr.Logger) (framework.Provider, string, func(context.Context) error, error) {
+func (o *runOptions) openProvider(ctx context.Context, sc *framework.Scenario, stderr io.Writer, log logr.Logger) (providers.Provider, string, func(context.Context) error, error) {
 	switch o.provider {
 	case "lab":
 		if sc.Spec.Lab == nil {

@@ -29,7 +29,7 @@ func Kubelet(running bool) []string {
 
 // StaticPod moves component's manifest out of Manifests (running false) or
 // back. It is idempotent: a manifest already where it should be is left
-// alone. The component is one of framework.StaticPodComponents, checked
+// alone. The component is one of providers.StaticPodComponents, checked
 // when the scenario loads; the script takes the paths as arguments.
 func StaticPod(component string, running bool) []string {
 	file := component + ".yaml"

@@ -11,26 +11,26 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 )
 
-// ObjectStore implements framework.Objects and framework.ObjectWriter over
+// ObjectStore implements providers.Objects and providers.ObjectWriter over
 // the clients Cluster returns. Provider has one over the management cluster
 // and the Machines' workload clusters; the kind provider one over its
 // cluster.
 type ObjectStore struct {
 	// Cluster returns the client of cluster ("management" or "workload")
 	// for scope, and how long one call may take (0: as long as ctx).
-	Cluster func(ctx context.Context, scope framework.Object, cluster string) (client.Client, time.Duration, error)
+	Cluster func(ctx context.Context, scope providers.Object, cluster string) (client.Client, time.Duration, error)
 }
 
 var (
-	_ framework.Objects      = ObjectStore{}
-	_ framework.ObjectWriter = ObjectStore{}
+	_ providers.Objects      = ObjectStore{}
+	_ providers.ObjectWriter = ObjectStore{}
 )
 
 // client is the client of cluster with ctx bounded by its timeout.
-func (s ObjectStore) client(ctx context.Context, scope framework.Object, cluster string) (client.Client, context.Context, context.CancelFunc, error) {
+func (s ObjectStore) client(ctx context.Context, scope providers.Object, cluster string) (client.Client, context.Context, context.CancelFunc, error) {
 	c, timeout, err := s.Cluster(ctx, scope, cluster)
 	if err != nil {
 		return nil, nil, nil, err
@@ -42,8 +42,8 @@ func (s ObjectStore) client(ctx context.Context, scope framework.Object, cluster
 	return c, ctx, cancel, nil
 }
 
-// GetObject implements framework.Objects.
-func (s ObjectStore) GetObject(ctx context.Context, scope framework.Object, ref framework.ObjectRef) (map[string]any, error) {
+// GetObject implements providers.Objects.
+func (s ObjectStore) GetObject(ctx context.Context, scope providers.Object, ref providers.ObjectRef) (map[string]any, error) {
 	c, ctx, cancel, err := s.client(ctx, scope, ref.Cluster)
 	if err != nil {
 		return nil, err
@@ -61,8 +61,8 @@ func (s ObjectStore) GetObject(ctx context.Context, scope framework.Object, ref 
 	return u.Object, nil
 }
 
-// ListObjects implements framework.Objects.
-func (s ObjectStore) ListObjects(ctx context.Context, scope framework.Object, ref framework.ObjectRef) ([]map[string]any, error) {
+// ListObjects implements providers.Objects.
+func (s ObjectStore) ListObjects(ctx context.Context, scope providers.Object, ref providers.ObjectRef) ([]map[string]any, error) {
 	c, ctx, cancel, err := s.client(ctx, scope, ref.Cluster)
 	if err != nil {
 		return nil, err
@@ -78,7 +78,7 @@ func (s ObjectStore) ListObjects(ctx context.Context, scope framework.Object, re
 	if err := c.List(ctx, list, opts...); err != nil {
 		if meta.IsNoMatchError(err) {
 			// The cluster does not serve the kind (Calico's, without Calico).
-			return nil, fmt.Errorf("list %s: %v: %w", ref.Kind, err, framework.ErrNotFound)
+			return nil, fmt.Errorf("list %s: %v: %w", ref.Kind, err, providers.ErrNotFound)
 		}
 		return nil, fmt.Errorf("list %s: %w", ref.Kind, err)
 	}
@@ -89,9 +89,9 @@ func (s ObjectStore) ListObjects(ctx context.Context, scope framework.Object, re
 	return out, nil
 }
 
-// ApplyObject implements framework.ObjectWriter: create, or replace the
+// ApplyObject implements providers.ObjectWriter: create, or replace the
 // object of that name.
-func (s ObjectStore) ApplyObject(ctx context.Context, scope framework.Object, cluster string, obj map[string]any) error {
+func (s ObjectStore) ApplyObject(ctx context.Context, scope providers.Object, cluster string, obj map[string]any) error {
 	c, ctx, cancel, err := s.client(ctx, scope, cluster)
 	if err != nil {
 		return err
@@ -115,8 +115,8 @@ func (s ObjectStore) ApplyObject(ctx context.Context, scope framework.Object, cl
 // calls: the longest timeout a webhook may have is 30s.
 const dryRunTimeout = 35 * time.Second
 
-// DryRunCreate implements framework.ObjectWriter.
-func (s ObjectStore) DryRunCreate(ctx context.Context, scope framework.Object, cluster string, obj map[string]any) error {
+// DryRunCreate implements providers.ObjectWriter.
+func (s ObjectStore) DryRunCreate(ctx context.Context, scope providers.Object, cluster string, obj map[string]any) error {
 	c, _, err := s.Cluster(ctx, scope, cluster)
 	if err != nil {
 		return err
@@ -126,8 +126,8 @@ func (s ObjectStore) DryRunCreate(ctx context.Context, scope framework.Object, c
 	return c.Create(ctx, &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj)}, client.DryRunAll)
 }
 
-// DeleteObject implements framework.ObjectWriter.
-func (s ObjectStore) DeleteObject(ctx context.Context, scope framework.Object, ref framework.ObjectRef) error {
+// DeleteObject implements providers.ObjectWriter.
+func (s ObjectStore) DeleteObject(ctx context.Context, scope providers.Object, ref providers.ObjectRef) error {
 	c, ctx, cancel, err := s.client(ctx, scope, ref.Cluster)
 	if err != nil {
 		return err

@@ -21,21 +21,10 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/secret"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/vsphere"
 )
 
-// Object attributes set by Resolve, read back by every later call.
-const (
-	attrNamespace  = framework.AttrNamespace
-	attrCluster    = framework.AttrCluster
-	attrProviderID = "providerID"
-	attrOwnerKind  = "ownerKind"
-	attrOwner      = "owner"
-	attrSiblings   = "siblings"
-	attrNode       = "node"
-	attrRole       = "role"
-)
 
 // Provider reaches a Cluster API management cluster, the workload clusters
 // it manages (through their kubeconfig Secrets) and, for VM faults, the
@@ -63,18 +52,18 @@ type Provider struct {
 
 	mu        sync.Mutex
 	workloads map[types.NamespacedName]client.Client
-	vms       map[string]framework.Object // VM by Machine UID
+	vms       map[string]providers.Object // VM by Machine UID
 }
 
 var (
-	_ framework.Provider     = (*Provider)(nil)
-	_ framework.ClusterAPI   = (*Provider)(nil)
-	_ framework.ObjectWriter = (*Provider)(nil)
-	_ framework.VMPower      = (*Provider)(nil)
-	_ framework.VMLifecycle  = (*Provider)(nil)
-	_ framework.Describer    = (*Provider)(nil)
-	_ framework.Watcher      = (*Provider)(nil)
-	_ framework.Objects      = (*Provider)(nil)
+	_ providers.Provider     = (*Provider)(nil)
+	_ providers.ClusterAPI   = (*Provider)(nil)
+	_ providers.ObjectWriter = (*Provider)(nil)
+	_ providers.VMPower      = (*Provider)(nil)
+	_ providers.VMLifecycle  = (*Provider)(nil)
+	_ providers.Describer    = (*Provider)(nil)
+	_ providers.Watcher      = (*Provider)(nil)
+	_ providers.Objects      = (*Provider)(nil)
 )
 
 // Option configures a Provider.
@@ -109,7 +98,7 @@ func WithVCenter(vc *vsphere.Provider) Option { return func(p *Provider) { p.vc 
 func New(c client.Client, opts ...Option) *Provider {
 	p := &Provider{
 		name: "capi", c: c, log: logr.Discard(), probeTimeout: 5 * time.Second,
-		workloads: map[types.NamespacedName]client.Client{}, vms: map[string]framework.Object{},
+		workloads: map[types.NamespacedName]client.Client{}, vms: map[string]providers.Object{},
 	}
 	p.ObjectStore = ObjectStore{Cluster: p.clusterClient}
 	for _, o := range opts {
@@ -121,14 +110,14 @@ func New(c client.Client, opts ...Option) *Provider {
 // Client is the management cluster's client the provider reads with.
 func (p *Provider) Client() client.Client { return p.c }
 
-// Name implements framework.Provider.
+// Name implements providers.Provider.
 func (p *Provider) Name() string { return p.name }
 
-// Ref implements framework.Describer: the kubeconfig file and context the
+// Ref implements providers.Describer: the kubeconfig file and context the
 // management cluster was reached with and, when VM faults are possible, the
 // vCenter (never credentials).
-func (p *Provider) Ref() framework.ProviderRef {
-	ref := framework.ProviderRef{Name: p.name, Config: map[string]string{}}
+func (p *Provider) Ref() providers.ProviderRef {
+	ref := providers.ProviderRef{Name: p.name, Config: map[string]string{}}
 	if p.vc != nil {
 		ref = p.vc.Ref()
 		ref.Name = p.name
@@ -151,11 +140,11 @@ const (
 	RefContext    = "context"
 )
 
-// Resolve implements framework.Provider: it returns the Machines the
+// Resolve implements providers.Provider: it returns the Machines the
 // selector matches.
-func (p *Provider) Resolve(ctx context.Context, sel framework.Selector) ([]framework.Object, error) {
+func (p *Provider) Resolve(ctx context.Context, sel providers.Selector) ([]providers.Object, error) {
 	if sel.VM != "" || sel.UUID != "" {
-		return nil, fmt.Errorf("select by vm or uuid needs the vsphere provider; select Machines by role, machineDeployment, controlPlane, nodeName, nodeLabels or providerID: %w", framework.ErrUnsupported)
+		return nil, fmt.Errorf("select by vm or uuid needs the vsphere provider; select Machines by role, machineDeployment, controlPlane, nodeName, nodeLabels or providerID: %w", providers.ErrUnsupported)
 	}
 	opts := []client.ListOption{}
 	ns, cluster := splitCluster(sel.Cluster)
@@ -174,7 +163,7 @@ func (p *Provider) Resolve(ctx context.Context, sel framework.Selector) ([]frame
 	if err := p.c.List(ctx, &list, opts...); err != nil {
 		return nil, fmt.Errorf("list Machines: %w", err)
 	}
-	var out []framework.Object
+	var out []providers.Object
 	for i := range list.Items {
 		m := &list.Items[i]
 		ok, err := p.matches(ctx, m, sel)
@@ -189,7 +178,7 @@ func (p *Provider) Resolve(ctx context.Context, sel framework.Selector) ([]frame
 	return out, nil
 }
 
-func (p *Provider) matches(ctx context.Context, m *clusterv1.Machine, sel framework.Selector) (bool, error) {
+func (p *Provider) matches(ctx context.Context, m *clusterv1.Machine, sel providers.Selector) (bool, error) {
 	_, isCP := m.Labels[clusterv1.MachineControlPlaneLabel]
 	switch sel.Role {
 	case "":
@@ -229,7 +218,7 @@ func (p *Provider) matches(ctx context.Context, m *clusterv1.Machine, sel framew
 
 // object describes a Machine, with its owner and the owner's other
 // Machines at this moment, so replacements can be told apart later.
-func (p *Provider) object(m *clusterv1.Machine, all []clusterv1.Machine) framework.Object {
+func (p *Provider) object(m *clusterv1.Machine, all []clusterv1.Machine) providers.Object {
 	kind, owner := ownerOf(m)
 	var siblings []string
 	for _, o := range all {
@@ -239,20 +228,20 @@ func (p *Provider) object(m *clusterv1.Machine, all []clusterv1.Machine) framewo
 	}
 	role := "worker"
 	if kind == "KubeadmControlPlane" {
-		role = "control-plane"
+		role = providers.RoleControlPlane
 	}
-	obj := framework.Object{
+	obj := providers.Object{
 		Kind: "Machine", Name: m.Name, ID: string(m.UID),
-		Attributes: map[string]string{
-			attrNamespace: m.Namespace, attrCluster: m.Spec.ClusterName, attrProviderID: m.Spec.ProviderID,
-			attrOwnerKind: kind, attrOwner: owner, attrSiblings: strings.Join(siblings, ","),
-			attrNode: nodeName(m), attrRole: role,
+		Attributes: map[providers.Attribute]string{
+			providers.AttrNamespace: m.Namespace, providers.AttrCluster: m.Spec.ClusterName, providers.AttrProviderID: m.Spec.ProviderID,
+			providers.AttrOwnerKind: kind, providers.AttrOwner: owner, providers.AttrSiblings: strings.Join(siblings, ","),
+			providers.AttrNode: nodeName(m), providers.AttrRole: role,
 		},
 	}
-	if role == "control-plane" {
+	if role == providers.RoleControlPlane {
 		// kubeadm runs a stacked etcd member on every control plane.
-		obj.Attributes[framework.AttrEtcdCluster] = m.Namespace + "/" + owner
-		obj.Attributes[framework.AttrEtcdMembers] = strconv.Itoa(len(siblings))
+		obj.Attributes[providers.AttrEtcdCluster] = m.Namespace + "/" + owner
+		obj.Attributes[providers.AttrEtcdMembers] = strconv.Itoa(len(siblings))
 	}
 	return obj
 }
@@ -278,19 +267,19 @@ func splitCluster(s string) (ns, name string) {
 	return "", s
 }
 
-// Watch implements framework.Watcher: it notifies on every change to a
+// Watch implements providers.Watcher: it notifies on every change to a
 // Machine of obj's cluster (a replacement appearing is a change to another
 // Machine than obj). The channel closes when ctx ends or the watch breaks;
 // waits then poll.
-func (p *Provider) Watch(ctx context.Context, obj framework.Object) (<-chan struct{}, error) {
+func (p *Provider) Watch(ctx context.Context, obj providers.Object) (<-chan struct{}, error) {
 	wc, ok := p.c.(client.WithWatch)
 	if !ok {
-		return nil, fmt.Errorf("watch Machines: the management cluster client cannot watch: %w", framework.ErrUnsupported)
+		return nil, fmt.Errorf("watch Machines: the management cluster client cannot watch: %w", providers.ErrUnsupported)
 	}
-	w, err := wc.Watch(ctx, &clusterv1.MachineList{}, client.InNamespace(obj.Attributes[attrNamespace]),
-		client.MatchingLabels{clusterv1.ClusterNameLabel: obj.Attributes[attrCluster]})
+	w, err := wc.Watch(ctx, &clusterv1.MachineList{}, client.InNamespace(obj.Attributes[providers.AttrNamespace]),
+		client.MatchingLabels{clusterv1.ClusterNameLabel: obj.Attributes[providers.AttrCluster]})
 	if err != nil {
-		return nil, fmt.Errorf("watch Machines of cluster %s: %w", obj.Attributes[attrCluster], err)
+		return nil, fmt.Errorf("watch Machines of cluster %s: %w", obj.Attributes[providers.AttrCluster], err)
 	}
 	out := make(chan struct{}, 1)
 	go func() {
@@ -316,29 +305,29 @@ func (p *Provider) Watch(ctx context.Context, obj framework.Object) (<-chan stru
 
 // clusterClient is the management cluster's client, or the workload
 // cluster's of scope with the probe timeout: the ObjectStore's Cluster.
-func (p *Provider) clusterClient(ctx context.Context, scope framework.Object, cluster string) (client.Client, time.Duration, error) {
+func (p *Provider) clusterClient(ctx context.Context, scope providers.Object, cluster string) (client.Client, time.Duration, error) {
 	if cluster != "workload" {
 		return p.c, 0, nil
 	}
-	c, err := p.workload(ctx, scope.Attributes[attrNamespace], scope.Attributes[attrCluster])
+	c, err := p.workload(ctx, scope.Attributes[providers.AttrNamespace], scope.Attributes[providers.AttrCluster])
 	return c, p.probeTimeout, err
 }
 
-// Machine implements framework.ClusterAPI.
-func (p *Provider) Machine(ctx context.Context, obj framework.Object) (framework.MachineState, error) {
+// Machine implements providers.ClusterAPI.
+func (p *Provider) Machine(ctx context.Context, obj providers.Object) (providers.MachineState, error) {
 	m := &clusterv1.Machine{}
-	err := p.c.Get(ctx, client.ObjectKey{Namespace: obj.Attributes[attrNamespace], Name: obj.Name}, m)
+	err := p.c.Get(ctx, client.ObjectKey{Namespace: obj.Attributes[providers.AttrNamespace], Name: obj.Name}, m)
 	if apierrors.IsNotFound(err) || (err == nil && string(m.UID) != obj.ID) {
-		return framework.MachineState{Name: obj.Name, Gone: true}, nil
+		return providers.MachineState{Name: obj.Name, Gone: true}, nil
 	}
 	if err != nil {
-		return framework.MachineState{}, fmt.Errorf("get Machine %s: %w", obj.Name, err)
+		return providers.MachineState{}, fmt.Errorf("get Machine %s: %w", obj.Name, err)
 	}
 	return p.state(ctx, m)
 }
 
-func (p *Provider) state(ctx context.Context, m *clusterv1.Machine) (framework.MachineState, error) {
-	st := framework.MachineState{
+func (p *Provider) state(ctx context.Context, m *clusterv1.Machine) (providers.MachineState, error) {
+	st := providers.MachineState{
 		Name: m.Name, Phase: m.Status.Phase, Deleting: !m.DeletionTimestamp.IsZero(), Node: nodeName(m),
 		Stamps: map[string]time.Time{"creationTimestamp": m.CreationTimestamp.Time},
 	}
@@ -384,17 +373,17 @@ func (p *Provider) state(ctx context.Context, m *clusterv1.Machine) (framework.M
 	return st, nil
 }
 
-// Replacements implements framework.ClusterAPI.
-func (p *Provider) Replacements(ctx context.Context, obj framework.Object) ([]framework.MachineState, error) {
+// Replacements implements providers.ClusterAPI.
+func (p *Provider) Replacements(ctx context.Context, obj providers.Object) ([]providers.MachineState, error) {
 	machines, err := p.ownerMachines(ctx, obj)
 	if err != nil {
 		return nil, err
 	}
 	known := map[string]bool{}
-	for _, s := range strings.Split(obj.Attributes[attrSiblings], ",") {
+	for _, s := range strings.Split(obj.Attributes[providers.AttrSiblings], ",") {
 		known[s] = true
 	}
-	var out []framework.MachineState
+	var out []providers.MachineState
 	for i := range machines {
 		if known[machines[i].Name] {
 			continue
@@ -408,10 +397,10 @@ func (p *Provider) Replacements(ctx context.Context, obj framework.Object) ([]fr
 	return out, nil
 }
 
-// Owner implements framework.ClusterAPI.
-func (p *Provider) Owner(ctx context.Context, obj framework.Object) (framework.OwnerState, error) {
-	o := framework.OwnerState{Kind: obj.Attributes[attrOwnerKind], Name: obj.Attributes[attrOwner]}
-	key := client.ObjectKey{Namespace: obj.Attributes[attrNamespace], Name: o.Name}
+// Owner implements providers.ClusterAPI.
+func (p *Provider) Owner(ctx context.Context, obj providers.Object) (providers.OwnerState, error) {
+	o := providers.OwnerState{Kind: obj.Attributes[providers.AttrOwnerKind], Name: obj.Attributes[providers.AttrOwner]}
+	key := client.ObjectKey{Namespace: obj.Attributes[providers.AttrNamespace], Name: o.Name}
 	switch o.Kind {
 	case "KubeadmControlPlane":
 		kcp := &controlplanev1.KubeadmControlPlane{}
@@ -456,24 +445,24 @@ func (p *Provider) Owner(ctx context.Context, obj framework.Object) (framework.O
 	return o, nil
 }
 
-func (p *Provider) ownerMachines(ctx context.Context, obj framework.Object) ([]clusterv1.Machine, error) {
+func (p *Provider) ownerMachines(ctx context.Context, obj providers.Object) ([]clusterv1.Machine, error) {
 	var list clusterv1.MachineList
-	if err := p.c.List(ctx, &list, client.InNamespace(obj.Attributes[attrNamespace]),
-		client.MatchingLabels{clusterv1.ClusterNameLabel: obj.Attributes[attrCluster]}); err != nil {
-		return nil, fmt.Errorf("list Machines of cluster %s: %w", obj.Attributes[attrCluster], err)
+	if err := p.c.List(ctx, &list, client.InNamespace(obj.Attributes[providers.AttrNamespace]),
+		client.MatchingLabels{clusterv1.ClusterNameLabel: obj.Attributes[providers.AttrCluster]}); err != nil {
+		return nil, fmt.Errorf("list Machines of cluster %s: %w", obj.Attributes[providers.AttrCluster], err)
 	}
 	var out []clusterv1.Machine
 	for _, m := range list.Items {
-		if k, n := ownerOf(&m); k == obj.Attributes[attrOwnerKind] && n == obj.Attributes[attrOwner] {
+		if k, n := ownerOf(&m); k == obj.Attributes[providers.AttrOwnerKind] && n == obj.Attributes[providers.AttrOwner] {
 			out = append(out, m)
 		}
 	}
 	return out, nil
 }
 
-// APIServer implements framework.ClusterAPI.
-func (p *Provider) APIServer(ctx context.Context, obj framework.Object) error {
-	c, err := p.workload(ctx, obj.Attributes[attrNamespace], obj.Attributes[attrCluster])
+// APIServer implements providers.ClusterAPI.
+func (p *Provider) APIServer(ctx context.Context, obj providers.Object) error {
+	c, err := p.workload(ctx, obj.Attributes[providers.AttrNamespace], obj.Attributes[providers.AttrCluster])
 	if err != nil {
 		return err
 	}
@@ -549,9 +538,9 @@ func (p *Provider) workload(ctx context.Context, ns, cluster string) (client.Cli
 
 // vm finds the VM behind a Machine by its providerID. A Machine resolved
 // before it had one is read again.
-func (p *Provider) vm(ctx context.Context, obj framework.Object) (framework.Object, error) {
+func (p *Provider) vm(ctx context.Context, obj providers.Object) (providers.Object, error) {
 	if p.vc == nil {
-		return framework.Object{}, fmt.Errorf("VM of %s: no vCenter configured: %w", obj, framework.ErrUnsupported)
+		return providers.Object{}, fmt.Errorf("VM of %s: no vCenter configured: %w", obj, providers.ErrUnsupported)
 	}
 	p.mu.Lock()
 	vm, ok := p.vms[obj.ID]
@@ -559,23 +548,23 @@ func (p *Provider) vm(ctx context.Context, obj framework.Object) (framework.Obje
 	if ok {
 		return vm, nil
 	}
-	pid := obj.Attributes[attrProviderID]
+	pid := obj.Attributes[providers.AttrProviderID]
 	if pid == "" {
 		m := &clusterv1.Machine{}
-		if err := p.c.Get(ctx, client.ObjectKey{Namespace: obj.Attributes[attrNamespace], Name: obj.Name}, m); err != nil {
-			return framework.Object{}, fmt.Errorf("get Machine %s: %w", obj.Name, err)
+		if err := p.c.Get(ctx, client.ObjectKey{Namespace: obj.Attributes[providers.AttrNamespace], Name: obj.Name}, m); err != nil {
+			return providers.Object{}, fmt.Errorf("get Machine %s: %w", obj.Name, err)
 		}
 		pid = m.Spec.ProviderID
 	}
 	if pid == "" {
-		return framework.Object{}, fmt.Errorf("Machine %s has no providerID yet: %w", obj.Name, framework.ErrNotFound)
+		return providers.Object{}, fmt.Errorf("Machine %s has no providerID yet: %w", obj.Name, providers.ErrNotFound)
 	}
-	vms, err := p.vc.Resolve(ctx, framework.Selector{ProviderID: pid})
+	vms, err := p.vc.Resolve(ctx, providers.Selector{ProviderID: pid})
 	if err != nil {
-		return framework.Object{}, fmt.Errorf("VM of Machine %s: %w", obj.Name, err)
+		return providers.Object{}, fmt.Errorf("VM of Machine %s: %w", obj.Name, err)
 	}
 	if len(vms) == 0 {
-		return framework.Object{}, fmt.Errorf("VM of Machine %s (%s): %w", obj.Name, pid, framework.ErrNotFound)
+		return providers.Object{}, fmt.Errorf("VM of Machine %s (%s): %w", obj.Name, pid, providers.ErrNotFound)
 	}
 	p.mu.Lock()
 	p.vms[obj.ID] = vms[0]
@@ -583,7 +572,7 @@ func (p *Provider) vm(ctx context.Context, obj framework.Object) (framework.Obje
 	return vms[0], nil
 }
 
-func (p *Provider) onVM(ctx context.Context, obj framework.Object, f func(framework.Object) error) error {
+func (p *Provider) onVM(ctx context.Context, obj providers.Object, f func(providers.Object) error) error {
 	vm, err := p.vm(ctx, obj)
 	if err != nil {
 		return err
@@ -591,35 +580,35 @@ func (p *Provider) onVM(ctx context.Context, obj framework.Object, f func(framew
 	return f(vm)
 }
 
-// PowerOn implements framework.VMPower on the Machine's VM.
-func (p *Provider) PowerOn(ctx context.Context, obj framework.Object) error {
-	return p.onVM(ctx, obj, func(vm framework.Object) error { return p.vc.PowerOn(ctx, vm) })
+// PowerOn implements providers.VMPower on the Machine's VM.
+func (p *Provider) PowerOn(ctx context.Context, obj providers.Object) error {
+	return p.onVM(ctx, obj, func(vm providers.Object) error { return p.vc.PowerOn(ctx, vm) })
 }
 
-// PowerOff implements framework.VMPower on the Machine's VM.
-func (p *Provider) PowerOff(ctx context.Context, obj framework.Object) error {
-	return p.onVM(ctx, obj, func(vm framework.Object) error { return p.vc.PowerOff(ctx, vm) })
+// PowerOff implements providers.VMPower on the Machine's VM.
+func (p *Provider) PowerOff(ctx context.Context, obj providers.Object) error {
+	return p.onVM(ctx, obj, func(vm providers.Object) error { return p.vc.PowerOff(ctx, vm) })
 }
 
-// ShutdownGuest implements framework.VMPower on the Machine's VM.
-func (p *Provider) ShutdownGuest(ctx context.Context, obj framework.Object) error {
-	return p.onVM(ctx, obj, func(vm framework.Object) error { return p.vc.ShutdownGuest(ctx, vm) })
+// ShutdownGuest implements providers.VMPower on the Machine's VM.
+func (p *Provider) ShutdownGuest(ctx context.Context, obj providers.Object) error {
+	return p.onVM(ctx, obj, func(vm providers.Object) error { return p.vc.ShutdownGuest(ctx, vm) })
 }
 
-// Reset implements framework.VMPower on the Machine's VM.
-func (p *Provider) Reset(ctx context.Context, obj framework.Object) error {
-	return p.onVM(ctx, obj, func(vm framework.Object) error { return p.vc.Reset(ctx, vm) })
+// Reset implements providers.VMPower on the Machine's VM.
+func (p *Provider) Reset(ctx context.Context, obj providers.Object) error {
+	return p.onVM(ctx, obj, func(vm providers.Object) error { return p.vc.Reset(ctx, vm) })
 }
 
-// Suspend implements framework.VMPower on the Machine's VM.
-func (p *Provider) Suspend(ctx context.Context, obj framework.Object) error {
-	return p.onVM(ctx, obj, func(vm framework.Object) error { return p.vc.Suspend(ctx, vm) })
+// Suspend implements providers.VMPower on the Machine's VM.
+func (p *Provider) Suspend(ctx context.Context, obj providers.Object) error {
+	return p.onVM(ctx, obj, func(vm providers.Object) error { return p.vc.Suspend(ctx, vm) })
 }
 
-// PowerState implements framework.VMPower on the Machine's VM.
-func (p *Provider) PowerState(ctx context.Context, obj framework.Object) (framework.PowerState, error) {
-	var st framework.PowerState
-	err := p.onVM(ctx, obj, func(vm framework.Object) error {
+// PowerState implements providers.VMPower on the Machine's VM.
+func (p *Provider) PowerState(ctx context.Context, obj providers.Object) (providers.PowerState, error) {
+	var st providers.PowerState
+	err := p.onVM(ctx, obj, func(vm providers.Object) error {
 		var err error
 		st, err = p.vc.PowerState(ctx, vm)
 		return err
@@ -627,30 +616,30 @@ func (p *Provider) PowerState(ctx context.Context, obj framework.Object) (framew
 	return st, err
 }
 
-// ListVMs implements framework.Inventory through the vCenter, when the
+// ListVMs implements providers.Inventory through the vCenter, when the
 // provider has one.
-func (p *Provider) ListVMs(ctx context.Context) ([]framework.VMInfo, error) {
+func (p *Provider) ListVMs(ctx context.Context) ([]providers.VMInfo, error) {
 	if p.vc == nil {
-		return nil, fmt.Errorf("no vCenter configured: %w", framework.ErrUnsupported)
+		return nil, fmt.Errorf("no vCenter configured: %w", providers.ErrUnsupported)
 	}
 	return p.vc.ListVMs(ctx)
 }
 
-// Destroy implements framework.VMLifecycle on the Machine's VM.
-func (p *Provider) Destroy(ctx context.Context, obj framework.Object) error {
-	return p.onVM(ctx, obj, func(vm framework.Object) error { return p.vc.Destroy(ctx, vm) })
+// Destroy implements providers.VMLifecycle on the Machine's VM.
+func (p *Provider) Destroy(ctx context.Context, obj providers.Object) error {
+	return p.onVM(ctx, obj, func(vm providers.Object) error { return p.vc.Destroy(ctx, vm) })
 }
 
-// Exists implements framework.VMLifecycle: whether the Machine's VM is
+// Exists implements providers.VMLifecycle: whether the Machine's VM is
 // still in the inventory.
-func (p *Provider) Exists(ctx context.Context, obj framework.Object) (bool, error) {
+func (p *Provider) Exists(ctx context.Context, obj providers.Object) (bool, error) {
 	var ok bool
-	err := p.onVM(ctx, obj, func(vm framework.Object) error {
+	err := p.onVM(ctx, obj, func(vm providers.Object) error {
 		var err error
 		ok, err = p.vc.Exists(ctx, vm)
 		return err
 	})
-	if errors.Is(err, framework.ErrNotFound) {
+	if errors.Is(err, providers.ErrNotFound) {
 		return false, nil
 	}
 	return ok, err

@@ -15,7 +15,7 @@ import (
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 )
 
@@ -47,7 +47,7 @@ func newProvider(t *testing.T, objs ...runtime.Object) *capi.Provider {
 	return capi.New(fake.NewClientBuilder().WithScheme(s).WithRuntimeObjects(objs...).Build())
 }
 
-func names(objs []framework.Object) string {
+func names(objs []providers.Object) string {
 	var n []string
 	for _, o := range objs {
 		n = append(n, o.Name)
@@ -64,16 +64,16 @@ func TestResolve(t *testing.T) {
 	)
 	tests := []struct {
 		name, want string
-		sel        framework.Selector
+		sel        providers.Selector
 	}{
-		{"control planes", "cp-1,cp-2", framework.Selector{Role: "control-plane"}},
-		{"workers", "other,w-1,w-2", framework.Selector{Role: "worker"}},
-		{"one MachineDeployment", "w-1,w-2", framework.Selector{MachineDeployment: "c1-md-0"}},
-		{"the KCP", "cp-1,cp-2", framework.Selector{ControlPlane: "c1-cp"}},
-		{"another KCP", "", framework.Selector{ControlPlane: "nope"}},
-		{"by providerID", "w-2", framework.Selector{ProviderID: "vsphere://w-2"}},
-		{"by cluster", "cp-1,cp-2,other,w-1,w-2", framework.Selector{Cluster: "ns/c1"}},
-		{"another cluster", "", framework.Selector{Cluster: "ns/c2"}},
+		{"control planes", "cp-1,cp-2", providers.Selector{Role: "control-plane"}},
+		{"workers", "other,w-1,w-2", providers.Selector{Role: "worker"}},
+		{"one MachineDeployment", "w-1,w-2", providers.Selector{MachineDeployment: "c1-md-0"}},
+		{"the KCP", "cp-1,cp-2", providers.Selector{ControlPlane: "c1-cp"}},
+		{"another KCP", "", providers.Selector{ControlPlane: "nope"}},
+		{"by providerID", "w-2", providers.Selector{ProviderID: "vsphere://w-2"}},
+		{"by cluster", "cp-1,cp-2,other,w-1,w-2", providers.Selector{Cluster: "ns/c1"}},
+		{"another cluster", "", providers.Selector{Cluster: "ns/c2"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -92,10 +92,10 @@ func TestResolve(t *testing.T) {
 func TestResolveErrors(t *testing.T) {
 	t.Parallel()
 	p := newProvider(t, machine("w-1", md, "Running"))
-	if _, err := p.Resolve(context.Background(), framework.Selector{Role: "boss"}); err == nil || !strings.Contains(err.Error(), `role "boss": expected control-plane or worker`) {
+	if _, err := p.Resolve(context.Background(), providers.Selector{Role: "boss"}); err == nil || !strings.Contains(err.Error(), `role "boss": expected control-plane or worker`) {
 		t.Errorf("bad role: %v", err)
 	}
-	if _, err := p.Resolve(context.Background(), framework.Selector{VM: "x"}); !errors.Is(err, framework.ErrUnsupported) {
+	if _, err := p.Resolve(context.Background(), providers.Selector{VM: "x"}); !errors.Is(err, providers.ErrUnsupported) {
 		t.Errorf("vm selector: %v, want ErrUnsupported", err)
 	}
 }
@@ -106,7 +106,7 @@ func TestReplacementsAndOwner(t *testing.T) {
 	mdObj := &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Name: "c1-md-0", Namespace: "ns"}, Spec: clusterv1.MachineDeploymentSpec{Replicas: &replicas}}
 	p := newProvider(t, mdObj, machine("w-1", md, "Running"), machine("w-2", md, "Running"))
 	ctx := context.Background()
-	victims, err := p.Resolve(ctx, framework.Selector{MachineDeployment: "c1-md-0"})
+	victims, err := p.Resolve(ctx, providers.Selector{MachineDeployment: "c1-md-0"})
 	if err != nil || len(victims) != 2 {
 		t.Fatalf("resolve: %v %v", victims, err)
 	}
@@ -114,7 +114,7 @@ func TestReplacementsAndOwner(t *testing.T) {
 	if err != nil || len(reps) != 0 {
 		t.Fatalf("replacements before any: %v %v", reps, err)
 	}
-	st, err := p.Machine(ctx, framework.Object{Kind: "Machine", Name: "gone", ID: "uid-gone", Attributes: map[string]string{"namespace": "ns"}})
+	st, err := p.Machine(ctx, providers.Object{Kind: "Machine", Name: "gone", ID: "uid-gone", Attributes: map[providers.Attribute]string{"namespace": "ns"}})
 	if err != nil || !st.Gone {
 		t.Errorf("a missing Machine reads as gone: %+v %v", st, err)
 	}
@@ -133,14 +133,14 @@ func TestReplacementsAndOwner(t *testing.T) {
 func TestNodeFaultsNeedVCenter(t *testing.T) {
 	t.Parallel()
 	p := newProvider(t)
-	if framework.HasCapability(p, framework.CapNodeKubelet) {
+	if providers.HasCapability(p, providers.CapNodeKubelet) {
 		t.Error("NodeKubelet without a vCenter: want it missing")
 	}
-	err := p.CapabilityUnavailable(framework.CapNodeStaticPods)
-	if !errors.Is(err, framework.ErrUnsupported) || !strings.Contains(err.Error(), "no vCenter is configured") {
+	err := p.CapabilityUnavailable(providers.CapNodeStaticPods)
+	if !errors.Is(err, providers.ErrUnsupported) || !strings.Contains(err.Error(), "no vCenter is configured") {
 		t.Errorf("NodeStaticPods without a vCenter: %v", err)
 	}
-	if err := p.CapabilityUnavailable(framework.CapObjects); err != nil {
+	if err := p.CapabilityUnavailable(providers.CapObjects); err != nil {
 		t.Errorf("Objects needs no vCenter: %v", err)
 	}
 }

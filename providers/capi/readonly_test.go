@@ -11,7 +11,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 )
 
@@ -25,16 +25,16 @@ func TestReadOnly(t *testing.T) {
 	}
 	m := machine("m1", cp, "Running")
 	p := capi.New(fake.NewClientBuilder().WithScheme(s).WithRuntimeObjects(m).Build(), capi.WithReadOnly())
-	if objs, err := p.Resolve(ctx, framework.Selector{Role: "control-plane"}); err != nil || names(objs) != "m1" {
+	if objs, err := p.Resolve(ctx, providers.Selector{Role: "control-plane"}); err != nil || names(objs) != "m1" {
 		t.Fatalf("resolve: %v %v", names(objs), err)
 	}
-	scope := framework.Object{}
+	scope := providers.Object{}
 	obj := map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine", "metadata": map[string]any{"name": "m2", "namespace": "ns"}}
 	c := p.Client()
 	for name, write := range map[string]func() error{
 		"apply object": func() error { return p.ApplyObject(ctx, scope, "management", obj) },
 		"delete object": func() error {
-			return p.DeleteObject(ctx, scope, framework.ObjectRef{Cluster: "management", APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Machine", Namespace: "ns", Name: "m1"})
+			return p.DeleteObject(ctx, scope, providers.ObjectRef{Cluster: "management", APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Machine", Namespace: "ns", Name: "m1"})
 		},
 		"dry run":     func() error { return p.DryRunCreate(ctx, scope, "management", obj) },
 		"create":      func() error { return c.Create(ctx, machine("m3", nil, "")) },

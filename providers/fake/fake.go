@@ -14,24 +14,24 @@ import (
 	"sync"
 	"time"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 )
 
 var (
-	_ framework.Provider    = (*Provider)(nil)
-	_ framework.VMPower     = (*Provider)(nil)
-	_ framework.VMLifecycle = (*Provider)(nil)
-	_ framework.VMNetwork   = (*Provider)(nil)
-	_ framework.Watcher     = (*Provider)(nil)
+	_ providers.Provider    = (*Provider)(nil)
+	_ providers.VMPower     = (*Provider)(nil)
+	_ providers.VMLifecycle = (*Provider)(nil)
+	_ providers.VMNetwork   = (*Provider)(nil)
+	_ providers.Watcher     = (*Provider)(nil)
 )
 
 // VM is one fake VM.
 type VM struct {
 	Name         string
-	State        framework.PowerState
+	State        providers.PowerState
 	NICConnected bool
 	// Attributes are copied into the VM's Object on Resolve.
-	Attributes map[string]string
+	Attributes map[providers.Attribute]string
 	gone       bool
 }
 
@@ -56,14 +56,14 @@ type Provider struct {
 func New(names ...string) *Provider {
 	p := &Provider{vms: map[string]*VM{}, failures: map[Call]error{}, delays: map[string]time.Duration{}}
 	for _, n := range names {
-		p.vms[n] = &VM{Name: n, State: framework.PoweredOn, NICConnected: true}
+		p.vms[n] = &VM{Name: n, State: providers.PoweredOn, NICConnected: true}
 	}
 	return p
 }
 
 // SetAttributes sets the attributes Resolve reports for a VM (an etcd
 // member's, say).
-func (p *Provider) SetAttributes(vm string, attrs map[string]string) {
+func (p *Provider) SetAttributes(vm string, attrs map[providers.Attribute]string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.vms[vm].Attributes = attrs
@@ -105,7 +105,7 @@ func (p *Provider) VM(name string) VM {
 
 // Set changes a VM's power state, as something outside faultline would
 // (a controller powering it back on), and notifies watchers.
-func (p *Provider) Set(name string, state framework.PowerState) {
+func (p *Provider) Set(name string, state providers.PowerState) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if vm, ok := p.vms[name]; ok {
@@ -117,18 +117,18 @@ func (p *Provider) Set(name string, state framework.PowerState) {
 }
 
 // Resolve matches VMs by name glob; other selectors are unsupported.
-func (p *Provider) Resolve(_ context.Context, sel framework.Selector) ([]framework.Object, error) {
+func (p *Provider) Resolve(_ context.Context, sel providers.Selector) ([]providers.Object, error) {
 	if sel.VM == "" {
-		return nil, fmt.Errorf("fake selects by vm only: %w", framework.ErrUnsupported)
+		return nil, fmt.Errorf("fake selects by vm only: %w", providers.ErrUnsupported)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []framework.Object
+	var out []providers.Object
 	for name, vm := range p.vms {
 		if ok, err := path.Match(sel.VM, name); err != nil {
 			return nil, fmt.Errorf("vm pattern %q: %w", sel.VM, err)
 		} else if ok && !vm.gone {
-			out = append(out, framework.Object{Kind: "VirtualMachine", Name: name, ID: name, Attributes: maps.Clone(vm.Attributes)})
+			out = append(out, providers.Object{Kind: "VirtualMachine", Name: name, ID: name, Attributes: maps.Clone(vm.Attributes)})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -137,7 +137,7 @@ func (p *Provider) Resolve(_ context.Context, sel framework.Selector) ([]framewo
 
 // do records a call, returns an injected failure, or applies change now or
 // after the method's delay.
-func (p *Provider) do(ctx context.Context, method string, obj framework.Object, change func(*VM)) error {
+func (p *Provider) do(ctx context.Context, method string, obj providers.Object, change func(*VM)) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.calls = append(p.calls, Call{method, obj.Name})
@@ -151,7 +151,7 @@ func (p *Provider) do(ctx context.Context, method string, obj framework.Object, 
 	}
 	vm, ok := p.vms[obj.Name]
 	if !ok || vm.gone {
-		return fmt.Errorf("vm %s: %w", obj.Name, framework.ErrNotFound)
+		return fmt.Errorf("vm %s: %w", obj.Name, providers.ErrNotFound)
 	}
 	if change == nil {
 		return nil
@@ -170,36 +170,36 @@ func (p *Provider) do(ctx context.Context, method string, obj framework.Object, 
 	return nil
 }
 
-func setState(s framework.PowerState) func(*VM) { return func(vm *VM) { vm.State = s } }
+func setState(s providers.PowerState) func(*VM) { return func(vm *VM) { vm.State = s } }
 
-// PowerOn implements framework.VMPower.
-func (p *Provider) PowerOn(ctx context.Context, o framework.Object) error {
-	return p.do(ctx, "PowerOn", o, setState(framework.PoweredOn))
+// PowerOn implements providers.VMPower.
+func (p *Provider) PowerOn(ctx context.Context, o providers.Object) error {
+	return p.do(ctx, "PowerOn", o, setState(providers.PoweredOn))
 }
 
-// PowerOff implements framework.VMPower.
-func (p *Provider) PowerOff(ctx context.Context, o framework.Object) error {
-	return p.do(ctx, "PowerOff", o, setState(framework.PoweredOff))
+// PowerOff implements providers.VMPower.
+func (p *Provider) PowerOff(ctx context.Context, o providers.Object) error {
+	return p.do(ctx, "PowerOff", o, setState(providers.PoweredOff))
 }
 
-// ShutdownGuest implements framework.VMPower.
-func (p *Provider) ShutdownGuest(ctx context.Context, o framework.Object) error {
-	return p.do(ctx, "ShutdownGuest", o, setState(framework.PoweredOff))
+// ShutdownGuest implements providers.VMPower.
+func (p *Provider) ShutdownGuest(ctx context.Context, o providers.Object) error {
+	return p.do(ctx, "ShutdownGuest", o, setState(providers.PoweredOff))
 }
 
-// Reset implements framework.VMPower.
-func (p *Provider) Reset(ctx context.Context, o framework.Object) error {
-	return p.do(ctx, "Reset", o, setState(framework.PoweredOn))
+// Reset implements providers.VMPower.
+func (p *Provider) Reset(ctx context.Context, o providers.Object) error {
+	return p.do(ctx, "Reset", o, setState(providers.PoweredOn))
 }
 
-// Suspend implements framework.VMPower.
-func (p *Provider) Suspend(ctx context.Context, o framework.Object) error {
-	return p.do(ctx, "Suspend", o, setState(framework.Suspended))
+// Suspend implements providers.VMPower.
+func (p *Provider) Suspend(ctx context.Context, o providers.Object) error {
+	return p.do(ctx, "Suspend", o, setState(providers.Suspended))
 }
 
-// PowerState implements framework.VMPower.
-func (p *Provider) PowerState(ctx context.Context, o framework.Object) (framework.PowerState, error) {
-	var s framework.PowerState
+// PowerState implements providers.VMPower.
+func (p *Provider) PowerState(ctx context.Context, o providers.Object) (providers.PowerState, error) {
+	var s providers.PowerState
 	err := p.do(ctx, "PowerState", o, nil)
 	if err == nil {
 		s = p.VM(o.Name).State
@@ -207,13 +207,13 @@ func (p *Provider) PowerState(ctx context.Context, o framework.Object) (framewor
 	return s, err
 }
 
-// Destroy implements framework.VMLifecycle.
-func (p *Provider) Destroy(ctx context.Context, o framework.Object) error {
-	return p.do(ctx, "Destroy", o, func(vm *VM) { vm.gone = true; vm.State = framework.PoweredOff })
+// Destroy implements providers.VMLifecycle.
+func (p *Provider) Destroy(ctx context.Context, o providers.Object) error {
+	return p.do(ctx, "Destroy", o, func(vm *VM) { vm.gone = true; vm.State = providers.PoweredOff })
 }
 
-// Exists implements framework.VMLifecycle.
-func (p *Provider) Exists(ctx context.Context, o framework.Object) (bool, error) {
+// Exists implements providers.VMLifecycle.
+func (p *Provider) Exists(ctx context.Context, o providers.Object) (bool, error) {
 	p.mu.Lock()
 	p.calls = append(p.calls, Call{"Exists", o.Name})
 	vm, ok := p.vms[o.Name]
@@ -221,19 +221,19 @@ func (p *Provider) Exists(ctx context.Context, o framework.Object) (bool, error)
 	return ok && !vm.gone, nil
 }
 
-// SetNICConnected implements framework.VMNetwork.
-func (p *Provider) SetNICConnected(ctx context.Context, o framework.Object, _ string, connected bool) error {
+// SetNICConnected implements providers.VMNetwork.
+func (p *Provider) SetNICConnected(ctx context.Context, o providers.Object, _ string, connected bool) error {
 	return p.do(ctx, "SetNICConnected", o, func(vm *VM) { vm.NICConnected = connected })
 }
 
-// NICConnected implements framework.VMNetwork.
-func (p *Provider) NICConnected(ctx context.Context, o framework.Object, _ string) (bool, error) {
+// NICConnected implements providers.VMNetwork.
+func (p *Provider) NICConnected(ctx context.Context, o providers.Object, _ string) (bool, error) {
 	err := p.do(ctx, "NICConnected", o, nil)
 	return err == nil && p.VM(o.Name).NICConnected, err
 }
 
-// Watch implements framework.Watcher: it fires on every change.
-func (p *Provider) Watch(ctx context.Context, _ framework.Object) (<-chan struct{}, error) {
+// Watch implements providers.Watcher: it fires on every change.
+func (p *Provider) Watch(ctx context.Context, _ providers.Object) (<-chan struct{}, error) {
 	ch := make(chan struct{}, 1)
 	p.mu.Lock()
 	p.watchers = append(p.watchers, ch)
@@ -262,14 +262,14 @@ func (p *Provider) notifyLocked() {
 	}
 }
 
-var _ framework.Objects = (*Provider)(nil)
+var _ providers.Objects = (*Provider)(nil)
 
-func objectKey(ref framework.ObjectRef) string {
+func objectKey(ref providers.ObjectRef) string {
 	return ref.Cluster + "|" + ref.APIVersion + "|" + ref.Kind + "|" + ref.Namespace + "|" + ref.Name
 }
 
 // SetObject stores (or, with nil, removes) an object GetObject returns.
-func (p *Provider) SetObject(ref framework.ObjectRef, obj map[string]any) {
+func (p *Provider) SetObject(ref providers.ObjectRef, obj map[string]any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.objects == nil {
@@ -283,17 +283,17 @@ func (p *Provider) SetObject(ref framework.ObjectRef, obj map[string]any) {
 	p.notifyLocked()
 }
 
-// GetObject implements framework.Objects.
-func (p *Provider) GetObject(_ context.Context, _ framework.Object, ref framework.ObjectRef) (map[string]any, error) {
+// GetObject implements providers.Objects.
+func (p *Provider) GetObject(_ context.Context, _ providers.Object, ref providers.ObjectRef) (map[string]any, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.calls = append(p.calls, Call{Method: "GetObject", VM: ref.Name})
 	return p.objects[objectKey(ref)], nil
 }
 
-// ListObjects implements framework.Objects over the objects SetObject
+// ListObjects implements providers.Objects over the objects SetObject
 // stored.
-func (p *Provider) ListObjects(_ context.Context, _ framework.Object, ref framework.ObjectRef) ([]map[string]any, error) {
+func (p *Provider) ListObjects(_ context.Context, _ providers.Object, ref providers.ObjectRef) ([]map[string]any, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.calls = append(p.calls, Call{Method: "ListObjects", VM: ref.Kind})

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/scenarios/scenariotest"
 )
@@ -79,7 +80,7 @@ func TestIntegrationKind(t *testing.T) {
 	}
 	t.Logf("kind cluster %s (3 control planes, 2 workers) Ready in %s", name, time.Since(started).Round(100*time.Millisecond))
 
-	workers, err := p.Resolve(ctx, framework.Selector{Role: "worker"})
+	workers, err := p.Resolve(ctx, providers.Selector{Role: "worker"})
 	if err != nil || len(workers) != 2 {
 		t.Fatalf("workers: %v, %v", workers, err)
 	}
@@ -103,7 +104,7 @@ func TestIntegrationKind(t *testing.T) {
 		if err := p.ShutdownGuest(ctx, w); err != nil {
 			t.Fatal(err)
 		}
-		if st, err := p.PowerState(ctx, w); err != nil || st != framework.PoweredOff {
+		if st, err := p.PowerState(ctx, w); err != nil || st != providers.PoweredOff {
 			t.Fatalf("after docker stop: %s, %v", st, err)
 		}
 		restarted := time.Now()
@@ -133,7 +134,7 @@ func TestIntegrationKind(t *testing.T) {
 		if err := p.SetNICConnected(ctx, w, "", true); err != nil {
 			t.Fatal(err)
 		}
-		objs, err := p.Resolve(ctx, framework.Selector{NodeName: w.Name})
+		objs, err := p.Resolve(ctx, providers.Selector{NodeName: w.Name})
 		if err != nil || len(objs) != 1 || objs[0].Attributes["ip"] != w.Attributes["ip"] {
 			t.Fatalf("after reconnect the node has %v (%v), want its address %s", objs, err, w.Attributes["ip"])
 		}
@@ -219,7 +220,7 @@ func leaseRenewedAfter(ctx context.Context, p *kind.Provider, node string, after
 	return l.Spec.RenewTime.After(after), "lease renewed at " + l.Spec.RenewTime.Format(time.RFC3339Nano)
 }
 
-func nodeReady(ctx context.Context, p *kind.Provider, obj framework.Object) (bool, string) {
+func nodeReady(ctx context.Context, p *kind.Provider, obj providers.Object) (bool, string) {
 	st, err := p.NodeOf(ctx, obj)
 	if err != nil {
 		return false, err.Error()

@@ -15,8 +15,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/faultline-dev/faultline/framework"
 	"github.com/faultline-dev/faultline/internal/nodecmd"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 )
 
@@ -26,15 +26,6 @@ const (
 	labelRole    = "io.x-k8s.kind.role"
 )
 
-// Attributes of a node object.
-const (
-	attrCluster = "cluster"
-	attrRole    = "role"
-	// attrIP is the node's address on the kind network when it was
-	// resolved: a partition's undo reconnects it with the same one, which
-	// the API server's certificate and the Node's InternalIP name.
-	attrIP = "ip"
-)
 
 // NodeKind is the Kind of the objects the provider resolves: a kind node
 // container, named like its Kubernetes Node.
@@ -59,15 +50,15 @@ type Provider struct {
 }
 
 var (
-	_ framework.Provider       = (*Provider)(nil)
-	_ framework.VMPower        = (*Provider)(nil)
-	_ framework.VMNetwork      = (*Provider)(nil)
-	_ framework.NodeKubelet    = (*Provider)(nil)
-	_ framework.NodeStaticPods = (*Provider)(nil)
-	_ framework.Nodes          = (*Provider)(nil)
-	_ framework.Objects        = (*Provider)(nil)
-	_ framework.ObjectWriter   = (*Provider)(nil)
-	_ framework.Describer      = (*Provider)(nil)
+	_ providers.Provider       = (*Provider)(nil)
+	_ providers.VMPower        = (*Provider)(nil)
+	_ providers.VMNetwork      = (*Provider)(nil)
+	_ providers.NodeKubelet    = (*Provider)(nil)
+	_ providers.NodeStaticPods = (*Provider)(nil)
+	_ providers.Nodes          = (*Provider)(nil)
+	_ providers.Objects        = (*Provider)(nil)
+	_ providers.ObjectWriter   = (*Provider)(nil)
+	_ providers.Describer      = (*Provider)(nil)
 )
 
 // Option configures a Provider.
@@ -93,7 +84,7 @@ func New(cluster string, c client.Client, opts ...Option) *Provider {
 	return p
 }
 
-// Name implements framework.Provider.
+// Name implements providers.Provider.
 func (p *Provider) Name() string { return "kind" }
 
 // Cluster is the kind cluster's name.
@@ -102,19 +93,19 @@ func (p *Provider) Cluster() string { return p.cluster }
 // Client is the cluster's API client.
 func (p *Provider) Client() client.Client { return p.c }
 
-// Ref implements framework.Describer: `faultline recover` finds the
+// Ref implements providers.Describer: `faultline recover` finds the
 // cluster again by its name.
-func (p *Provider) Ref() framework.ProviderRef {
+func (p *Provider) Ref() providers.ProviderRef {
 	cfg := map[string]string{"cluster": p.cluster}
 	if p.kubeconfig != "" {
 		cfg["kubeconfig"] = p.kubeconfig
 	}
-	return framework.ProviderRef{Name: "kind", Config: cfg}
+	return providers.ProviderRef{Name: "kind", Config: cfg}
 }
 
-func (p *Provider) clusterClient(_ context.Context, _ framework.Object, cluster string) (client.Client, time.Duration, error) {
+func (p *Provider) clusterClient(_ context.Context, _ providers.Object, cluster string) (client.Client, time.Duration, error) {
 	if cluster != "workload" {
-		return nil, 0, fmt.Errorf("a kind cluster has no %s cluster, only the workload one: %w", cluster, framework.ErrUnsupported)
+		return nil, 0, fmt.Errorf("a kind cluster has no %s cluster, only the workload one: %w", cluster, providers.ErrUnsupported)
 	}
 	return p.c, p.timeout, nil
 }
@@ -144,12 +135,12 @@ func (p *Provider) containers(ctx context.Context) ([]container, error) {
 	return list, nil
 }
 
-// Resolve implements framework.Provider over the cluster's node
+// Resolve implements providers.Provider over the cluster's node
 // containers: by role, nodeName, nodeLabels (read from the Nodes) and
 // cluster (the kind cluster's name).
-func (p *Provider) Resolve(ctx context.Context, sel framework.Selector) ([]framework.Object, error) {
+func (p *Provider) Resolve(ctx context.Context, sel providers.Selector) ([]providers.Object, error) {
 	if sel.MachineDeployment != "" || sel.ControlPlane != "" || sel.ProviderID != "" || sel.UUID != "" || sel.VM != "" {
-		return nil, fmt.Errorf("a kind cluster has no Machines or VMs; select its nodes by role, nodeName or nodeLabels: %w", framework.ErrUnsupported)
+		return nil, fmt.Errorf("a kind cluster has no Machines or VMs; select its nodes by role, nodeName or nodeLabels: %w", providers.ErrUnsupported)
 	}
 	if sel.Cluster != "" && sel.Cluster != p.cluster {
 		return nil, nil
@@ -165,11 +156,11 @@ func (p *Provider) Resolve(ctx context.Context, sel framework.Selector) ([]frame
 	}
 	controlPlanes := 0
 	for _, c := range list {
-		if c.Role == "control-plane" {
+		if c.Role == providers.RoleControlPlane {
 			controlPlanes++
 		}
 	}
-	var out []framework.Object
+	var out []providers.Object
 	for _, c := range list {
 		if c.Role == "external-load-balancer" || (sel.Role != "" && c.Role != sel.Role) {
 			continue
@@ -186,19 +177,19 @@ func (p *Provider) Resolve(ctx context.Context, sel framework.Selector) ([]frame
 				continue
 			}
 		}
-		obj := framework.Object{Kind: NodeKind, Name: c.Name, ID: c.ID, Attributes: map[string]string{attrCluster: p.cluster, attrRole: c.Role}}
-		if c.Role == "control-plane" {
+		obj := providers.Object{Kind: NodeKind, Name: c.Name, ID: c.ID, Attributes: map[providers.Attribute]string{providers.AttrCluster: p.cluster, providers.AttrRole: c.Role}}
+		if c.Role == providers.RoleControlPlane {
 			// kubeadm stacks an etcd member on every control plane: the
 			// runner keeps faults within quorum with these.
-			obj.Attributes[framework.AttrEtcdCluster] = "kind/" + p.cluster
-			obj.Attributes[framework.AttrEtcdMembers] = strconv.Itoa(controlPlanes)
+			obj.Attributes[providers.AttrEtcdCluster] = "kind/" + p.cluster
+			obj.Attributes[providers.AttrEtcdMembers] = strconv.Itoa(controlPlanes)
 		}
 		ip, err := p.address(ctx, c.Name)
 		if err != nil {
 			return nil, err
 		}
 		if ip != "" {
-			obj.Attributes[attrIP] = ip
+			obj.Attributes[providers.AttrIP] = ip
 		}
 		out = append(out, obj)
 	}
@@ -233,7 +224,7 @@ func (p *Provider) address(ctx context.Context, node string) (string, error) {
 
 // inspect reads a node container's state; gone is true when it no longer
 // exists.
-func (p *Provider) inspect(ctx context.Context, obj framework.Object) (state struct {
+func (p *Provider) inspect(ctx context.Context, obj providers.Object) (state struct {
 	Status  string
 	Running bool
 	Paused  bool
@@ -252,8 +243,8 @@ func (p *Provider) inspect(ctx context.Context, obj framework.Object) (state str
 	return state, false, nil
 }
 
-// PowerOff implements framework.VMPower: `docker kill`, the plug pulled.
-func (p *Provider) PowerOff(ctx context.Context, obj framework.Object) error {
+// PowerOff implements providers.VMPower: `docker kill`, the plug pulled.
+func (p *Provider) PowerOff(ctx context.Context, obj providers.Object) error {
 	st, gone, err := p.inspect(ctx, obj)
 	if err != nil || gone || !st.Running {
 		return err
@@ -262,16 +253,16 @@ func (p *Provider) PowerOff(ctx context.Context, obj framework.Object) error {
 	return err
 }
 
-// ShutdownGuest implements framework.VMPower: `docker stop`, which gives
+// ShutdownGuest implements providers.VMPower: `docker stop`, which gives
 // the node's systemd its grace period.
-func (p *Provider) ShutdownGuest(ctx context.Context, obj framework.Object) error {
+func (p *Provider) ShutdownGuest(ctx context.Context, obj providers.Object) error {
 	_, err := p.docker.Run(ctx, "stop", obj.Name)
 	return err
 }
 
-// Suspend implements framework.VMPower: `docker pause` freezes every
+// Suspend implements providers.VMPower: `docker pause` freezes every
 // process of the node.
-func (p *Provider) Suspend(ctx context.Context, obj framework.Object) error {
+func (p *Provider) Suspend(ctx context.Context, obj providers.Object) error {
 	st, _, err := p.inspect(ctx, obj)
 	if err != nil || st.Paused {
 		return err
@@ -280,24 +271,24 @@ func (p *Provider) Suspend(ctx context.Context, obj framework.Object) error {
 	return err
 }
 
-// Reset implements framework.VMPower: `docker restart`.
-func (p *Provider) Reset(ctx context.Context, obj framework.Object) error {
+// Reset implements providers.VMPower: `docker restart`.
+func (p *Provider) Reset(ctx context.Context, obj providers.Object) error {
 	if _, err := p.docker.Run(ctx, "restart", obj.Name); err != nil {
 		return err
 	}
 	return p.Network().Ensure(ctx)
 }
 
-// PowerOn implements framework.VMPower: unpause or start the node, then
+// PowerOn implements providers.VMPower: unpause or start the node, then
 // restore its pod network (routes live in the node's network namespace,
 // which a restart replaces). Idempotent.
-func (p *Provider) PowerOn(ctx context.Context, obj framework.Object) error {
+func (p *Provider) PowerOn(ctx context.Context, obj providers.Object) error {
 	st, gone, err := p.inspect(ctx, obj)
 	switch {
 	case err != nil:
 		return err
 	case gone:
-		return fmt.Errorf("node %s of kind cluster %s is gone: %w", obj.Name, p.cluster, framework.ErrNotFound)
+		return fmt.Errorf("node %s of kind cluster %s is gone: %w", obj.Name, p.cluster, providers.ErrNotFound)
 	case st.Paused:
 		_, err = p.docker.Run(ctx, "unpause", obj.Name)
 		return err
@@ -310,27 +301,27 @@ func (p *Provider) PowerOn(ctx context.Context, obj framework.Object) error {
 	return p.Network().Ensure(ctx)
 }
 
-// PowerState implements framework.VMPower: running is poweredOn, paused
+// PowerState implements providers.VMPower: running is poweredOn, paused
 // suspended, anything else poweredOff.
-func (p *Provider) PowerState(ctx context.Context, obj framework.Object) (framework.PowerState, error) {
+func (p *Provider) PowerState(ctx context.Context, obj providers.Object) (providers.PowerState, error) {
 	st, gone, err := p.inspect(ctx, obj)
 	switch {
 	case err != nil:
 		return "", err
 	case gone:
-		return "", fmt.Errorf("node %s of kind cluster %s is gone: %w", obj.Name, p.cluster, framework.ErrNotFound)
+		return "", fmt.Errorf("node %s of kind cluster %s is gone: %w", obj.Name, p.cluster, providers.ErrNotFound)
 	case st.Paused:
-		return framework.Suspended, nil
+		return providers.Suspended, nil
 	case st.Running:
-		return framework.PoweredOn, nil
+		return providers.PoweredOn, nil
 	}
-	return framework.PoweredOff, nil
+	return providers.PoweredOff, nil
 }
 
-// SetNICConnected implements framework.VMNetwork: the node leaves or
+// SetNICConnected implements providers.VMNetwork: the node leaves or
 // rejoins the kind network, with the address it had. nic must be "" (a
 // node has one adapter).
-func (p *Provider) SetNICConnected(ctx context.Context, obj framework.Object, nic string, connected bool) error {
+func (p *Provider) SetNICConnected(ctx context.Context, obj providers.Object, nic string, connected bool) error {
 	if nic != "" {
 		return fmt.Errorf("nic %q: a kind node has one network, leave nic empty", nic)
 	}
@@ -343,7 +334,7 @@ func (p *Provider) SetNICConnected(ctx context.Context, obj framework.Object, ni
 		return err
 	}
 	args := []string{"network", "connect"}
-	ip := obj.Attributes[attrIP]
+	ip := obj.Attributes[providers.AttrIP]
 	if ip != "" {
 		args = append(args, "--ip", ip)
 	}
@@ -365,8 +356,8 @@ func (p *Provider) SetNICConnected(ctx context.Context, obj framework.Object, ni
 	return p.Network().Ensure(ctx)
 }
 
-// NICConnected implements framework.VMNetwork.
-func (p *Provider) NICConnected(ctx context.Context, obj framework.Object, nic string) (bool, error) {
+// NICConnected implements providers.VMNetwork.
+func (p *Provider) NICConnected(ctx context.Context, obj providers.Object, nic string) (bool, error) {
 	if nic != "" {
 		return false, fmt.Errorf("nic %q: a kind node has one network, leave nic empty", nic)
 	}
@@ -375,40 +366,31 @@ func (p *Provider) NICConnected(ctx context.Context, obj framework.Object, nic s
 }
 
 // exec runs a command in a node container.
-func (p *Provider) exec(ctx context.Context, obj framework.Object, cmd ...string) ([]byte, error) {
+func (p *Provider) exec(ctx context.Context, obj providers.Object, cmd ...string) ([]byte, error) {
 	return p.docker.Run(ctx, append([]string{"exec", obj.Name}, cmd...)...)
 }
 
-// SetKubelet implements framework.NodeKubelet: systemctl in the node.
-func (p *Provider) SetKubelet(ctx context.Context, obj framework.Object, running bool) error {
+// SetKubelet implements providers.NodeKubelet: systemctl in the node.
+func (p *Provider) SetKubelet(ctx context.Context, obj providers.Object, running bool) error {
 	_, err := p.exec(ctx, obj, nodecmd.Kubelet(running)...)
 	return err
 }
 
-// hasStaticPods refuses a node that is not a control plane: it runs no
-// static pod of component.
-func hasStaticPods(obj framework.Object, component string) error {
-	if obj.Attributes[attrRole] != "control-plane" {
-		return fmt.Errorf("node %s is not a control plane: it has no %s static pod", obj.Name, component)
-	}
-	return nil
-}
-
-// SetStaticPod implements framework.NodeStaticPods: the component's
+// SetStaticPod implements providers.NodeStaticPods: the component's
 // manifest is moved out of /etc/kubernetes/manifests and back, as an
 // operator would.
-func (p *Provider) SetStaticPod(ctx context.Context, obj framework.Object, component string, running bool) error {
-	if err := hasStaticPods(obj, component); err != nil {
+func (p *Provider) SetStaticPod(ctx context.Context, obj providers.Object, component string, running bool) error {
+	if err := providers.RequireControlPlane(obj, "static pods"); err != nil {
 		return err
 	}
 	_, err := p.exec(ctx, obj, nodecmd.StaticPod(component, running)...)
 	return err
 }
 
-// StaticPodRunning implements framework.NodeStaticPods: a process of the
+// StaticPodRunning implements providers.NodeStaticPods: a process of the
 // component's name runs in the node container.
-func (p *Provider) StaticPodRunning(ctx context.Context, obj framework.Object, component string) (bool, error) {
-	if err := hasStaticPods(obj, component); err != nil {
+func (p *Provider) StaticPodRunning(ctx context.Context, obj providers.Object, component string) (bool, error) {
+	if err := providers.RequireControlPlane(obj, "static pods"); err != nil {
 		return false, err
 	}
 	out, err := p.exec(ctx, obj, nodecmd.ProcessNames...)
@@ -418,9 +400,9 @@ func (p *Provider) StaticPodRunning(ctx context.Context, obj framework.Object, c
 	return nodecmd.Running(out, component), nil
 }
 
-// NodeOf implements framework.Nodes: the node container's Node.
-func (p *Provider) NodeOf(ctx context.Context, obj framework.Object) (framework.MachineState, error) {
-	st := framework.MachineState{Name: obj.Name, Phase: "Running"}
+// NodeOf implements providers.Nodes: the node container's Node.
+func (p *Provider) NodeOf(ctx context.Context, obj providers.Object) (providers.MachineState, error) {
+	st := providers.MachineState{Name: obj.Name, Phase: "Running"}
 	_, gone, err := p.inspect(ctx, obj)
 	if err != nil {
 		return st, err
@@ -449,8 +431,8 @@ func (p *Provider) NodeOf(ctx context.Context, obj framework.Object) (framework.
 	return st, nil
 }
 
-// APIServer implements framework.Nodes: a read of one Node.
-func (p *Provider) APIServer(ctx context.Context, _ framework.Object) error {
+// APIServer implements providers.Nodes: a read of one Node.
+func (p *Provider) APIServer(ctx context.Context, _ providers.Object) error {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	var nodes corev1.NodeList

@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 )
 
 // fakeDocker answers docker commands from a table of the state of a few
@@ -116,7 +116,7 @@ func newTestProvider(d *fakeDocker) *Provider {
 	return New("c", c, WithDocker(d))
 }
 
-func names(objs []framework.Object) []string {
+func names(objs []providers.Object) []string {
 	var out []string
 	for _, o := range objs {
 		out = append(out, o.Name)
@@ -128,7 +128,7 @@ func TestResolve(t *testing.T) {
 	t.Parallel()
 	p := newTestProvider(newFakeDocker())
 	ctx := context.Background()
-	all, err := p.Resolve(ctx, framework.Selector{})
+	all, err := p.Resolve(ctx, providers.Selector{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,22 +136,22 @@ func TestResolve(t *testing.T) {
 		t.Fatalf("all nodes: got %v, want %v (the load balancer is not a node)", got, want)
 	}
 	cp := all[0]
-	if cp.Kind != NodeKind || cp.Attributes[framework.AttrEtcdMembers] != "2" || cp.Attributes[framework.AttrEtcdCluster] != "kind/c" || cp.Attributes[attrIP] != "172.18.0.2" {
+	if cp.Kind != NodeKind || cp.Attributes[providers.AttrEtcdMembers] != "2" || cp.Attributes[providers.AttrEtcdCluster] != "kind/c" || cp.Attributes[providers.AttrIP] != "172.18.0.2" {
 		t.Fatalf("control plane object: %+v", cp)
 	}
-	if all[2].Attributes[framework.AttrEtcdMembers] != "" {
+	if all[2].Attributes[providers.AttrEtcdMembers] != "" {
 		t.Fatalf("a worker hosts no etcd member: %+v", all[2])
 	}
-	workers, _ := p.Resolve(ctx, framework.Selector{Role: "worker"})
-	byLabel, _ := p.Resolve(ctx, framework.Selector{NodeLabels: map[string]string{"zone": "c-control-plane2"}})
-	other, _ := p.Resolve(ctx, framework.Selector{Cluster: "other"})
+	workers, _ := p.Resolve(ctx, providers.Selector{Role: "worker"})
+	byLabel, _ := p.Resolve(ctx, providers.Selector{NodeLabels: map[string]string{"zone": "c-control-plane2"}})
+	other, _ := p.Resolve(ctx, providers.Selector{Cluster: "other"})
 	if !reflect.DeepEqual(names(workers), []string{"c-worker"}) || !reflect.DeepEqual(names(byLabel), []string{"c-control-plane2"}) || other != nil {
 		t.Fatalf("workers %v, by label %v, other cluster %v", names(workers), names(byLabel), names(other))
 	}
-	if _, err := p.Resolve(ctx, framework.Selector{MachineDeployment: "md"}); !errors.Is(err, framework.ErrUnsupported) {
+	if _, err := p.Resolve(ctx, providers.Selector{MachineDeployment: "md"}); !errors.Is(err, providers.ErrUnsupported) {
 		t.Fatalf("a MachineDeployment selector: got %v, want ErrUnsupported", err)
 	}
-	if _, err := p.Resolve(ctx, framework.Selector{Role: "master"}); err == nil || !strings.Contains(err.Error(), "expected control-plane or worker") {
+	if _, err := p.Resolve(ctx, providers.Selector{Role: "master"}); err == nil || !strings.Contains(err.Error(), "expected control-plane or worker") {
 		t.Fatalf("a bad role: got %v", err)
 	}
 }
@@ -161,16 +161,16 @@ func TestPowerCycle(t *testing.T) {
 	d := newFakeDocker()
 	p := newTestProvider(d)
 	ctx := context.Background()
-	w := framework.Object{Kind: NodeKind, Name: "c-worker"}
+	w := providers.Object{Kind: NodeKind, Name: "c-worker"}
 	steps := []struct {
 		do   func() error
-		want framework.PowerState
+		want providers.PowerState
 	}{
-		{func() error { return p.PowerOff(ctx, w) }, framework.PoweredOff},
-		{func() error { return p.PowerOff(ctx, w) }, framework.PoweredOff}, // idempotent: no second kill
-		{func() error { return p.PowerOn(ctx, w) }, framework.PoweredOn},
-		{func() error { return p.Suspend(ctx, w) }, framework.Suspended},
-		{func() error { return p.PowerOn(ctx, w) }, framework.PoweredOn},
+		{func() error { return p.PowerOff(ctx, w) }, providers.PoweredOff},
+		{func() error { return p.PowerOff(ctx, w) }, providers.PoweredOff}, // idempotent: no second kill
+		{func() error { return p.PowerOn(ctx, w) }, providers.PoweredOn},
+		{func() error { return p.Suspend(ctx, w) }, providers.Suspended},
+		{func() error { return p.PowerOn(ctx, w) }, providers.PoweredOn},
 	}
 	for i, s := range steps {
 		if err := s.do(); err != nil {
@@ -196,7 +196,7 @@ func TestPowerCycle(t *testing.T) {
 	if routes != 3 {
 		t.Fatalf("route commands after start: %d, want one per node (3)", routes)
 	}
-	if _, err := p.PowerState(ctx, framework.Object{Name: "c-gone"}); !errors.Is(err, framework.ErrNotFound) {
+	if _, err := p.PowerState(ctx, providers.Object{Name: "c-gone"}); !errors.Is(err, providers.ErrNotFound) {
 		t.Fatalf("a gone node: %v", err)
 	}
 }
@@ -206,7 +206,7 @@ func TestPartition(t *testing.T) {
 	d := newFakeDocker()
 	p := newTestProvider(d)
 	ctx := context.Background()
-	objs, _ := p.Resolve(ctx, framework.Selector{NodeName: "c-worker"})
+	objs, _ := p.Resolve(ctx, providers.Selector{NodeName: "c-worker"})
 	w := objs[0]
 	if err := p.SetNICConnected(ctx, w, "", false); err != nil {
 		t.Fatal(err)
@@ -231,7 +231,7 @@ func TestStaticPodAndKubelet(t *testing.T) {
 	d := newFakeDocker()
 	p := newTestProvider(d)
 	ctx := context.Background()
-	cp := framework.Object{Name: "c-control-plane", Attributes: map[string]string{attrRole: "control-plane"}}
+	cp := providers.Object{Name: "c-control-plane", Attributes: map[providers.Attribute]string{providers.AttrRole: "control-plane"}}
 	if err := p.SetStaticPod(ctx, cp, "etcd", false); err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestStaticPodAndKubelet(t *testing.T) {
 	if got := execs[1][len(execs[1])-2:]; !reflect.DeepEqual(got, []string{"/etc/kubernetes/faultline-parked/etcd.yaml", "/etc/kubernetes/manifests/etcd.yaml"}) {
 		t.Fatalf("start moves %v", got)
 	}
-	if err := p.SetStaticPod(ctx, framework.Object{Name: "c-worker", Attributes: map[string]string{attrRole: "worker"}}, "etcd", false); err == nil {
+	if err := p.SetStaticPod(ctx, providers.Object{Name: "c-worker", Attributes: map[providers.Attribute]string{providers.AttrRole: "worker"}}, "etcd", false); err == nil {
 		t.Fatal("a worker has no etcd: want an error")
 	}
 	if err := p.SetKubelet(ctx, cp, false); err != nil {
@@ -264,14 +264,14 @@ func TestStaticPodRunning(t *testing.T) {
 	d.comms["c-control-plane"] = "systemd\ncontainerd\nkubelet\netcd\nkube-controller\n"
 	p := newTestProvider(d)
 	ctx := context.Background()
-	cp := framework.Object{Name: "c-control-plane", Attributes: map[string]string{attrRole: "control-plane"}}
+	cp := providers.Object{Name: "c-control-plane", Attributes: map[providers.Attribute]string{providers.AttrRole: "control-plane"}}
 	for component, want := range map[string]bool{"etcd": true, "kube-controller-manager": true, "kube-apiserver": false, "kube-scheduler": false} {
 		got, err := p.StaticPodRunning(ctx, cp, component)
 		if err != nil || got != want {
 			t.Errorf("%s running: %t, %v; want %t", component, got, err, want)
 		}
 	}
-	if _, err := p.StaticPodRunning(ctx, framework.Object{Name: "c-worker", Attributes: map[string]string{attrRole: "worker"}}, "etcd"); err == nil {
+	if _, err := p.StaticPodRunning(ctx, providers.Object{Name: "c-worker", Attributes: map[providers.Attribute]string{providers.AttrRole: "worker"}}, "etcd"); err == nil {
 		t.Error("a worker has no etcd: want an error")
 	}
 }
@@ -280,11 +280,11 @@ func TestNodeOf(t *testing.T) {
 	t.Parallel()
 	d := newFakeDocker()
 	p := newTestProvider(d)
-	st, err := p.NodeOf(context.Background(), framework.Object{Name: "c-worker"})
+	st, err := p.NodeOf(context.Background(), providers.Object{Name: "c-worker"})
 	if err != nil || st.NodeReady != "True" || st.Gone {
 		t.Fatalf("NodeOf: %+v, %v", st, err)
 	}
-	st, err = p.NodeOf(context.Background(), framework.Object{Name: "c-gone"})
+	st, err = p.NodeOf(context.Background(), providers.Object{Name: "c-gone"})
 	if err != nil || !st.Gone {
 		t.Fatalf("a gone container: %+v, %v", st, err)
 	}

@@ -37,7 +37,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/certs"
 	"sigs.k8s.io/cluster-api/util/secret"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 )
 
 // The messages a real kubelet and node lifecycle controller write, as the
@@ -513,7 +513,7 @@ func (s *nodeSim) reconcileStaticPods(ctx context.Context, c inmemoryclient.Clie
 // writePodStatus is what the kubelet reports of a node's static pods: a
 // stopped one is not Ready.
 func (s *nodeSim) writePodStatus(ctx context.Context, c inmemoryclient.Client, node string, stopped map[string]bool) error {
-	for _, component := range framework.StaticPodComponents {
+	for _, component := range providers.StaticPodComponents {
 		pod := &corev1.Pod{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: component + "-" + node}, pod); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -586,7 +586,7 @@ func (s *nodeSim) setLeaderStuck(node string, stuck bool) error {
 		return nil
 	}
 	if vm == nil || !vm.controlPlane {
-		return fmt.Errorf("no control-plane VM %s in the lab: %w", node, framework.ErrNotFound)
+		return fmt.Errorf("no control-plane VM %s in the lab: %w", node, providers.ErrNotFound)
 	}
 	if stuck {
 		s.stuckLeader[vm.cluster] = node

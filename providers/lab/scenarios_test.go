@@ -13,6 +13,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/scenarios/scenariotest"
 )
@@ -186,11 +187,11 @@ func TestIntegrationLabScenarios(t *testing.T) {
 	t.Run("cni-not-initialized", func(t *testing.T) {
 		ctx := context.Background()
 		p := l.Provider()
-		workers, err := p.Resolve(ctx, framework.Selector{Role: "worker"})
+		workers, err := p.Resolve(ctx, providers.Selector{Role: "worker"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var victim framework.Object
+		var victim providers.Object
 		for _, w := range workers {
 			if st, err := p.Machine(ctx, w); err == nil && st.NodeReady == "True" {
 				victim = w
@@ -262,7 +263,7 @@ func TestIntegrationEtcdLeaderStuck(t *testing.T) {
 		if err := task.Wait(ctx); err != nil {
 			t.Fatal(err)
 		}
-		machines, err := l.Provider().Resolve(ctx, framework.Selector{Role: "control-plane"})
+		machines, err := l.Provider().Resolve(ctx, providers.Selector{Role: "control-plane"})
 		if err != nil || len(machines) == 0 {
 			t.Fatalf("control planes: %v %v", machines, err)
 		}

@@ -9,10 +9,11 @@ import (
 
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/types"
+
 	// The vCenter REST API (sessions, tags), which CAPV logs in to.
 	_ "github.com/vmware/govmomi/vapi/simulator"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/vsphere"
 )
 
@@ -163,4 +164,4 @@ func (l *VCenterLab) Close(ctx context.Context) error {
 
 // Ref marks journals of the embedded lab: its simulator ends with the
 // process, so a crashed lab run leaves nothing to undo.
-func (l *VCenterLab) Ref() framework.ProviderRef { return framework.ProviderRef{Name: "lab"} }
+func (l *VCenterLab) Ref() providers.ProviderRef { return providers.ProviderRef{Name: "lab"} }

@@ -8,7 +8,7 @@ import (
 	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/vim25/types"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 )
 
 // FaultError is an operation that vCenter refused with a vSphere fault.
@@ -28,13 +28,13 @@ func (e *FaultError) Error() string {
 
 func (e *FaultError) Unwrap() error { return e.Err }
 
-// Is makes a missing managed object match framework.ErrNotFound.
+// Is makes a missing managed object match providers.ErrNotFound.
 func (e *FaultError) Is(target error) bool {
-	return target == framework.ErrNotFound && e.Fault == "ManagedObjectNotFound"
+	return target == providers.ErrNotFound && e.Fault == "ManagedObjectNotFound"
 }
 
 // describe turns a vSphere fault into a FaultError naming it, and a missing
-// object into framework.ErrNotFound; other errors pass through.
+// object into providers.ErrNotFound; other errors pass through.
 func describe(err error) error {
 	if err == nil {
 		return nil
@@ -51,4 +51,4 @@ func describe(err error) error {
 	return &FaultError{Fault: name, Message: msg, Err: err}
 }
 
-func isNotFound(err error) bool { return errors.Is(err, framework.ErrNotFound) }
+func isNotFound(err error) bool { return errors.Is(err, providers.ErrNotFound) }

@@ -14,8 +14,8 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/faultline-dev/faultline/framework"
 	"github.com/faultline-dev/faultline/internal/nodecmd"
+	"github.com/faultline-dev/faultline/providers"
 )
 
 // Environment variables read by GuestAuthFromEnv: the guest OS login that
@@ -81,16 +81,16 @@ const guestCommandTimeout = 2 * time.Minute
 func (p *Provider) GuestOperations() error {
 	if p.guest == nil {
 		return fmt.Errorf("node faults on vSphere VMs run through VMware Tools guest operations and need a guest login: set %s and %s (or %s): %w",
-			EnvGuestUsername, EnvGuestPassword, EnvGuestPasswordFile, framework.ErrUnsupported)
+			EnvGuestUsername, EnvGuestPassword, EnvGuestPasswordFile, providers.ErrUnsupported)
 	}
 	return nil
 }
 
-// CapabilityUnavailable implements framework.CapabilityCondition: node
+// CapabilityUnavailable implements providers.CapabilityCondition: node
 // faults need a guest login.
-func (p *Provider) CapabilityUnavailable(c framework.Capability) error {
+func (p *Provider) CapabilityUnavailable(c providers.Capability) error {
 	switch c {
-	case framework.CapNodeKubelet, framework.CapNodeStaticPods:
+	case providers.CapNodeKubelet, providers.CapNodeStaticPods:
 		return p.GuestOperations()
 	}
 	return nil
@@ -100,7 +100,7 @@ func (p *Provider) CapabilityUnavailable(c framework.Capability) error {
 // operations, as root (through sudo -n when the login is not root), waits
 // for it to end and returns its output. A non-zero exit is an error that
 // holds the output.
-func (p *Provider) RunInGuest(ctx context.Context, obj framework.Object, argv []string) ([]byte, error) {
+func (p *Provider) RunInGuest(ctx context.Context, obj providers.Object, argv []string) ([]byte, error) {
 	if err := p.GuestOperations(); err != nil {
 		return nil, err
 	}
@@ -169,22 +169,22 @@ func (p *Provider) readGuestFile(ctx context.Context, tc *toolbox.Client, path s
 	return b.Bytes(), errors.Join(err, r.Close())
 }
 
-// SetKubelet implements framework.NodeKubelet in the VM's guest.
-func (p *Provider) SetKubelet(ctx context.Context, obj framework.Object, running bool) error {
+// SetKubelet implements providers.NodeKubelet in the VM's guest.
+func (p *Provider) SetKubelet(ctx context.Context, obj providers.Object, running bool) error {
 	_, err := p.RunInGuest(ctx, obj, nodecmd.Kubelet(running))
 	return err
 }
 
-// SetStaticPod implements framework.NodeStaticPods in the VM's guest: the
+// SetStaticPod implements providers.NodeStaticPods in the VM's guest: the
 // component's manifest is moved out of /etc/kubernetes/manifests and back.
-func (p *Provider) SetStaticPod(ctx context.Context, obj framework.Object, component string, running bool) error {
+func (p *Provider) SetStaticPod(ctx context.Context, obj providers.Object, component string, running bool) error {
 	_, err := p.RunInGuest(ctx, obj, nodecmd.StaticPod(component, running))
 	return err
 }
 
-// StaticPodRunning implements framework.NodeStaticPods: a process of the
+// StaticPodRunning implements providers.NodeStaticPods: a process of the
 // component's name runs in the VM's guest.
-func (p *Provider) StaticPodRunning(ctx context.Context, obj framework.Object, component string) (bool, error) {
+func (p *Provider) StaticPodRunning(ctx context.Context, obj providers.Object, component string) (bool, error) {
 	out, err := p.RunInGuest(ctx, obj, nodecmd.ProcessNames)
 	if err != nil {
 		return false, err

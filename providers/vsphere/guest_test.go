@@ -14,6 +14,7 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/providers/vsphere"
 	"github.com/faultline-dev/faultline/scenarios/scenariotest"
@@ -65,17 +66,17 @@ func TestNewGuestAuth(t *testing.T) {
 func TestNodeFaultsNeedGuestLogin(t *testing.T) {
 	t.Parallel()
 	p := new(vsphere.Provider)
-	err := p.CapabilityUnavailable(framework.CapNodeKubelet)
-	if !errors.Is(err, framework.ErrUnsupported) || !strings.Contains(err.Error(), vsphere.EnvGuestUsername) {
+	err := p.CapabilityUnavailable(providers.CapNodeKubelet)
+	if !errors.Is(err, providers.ErrUnsupported) || !strings.Contains(err.Error(), vsphere.EnvGuestUsername) {
 		t.Errorf("NodeKubelet without a guest login: %v", err)
 	}
-	if framework.HasCapability(p, framework.CapNodeStaticPods) {
+	if providers.HasCapability(p, providers.CapNodeStaticPods) {
 		t.Error("NodeStaticPods without a guest login: want it missing")
 	}
-	if !framework.HasCapability(p, framework.CapVMPower) {
+	if !providers.HasCapability(p, providers.CapVMPower) {
 		t.Error("VMPower needs no guest login")
 	}
-	if err := p.SetKubelet(context.Background(), framework.Object{Name: "vm"}, false); !errors.Is(err, framework.ErrUnsupported) {
+	if err := p.SetKubelet(context.Background(), providers.Object{Name: "vm"}, false); !errors.Is(err, providers.ErrUnsupported) {
 		t.Errorf("SetKubelet without a guest login: %v", err)
 	}
 }
@@ -92,7 +93,7 @@ func TestIntegrationGuestOperations(t *testing.T) {
 	image := guestImage(t, ctx)
 	cfg := sim.Config()
 	base := connect(t, ctx, cfg)
-	vm := resolveOne(t, ctx, base, framework.Selector{VM: "DC0_H0_VM0"})
+	vm := resolveOne(t, ctx, base, providers.Selector{VM: "DC0_H0_VM0"})
 	backWithContainer(t, ctx, base, vm, image)
 
 	p, err := vsphere.New(ctx, cfg, vsphere.WithGuestAuth(&vsphere.GuestAuth{Username: "root", Password: "guest-password-3f9a"}))
@@ -100,7 +101,7 @@ func TestIntegrationGuestOperations(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close(context.WithoutCancel(ctx)) })
-	if !framework.HasCapability(p, framework.CapNodeKubelet) || !framework.HasCapability(p, framework.CapNodeStaticPods) {
+	if !providers.HasCapability(p, providers.CapNodeKubelet) || !providers.HasCapability(p, providers.CapNodeStaticPods) {
 		t.Fatal("with a guest login the provider should have NodeKubelet and NodeStaticPods")
 	}
 
@@ -213,7 +214,7 @@ func guestImage(t *testing.T, ctx context.Context) string {
 
 // backWithContainer powers the VM off, gives it vcsim's container backing
 // (the image running sleep), and powers it on: vcsim starts the container.
-func backWithContainer(t *testing.T, ctx context.Context, p *vsphere.Provider, vm framework.Object, image string) {
+func backWithContainer(t *testing.T, ctx context.Context, p *vsphere.Provider, vm providers.Object, image string) {
 	t.Helper()
 	if err := p.PowerOff(ctx, vm); err != nil {
 		t.Fatal(err)

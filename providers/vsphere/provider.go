@@ -21,22 +21,22 @@ import (
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 )
 
 // Compile-time checks of the capabilities this provider offers.
 var (
-	_ framework.Provider    = (*Provider)(nil)
-	_ framework.VMPower     = (*Provider)(nil)
-	_ framework.VMLifecycle = (*Provider)(nil)
-	_ framework.VMNetwork   = (*Provider)(nil)
-	_ framework.Watcher     = (*Provider)(nil)
-	_ framework.Describer   = (*Provider)(nil)
-	_ framework.Inventory   = (*Provider)(nil)
+	_ providers.Provider    = (*Provider)(nil)
+	_ providers.VMPower     = (*Provider)(nil)
+	_ providers.VMLifecycle = (*Provider)(nil)
+	_ providers.VMNetwork   = (*Provider)(nil)
+	_ providers.Watcher     = (*Provider)(nil)
+	_ providers.Describer   = (*Provider)(nil)
+	_ providers.Inventory   = (*Provider)(nil)
 	// Node faults, when given a guest login (GuestOperations).
-	_ framework.NodeKubelet         = (*Provider)(nil)
-	_ framework.NodeStaticPods      = (*Provider)(nil)
-	_ framework.CapabilityCondition = (*Provider)(nil)
+	_ providers.NodeKubelet         = (*Provider)(nil)
+	_ providers.NodeStaticPods      = (*Provider)(nil)
+	_ providers.CapabilityCondition = (*Provider)(nil)
 )
 
 // keepAliveIdle keeps the session alive through long observation windows;
@@ -142,7 +142,7 @@ func (p *Provider) Client() *vim25.Client { return p.client }
 
 // Ref describes how to reconnect, without credentials: recover reads them
 // from the environment again.
-func (p *Provider) Ref() framework.ProviderRef {
+func (p *Provider) Ref() providers.ProviderRef {
 	cfg := map[string]string{"url": p.endpoint.String(), "datacenter": p.dc.Name()}
 	if p.cfg.Insecure {
 		cfg["insecure"] = "true"
@@ -156,12 +156,12 @@ func (p *Provider) Ref() framework.ProviderRef {
 	if p.cfg.Thumbprint != "" {
 		cfg["thumbprint"] = p.cfg.Thumbprint
 	}
-	return framework.ProviderRef{Name: "vsphere", Config: cfg}
+	return providers.ProviderRef{Name: "vsphere", Config: cfg}
 }
 
 // ConfigFromRef rebuilds a Config from a journal's ProviderRef; credentials
 // and anything the ref lacks come from base (the environment or flags).
-func ConfigFromRef(ref framework.ProviderRef, base Config) Config {
+func ConfigFromRef(ref providers.ProviderRef, base Config) Config {
 	c := base
 	c.URL = ref.Config["url"]
 	if v := ref.Config["datacenter"]; v != "" {
@@ -195,9 +195,9 @@ func (p *Provider) Close(ctx context.Context) error {
 
 // Resolve finds VMs by inventory name or glob, BIOS UUID, or CAPI
 // providerID. Selectors that need a management cluster are unsupported.
-func (p *Provider) Resolve(ctx context.Context, sel framework.Selector) ([]framework.Object, error) {
+func (p *Provider) Resolve(ctx context.Context, sel providers.Selector) ([]providers.Object, error) {
 	if sel.Role != "" || sel.Cluster != "" || sel.MachineDeployment != "" || sel.ControlPlane != "" || sel.NodeName != "" || len(sel.NodeLabels) > 0 {
-		return nil, fmt.Errorf("select by role, cluster, machineDeployment, controlPlane or node needs a management cluster; the vsphere provider selects by vm, uuid or providerID: %w", framework.ErrUnsupported)
+		return nil, fmt.Errorf("select by role, cluster, machineDeployment, controlPlane or node needs a management cluster; the vsphere provider selects by vm, uuid or providerID: %w", providers.ErrUnsupported)
 	}
 	uuid := sel.UUID
 	if sel.ProviderID != "" {
@@ -258,7 +258,7 @@ func (p *Provider) findByUUID(ctx context.Context, uuid string) (*types.ManagedO
 }
 
 // objects reads the name and BIOS UUID of each VM, sorted by name.
-func (p *Provider) objects(ctx context.Context, refs []types.ManagedObjectReference) ([]framework.Object, error) {
+func (p *Provider) objects(ctx context.Context, refs []types.ManagedObjectReference) ([]providers.Object, error) {
 	if len(refs) == 0 {
 		return nil, nil
 	}
@@ -266,11 +266,11 @@ func (p *Provider) objects(ctx context.Context, refs []types.ManagedObjectRefere
 	if err := property.DefaultCollector(p.client).Retrieve(ctx, refs, []string{"name", "config.uuid"}, &vms); err != nil {
 		return nil, fmt.Errorf("read vm properties: %w", describe(err))
 	}
-	out := make([]framework.Object, 0, len(vms))
+	out := make([]providers.Object, 0, len(vms))
 	for _, vm := range vms {
-		o := framework.Object{Kind: "VirtualMachine", Name: vm.Name, ID: vm.Self.Value, Attributes: map[string]string{}}
+		o := providers.Object{Kind: "VirtualMachine", Name: vm.Name, ID: vm.Self.Value, Attributes: map[providers.Attribute]string{}}
 		if vm.Config != nil {
-			o.Attributes["uuid"] = vm.Config.Uuid
+			o.Attributes[providers.AttrUUID] = vm.Config.Uuid
 		}
 		out = append(out, o)
 	}
@@ -278,10 +278,10 @@ func (p *Provider) objects(ctx context.Context, refs []types.ManagedObjectRefere
 	return out, nil
 }
 
-func filterUUID(objs []framework.Object, uuid string) []framework.Object {
-	var out []framework.Object
+func filterUUID(objs []providers.Object, uuid string) []providers.Object {
+	var out []providers.Object
 	for _, o := range objs {
-		if strings.EqualFold(o.Attributes["uuid"], uuid) {
+		if strings.EqualFold(o.Attributes[providers.AttrUUID], uuid) {
 			out = append(out, o)
 		}
 	}

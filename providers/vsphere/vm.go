@@ -12,16 +12,16 @@ import (
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 )
 
-func (p *Provider) vm(obj framework.Object) *object.VirtualMachine {
+func (p *Provider) vm(obj providers.Object) *object.VirtualMachine {
 	return object.NewVirtualMachine(p.client, types.ManagedObjectReference{Type: "VirtualMachine", Value: obj.ID})
 }
 
 // task runs a vSphere task to completion or until ctx ends, and names the VM
 // and the fault when it fails.
-func (p *Provider) task(ctx context.Context, op string, obj framework.Object, start func(context.Context) (*object.Task, error)) error {
+func (p *Provider) task(ctx context.Context, op string, obj providers.Object, start func(context.Context) (*object.Task, error)) error {
 	t, err := start(ctx)
 	if err == nil {
 		err = t.WaitEx(ctx)
@@ -36,27 +36,27 @@ func (p *Provider) task(ctx context.Context, op string, obj framework.Object, st
 }
 
 // PowerOn powers a VM on.
-func (p *Provider) PowerOn(ctx context.Context, obj framework.Object) error {
+func (p *Provider) PowerOn(ctx context.Context, obj providers.Object) error {
 	return p.task(ctx, "power on", obj, p.vm(obj).PowerOn)
 }
 
 // PowerOff powers a VM off hard.
-func (p *Provider) PowerOff(ctx context.Context, obj framework.Object) error {
+func (p *Provider) PowerOff(ctx context.Context, obj providers.Object) error {
 	return p.task(ctx, "power off", obj, p.vm(obj).PowerOff)
 }
 
 // Reset resets a VM hard.
-func (p *Provider) Reset(ctx context.Context, obj framework.Object) error {
+func (p *Provider) Reset(ctx context.Context, obj providers.Object) error {
 	return p.task(ctx, "reset", obj, p.vm(obj).Reset)
 }
 
 // Suspend suspends a VM.
-func (p *Provider) Suspend(ctx context.Context, obj framework.Object) error {
+func (p *Provider) Suspend(ctx context.Context, obj providers.Object) error {
 	return p.task(ctx, "suspend", obj, p.vm(obj).Suspend)
 }
 
 // ShutdownGuest asks VMware Tools in the guest to shut the OS down.
-func (p *Provider) ShutdownGuest(ctx context.Context, obj framework.Object) error {
+func (p *Provider) ShutdownGuest(ctx context.Context, obj providers.Object) error {
 	if err := p.vm(obj).ShutdownGuest(ctx); err != nil {
 		return fmt.Errorf("shut down guest of vm %q: %w", obj.Name, describe(err))
 	}
@@ -64,21 +64,21 @@ func (p *Provider) ShutdownGuest(ctx context.Context, obj framework.Object) erro
 }
 
 // PowerState reads a VM's power state.
-func (p *Provider) PowerState(ctx context.Context, obj framework.Object) (framework.PowerState, error) {
+func (p *Provider) PowerState(ctx context.Context, obj providers.Object) (providers.PowerState, error) {
 	var vm mo.VirtualMachine
 	if err := p.vm(obj).Properties(ctx, p.vm(obj).Reference(), []string{"runtime.powerState"}, &vm); err != nil {
 		return "", fmt.Errorf("read power state of vm %q: %w", obj.Name, describe(err))
 	}
-	return framework.PowerState(vm.Runtime.PowerState), nil
+	return providers.PowerState(vm.Runtime.PowerState), nil
 }
 
 // Destroy powers a VM off if needed and deletes it from disk.
-func (p *Provider) Destroy(ctx context.Context, obj framework.Object) error {
+func (p *Provider) Destroy(ctx context.Context, obj providers.Object) error {
 	state, err := p.PowerState(ctx, obj)
 	if err != nil {
 		return err
 	}
-	if state != framework.PoweredOff {
+	if state != providers.PoweredOff {
 		if err := p.PowerOff(ctx, obj); err != nil {
 			return fmt.Errorf("destroy: %w", err)
 		}
@@ -87,7 +87,7 @@ func (p *Provider) Destroy(ctx context.Context, obj framework.Object) error {
 }
 
 // Exists reports whether the VM is still in the inventory.
-func (p *Provider) Exists(ctx context.Context, obj framework.Object) (bool, error) {
+func (p *Provider) Exists(ctx context.Context, obj providers.Object) (bool, error) {
 	_, err := p.PowerState(ctx, obj)
 	switch {
 	case err == nil:
@@ -101,7 +101,7 @@ func (p *Provider) Exists(ctx context.Context, obj framework.Object) (bool, erro
 // SetNICConnected connects or disconnects a network adapter, chosen by its
 // label ("Network adapter 1"), its device name ("ethernet-0"), or the first
 // one when nic is "".
-func (p *Provider) SetNICConnected(ctx context.Context, obj framework.Object, nic string, connected bool) error {
+func (p *Provider) SetNICConnected(ctx context.Context, obj providers.Object, nic string, connected bool) error {
 	vm := p.vm(obj)
 	dev, err := p.nic(ctx, obj, nic)
 	if err != nil {
@@ -121,7 +121,7 @@ func (p *Provider) SetNICConnected(ctx context.Context, obj framework.Object, ni
 }
 
 // NICConnected reports whether the adapter is connected.
-func (p *Provider) NICConnected(ctx context.Context, obj framework.Object, nic string) (bool, error) {
+func (p *Provider) NICConnected(ctx context.Context, obj providers.Object, nic string) (bool, error) {
 	dev, err := p.nic(ctx, obj, nic)
 	if err != nil {
 		return false, err
@@ -130,7 +130,7 @@ func (p *Provider) NICConnected(ctx context.Context, obj framework.Object, nic s
 	return c != nil && c.Connected, nil
 }
 
-func (p *Provider) nic(ctx context.Context, obj framework.Object, name string) (types.BaseVirtualDevice, error) {
+func (p *Provider) nic(ctx context.Context, obj providers.Object, name string) (types.BaseVirtualDevice, error) {
 	devices, err := p.vm(obj).Device(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read devices of vm %q: %w", obj.Name, describe(err))
@@ -144,9 +144,9 @@ func (p *Provider) nic(ctx context.Context, obj framework.Object, name string) (
 		labels = append(labels, nicLabel(d))
 	}
 	if len(nics) == 0 {
-		return nil, fmt.Errorf("vm %q has no network adapter: %w", obj.Name, framework.ErrNotFound)
+		return nil, fmt.Errorf("vm %q has no network adapter: %w", obj.Name, providers.ErrNotFound)
 	}
-	return nil, fmt.Errorf("vm %q has no network adapter %q; it has: %s: %w", obj.Name, name, strings.Join(labels, ", "), framework.ErrNotFound)
+	return nil, fmt.Errorf("vm %q has no network adapter %q; it has: %s: %w", obj.Name, name, strings.Join(labels, ", "), providers.ErrNotFound)
 }
 
 func nicLabel(d types.BaseVirtualDevice) string {
@@ -158,7 +158,7 @@ func nicLabel(d types.BaseVirtualDevice) string {
 
 // Watch notifies on every change of the VM's power or connection state,
 // through a property collector, until ctx ends or the VM disappears.
-func (p *Provider) Watch(ctx context.Context, obj framework.Object) (<-chan struct{}, error) {
+func (p *Provider) Watch(ctx context.Context, obj providers.Object) (<-chan struct{}, error) {
 	ch := make(chan struct{}, 1)
 	pc := property.DefaultCollector(p.client)
 	ref := p.vm(obj).Reference()
@@ -178,10 +178,10 @@ func (p *Provider) Watch(ctx context.Context, obj framework.Object) (<-chan stru
 	return ch, nil
 }
 
-// ListVMs implements framework.Inventory: every VM of the datacenter,
+// ListVMs implements providers.Inventory: every VM of the datacenter,
 // templates left out, read through one container view and one property
 // collector call. It reads only (the view lives in this session).
-func (p *Provider) ListVMs(ctx context.Context) ([]framework.VMInfo, error) {
+func (p *Provider) ListVMs(ctx context.Context) ([]providers.VMInfo, error) {
 	v, err := view.NewManager(p.client).CreateContainerView(ctx, p.dc.Reference(), []string{"VirtualMachine"}, true)
 	if err != nil {
 		return nil, fmt.Errorf("list VMs: %w", describe(err))
@@ -191,12 +191,12 @@ func (p *Provider) ListVMs(ctx context.Context) ([]framework.VMInfo, error) {
 	if err := v.Retrieve(ctx, []string{"VirtualMachine"}, []string{"name", "config.uuid", "config.template", "runtime.powerState"}, &vms); err != nil {
 		return nil, fmt.Errorf("list VMs: %w", describe(err))
 	}
-	out := make([]framework.VMInfo, 0, len(vms))
+	out := make([]providers.VMInfo, 0, len(vms))
 	for _, vm := range vms {
 		if vm.Config == nil || vm.Config.Template {
 			continue
 		}
-		out = append(out, framework.VMInfo{Name: vm.Name, UUID: vm.Config.Uuid, PowerState: framework.PowerState(vm.Runtime.PowerState)})
+		out = append(out, providers.VMInfo{Name: vm.Name, UUID: vm.Config.Uuid, PowerState: providers.PowerState(vm.Runtime.PowerState)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

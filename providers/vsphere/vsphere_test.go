@@ -11,7 +11,7 @@ import (
 
 	"github.com/vmware/govmomi/simulator"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/vsphere"
 )
@@ -44,7 +44,7 @@ func connect(t *testing.T, ctx context.Context, cfg vsphere.Config) *vsphere.Pro
 	return p
 }
 
-func resolveOne(t *testing.T, ctx context.Context, p *vsphere.Provider, sel framework.Selector) framework.Object {
+func resolveOne(t *testing.T, ctx context.Context, p *vsphere.Provider, sel providers.Selector) providers.Object {
 	t.Helper()
 	objs, err := p.Resolve(ctx, sel)
 	if err != nil || len(objs) != 1 {
@@ -58,29 +58,29 @@ func TestIntegrationResolve(t *testing.T) {
 	ctx := t.Context()
 	p := connect(t, ctx, sim.Config())
 
-	vm := resolveOne(t, ctx, p, framework.Selector{VM: "DC0_H0_VM0"})
+	vm := resolveOne(t, ctx, p, providers.Selector{VM: "DC0_H0_VM0"})
 	uuid := vm.Attributes["uuid"]
 	if uuid == "" || vm.ID == "" {
 		t.Fatalf("vm = %+v, want an ID and a BIOS UUID", vm)
 	}
-	if got := resolveOne(t, ctx, p, framework.Selector{UUID: uuid}); got.ID != vm.ID {
+	if got := resolveOne(t, ctx, p, providers.Selector{UUID: uuid}); got.ID != vm.ID {
 		t.Errorf("by uuid: %+v, want %s", got, vm.ID)
 	}
-	if got := resolveOne(t, ctx, p, framework.Selector{ProviderID: "vsphere://" + uuid}); got.ID != vm.ID {
+	if got := resolveOne(t, ctx, p, providers.Selector{ProviderID: "vsphere://" + uuid}); got.ID != vm.ID {
 		t.Errorf("by providerID: %+v, want %s", got, vm.ID)
 	}
-	all, err := p.Resolve(ctx, framework.Selector{VM: "DC0_*"})
+	all, err := p.Resolve(ctx, providers.Selector{VM: "DC0_*"})
 	if err != nil || len(all) != 4 {
 		t.Errorf("glob DC0_* = %d VMs, %v; want the 4 of simulator.VPX()", len(all), err)
 	}
-	none, err := p.Resolve(ctx, framework.Selector{VM: "no-such-vm"})
+	none, err := p.Resolve(ctx, providers.Selector{VM: "no-such-vm"})
 	if err != nil || len(none) != 0 {
 		t.Errorf("missing vm = %v, %v; want no match and no error", none, err)
 	}
-	if _, err := p.Resolve(ctx, framework.Selector{Role: "worker"}); !errors.Is(err, framework.ErrUnsupported) {
+	if _, err := p.Resolve(ctx, providers.Selector{Role: "worker"}); !errors.Is(err, providers.ErrUnsupported) {
 		t.Errorf("role selector = %v, want ErrUnsupported", err)
 	}
-	if _, err := p.Resolve(ctx, framework.Selector{ProviderID: "aws:///i-1"}); err == nil {
+	if _, err := p.Resolve(ctx, providers.Selector{ProviderID: "aws:///i-1"}); err == nil {
 		t.Error("non-vSphere providerID accepted")
 	}
 }
@@ -91,7 +91,7 @@ func TestIntegrationListVMs(t *testing.T) {
 	sim := startSim(t)
 	ctx := t.Context()
 	p := connect(t, ctx, sim.Config())
-	vm := resolveOne(t, ctx, p, framework.Selector{VM: "DC0_H0_VM1"})
+	vm := resolveOne(t, ctx, p, providers.Selector{VM: "DC0_H0_VM1"})
 	if err := p.PowerOff(ctx, vm); err != nil {
 		t.Fatal(err)
 	}
@@ -119,9 +119,9 @@ func TestIntegrationFaults(t *testing.T) {
 	sim := startSim(t)
 	ctx := t.Context()
 	p := connect(t, ctx, sim.Config())
-	vm := resolveOne(t, ctx, p, framework.Selector{VM: "DC0_H0_VM1"})
+	vm := resolveOne(t, ctx, p, providers.Selector{VM: "DC0_H0_VM1"})
 
-	state := func(want framework.PowerState) {
+	state := func(want providers.PowerState) {
 		t.Helper()
 		got, err := p.PowerState(ctx, vm)
 		if err != nil || got != want {
@@ -130,15 +130,15 @@ func TestIntegrationFaults(t *testing.T) {
 	}
 	steps := []struct {
 		name string
-		do   func(context.Context, framework.Object) error
-		want framework.PowerState
+		do   func(context.Context, providers.Object) error
+		want providers.PowerState
 	}{
-		{"power off", p.PowerOff, framework.PoweredOff},
-		{"power on", p.PowerOn, framework.PoweredOn},
-		{"suspend", p.Suspend, framework.Suspended},
-		{"power on after suspend", p.PowerOn, framework.PoweredOn},
-		{"reset", p.Reset, framework.PoweredOn},
-		{"shutdown guest", p.ShutdownGuest, framework.PoweredOff},
+		{"power off", p.PowerOff, providers.PoweredOff},
+		{"power on", p.PowerOn, providers.PoweredOn},
+		{"suspend", p.Suspend, providers.Suspended},
+		{"power on after suspend", p.PowerOn, providers.PoweredOn},
+		{"reset", p.Reset, providers.PoweredOn},
+		{"shutdown guest", p.ShutdownGuest, providers.PoweredOff},
 	}
 	for _, s := range steps {
 		if err := s.do(ctx, vm); err != nil {
@@ -165,7 +165,7 @@ func TestIntegrationFaults(t *testing.T) {
 	if on, err := p.NICConnected(ctx, vm, "ethernet-0"); err != nil || on {
 		t.Errorf("nic connected = %t, %v after disconnect", on, err)
 	}
-	if err := p.SetNICConnected(ctx, vm, "Network adapter 9", true); !errors.Is(err, framework.ErrNotFound) || !strings.Contains(err.Error(), "it has: ") {
+	if err := p.SetNICConnected(ctx, vm, "Network adapter 9", true); !errors.Is(err, providers.ErrNotFound) || !strings.Contains(err.Error(), "it has: ") {
 		t.Errorf("unknown nic = %v, want ErrNotFound listing the adapters", err)
 	}
 
@@ -175,13 +175,13 @@ func TestIntegrationFaults(t *testing.T) {
 	if ok, err := p.Exists(ctx, vm); err != nil || ok {
 		t.Errorf("exists after destroy = %t, %v", ok, err)
 	}
-	if _, err := p.PowerState(ctx, vm); !errors.Is(err, framework.ErrNotFound) {
+	if _, err := p.PowerState(ctx, vm); !errors.Is(err, providers.ErrNotFound) {
 		t.Errorf("power state of a destroyed VM = %v, want ErrNotFound", err)
 	}
 }
 
 // waitState waits on the provider's watch, bounded by a deadline.
-func waitState(t *testing.T, ctx context.Context, p *vsphere.Provider, vm framework.Object, want framework.PowerState) {
+func waitState(t *testing.T, ctx context.Context, p *vsphere.Provider, vm providers.Object, want providers.PowerState) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -208,7 +208,7 @@ func TestIntegrationFaultRules(t *testing.T) {
 	sim := startSim(t)
 	ctx := t.Context()
 	p := connect(t, ctx, sim.Config())
-	vm := resolveOne(t, ctx, p, framework.Selector{VM: "DC0_H0_VM0"})
+	vm := resolveOne(t, ctx, p, providers.Selector{VM: "DC0_H0_VM0"})
 
 	sim.Service().AddFaultRule(&simulator.FaultInjectionRule{
 		MethodName: "PowerOffVM_Task", ObjectType: "VirtualMachine", ObjectName: "DC0_H0_VM0",

@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/scenarios"
 )
 
 // Run runs the catalogue scenario name on p with RunText. edit, when set,
 // changes the scenario's text first (a broken variant) and must change
 // something; sets override parameters.
-func Run(ctx context.Context, t testing.TB, p framework.Provider, name string, edit func(string) string, sets map[string]string) *framework.Result {
+func Run(ctx context.Context, t testing.TB, p providers.Provider, name string, edit func(string) string, sets map[string]string) *framework.Result {
 	t.Helper()
 	data, err := scenarios.Read(name)
 	if err != nil {
@@ -32,7 +33,7 @@ func Run(ctx context.Context, t testing.TB, p framework.Provider, name string, e
 // RunText runs the scenario in data (file names it in errors) on p with a
 // journal in a test folder, logs its phases and assertions, and fails the
 // test if a fault is still pending in the journal afterwards.
-func RunText(ctx context.Context, t testing.TB, p framework.Provider, file string, data []byte, sets map[string]string) *framework.Result {
+func RunText(ctx context.Context, t testing.TB, p providers.Provider, file string, data []byte, sets map[string]string) *framework.Result {
 	t.Helper()
 	name := filepath.Base(file)
 	sc, err := framework.Parse(file, data, sets)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 )
 
 // Baseline is nil when the cluster behind p is healthy: every Machine
@@ -14,15 +14,15 @@ import (
 // replicas healthy, none deleting, and as many healthy etcd members as
 // control planes; on kind, every node's Node Ready. Otherwise it says what
 // is not. A vCenter alone has no baseline to prove.
-func Baseline(ctx context.Context, p framework.Provider) error {
-	c, ok := p.(framework.ClusterAPI)
+func Baseline(ctx context.Context, p providers.Provider) error {
+	c, ok := p.(providers.ClusterAPI)
 	if !ok {
-		if n, ok := p.(framework.Nodes); ok {
+		if n, ok := p.(providers.Nodes); ok {
 			return nodesBaseline(ctx, p, n)
 		}
 		return nil
 	}
-	machines, err := p.Resolve(ctx, framework.Selector{})
+	machines, err := p.Resolve(ctx, providers.Selector{})
 	if err != nil {
 		return err
 	}
@@ -64,8 +64,8 @@ func Baseline(ctx context.Context, p framework.Provider) error {
 
 // nodesBaseline is Baseline where there are no Machines (kind): the API
 // server answers and every node's Node is Ready.
-func nodesBaseline(ctx context.Context, p framework.Provider, n framework.Nodes) error {
-	nodes, err := p.Resolve(ctx, framework.Selector{})
+func nodesBaseline(ctx context.Context, p providers.Provider, n providers.Nodes) error {
+	nodes, err := p.Resolve(ctx, providers.Selector{})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"    //nolint:revive
 
 	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 )
 
 // ChecksSpecInput is what ChecksSpec needs, read when the spec runs.
@@ -23,15 +24,15 @@ func ChecksSpec(inputGetter func() ChecksSpecInput) {
 		input := inputGetter()
 		Expect(input.Environment).NotTo(BeNil())
 		p := input.Environment.shared
-		o, ok := p.(framework.Objects)
+		o, ok := p.(providers.Objects)
 		if !ok {
 			Skip("the provider " + p.Name() + " reads no cluster")
 		}
-		machines, err := p.Resolve(ctx, framework.Selector{})
+		machines, err := p.Resolve(ctx, providers.Selector{})
 		Expect(err).NotTo(HaveOccurred())
 		seen := map[string]bool{}
 		for _, m := range machines {
-			cluster := m.Attributes[framework.AttrNamespace] + "/" + m.Attributes[framework.AttrCluster]
+			cluster := m.Attributes[providers.AttrNamespace] + "/" + m.Attributes[providers.AttrCluster]
 			if seen[cluster] {
 				continue
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/providers/lab"
@@ -38,7 +39,7 @@ type Environment struct {
 	log    logr.Logger
 	// shared is the provider scenarios run on unless they need a cluster
 	// of their own; sharedLab its lab, nil elsewhere.
-	shared    framework.Provider
+	shared    providers.Provider
 	sharedLab *lab.Lab
 	closeFn   func(context.Context) error
 }
@@ -75,7 +76,7 @@ func Setup(ctx context.Context, cfg *Config, log logr.Logger) (*Environment, err
 
 // startKind creates the config's kind cluster, or opens the existing one,
 // and returns how to delete what it created.
-func startKind(ctx context.Context, cfg KindConfig, log logr.Logger) (framework.Provider, func(context.Context) error, error) {
+func startKind(ctx context.Context, cfg KindConfig, log logr.Logger) (providers.Provider, func(context.Context) error, error) {
 	state, err := kind.DefaultState()
 	if err != nil {
 		return nil, nil, err
@@ -114,7 +115,7 @@ func (e *Environment) Profile() string {
 // shared one; on the lab, for a scenario whose spec.lab the shared cluster
 // does not serve or that is labelled LabelOwnCluster, a lab of its own,
 // and for one with no spec.lab (a VM scenario), a vCenter simulator.
-func (e *Environment) ProviderFor(ctx context.Context, sc *framework.Scenario) (framework.Provider, func(context.Context) error, error) {
+func (e *Environment) ProviderFor(ctx context.Context, sc *framework.Scenario) (providers.Provider, func(context.Context) error, error) {
 	keep := func(context.Context) error { return nil }
 	if e.sharedLab == nil {
 		return e.shared, keep, nil
@@ -170,7 +171,7 @@ func (e *Environment) startLab(ctx context.Context, spec lab.ClusterSpec) (*lab.
 // connect reaches the management cluster and vCenter of the config; the
 // vCenter's credentials come from GOVC_USERNAME and GOVC_PASSWORD. The
 // config naming them is the opt-in to destructive runs there.
-func connect(ctx context.Context, cfg *Config, log logr.Logger) (framework.Provider, func(context.Context) error, error) {
+func connect(ctx context.Context, cfg *Config, log logr.Logger) (providers.Provider, func(context.Context) error, error) {
 	opts := []capi.Option{capi.WithLogger(log), capi.WithKubeconfig(cfg.Management.Kubeconfig, cfg.Management.Context)}
 	c, _, _, err := capi.NewClient(cfg.Management.Kubeconfig, cfg.Management.Context)
 	if err != nil {

@@ -11,18 +11,19 @@ import (
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/scenarios"
 )
 
 // ProviderFunc gives the provider a feature's scenario runs on, from the
 // e2e-framework configuration of the test.
-type ProviderFunc func(ctx context.Context, cfg *envconf.Config) (framework.Provider, error)
+type ProviderFunc func(ctx context.Context, cfg *envconf.Config) (providers.Provider, error)
 
 // FromKubeconfig is a ProviderFunc for a Cluster API management cluster:
 // the kubeconfig e2e-framework was given (--kubeconfig, $KUBECONFIG). VM
 // faults need a vCenter too: build the provider with capi.WithVCenter.
-func FromKubeconfig(_ context.Context, cfg *envconf.Config) (framework.Provider, error) {
+func FromKubeconfig(_ context.Context, cfg *envconf.Config) (providers.Provider, error) {
 	c, _, _, err := capi.NewClient(cfg.KubeconfigFile(), "")
 	if err != nil {
 		return nil, err
@@ -67,7 +68,7 @@ func Feature(name string, provider ProviderFunc, params map[string]string, dir s
 			return context.WithValue(ctx, providerKey{name}, p)
 		}).
 		Assess("reaches every phase within budget and holds every assertion", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			p, _ := ctx.Value(providerKey{name}).(framework.Provider)
+			p, _ := ctx.Value(providerKey{name}).(providers.Provider)
 			res, err := artifacts.Execute(ctx, artifacts.ExecuteInput{
 				Dir: filepath.Join(dir, name),
 				Run: framework.RunInput{Scenario: sc, Provider: p, Parameters: params},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/scenarios"
 )
 
@@ -39,7 +40,7 @@ func ScenarioSpec(ctx context.Context, inputGetter func() ScenarioSpecInput) {
 	var (
 		input    ScenarioSpecInput
 		sc       *framework.Scenario
-		provider framework.Provider
+		provider providers.Provider
 		params   map[string]string
 	)
 	BeforeEach(func() {

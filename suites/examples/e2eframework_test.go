@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
 	"github.com/faultline-dev/faultline/suites/e2e"
@@ -29,6 +29,6 @@ func TestIntegrationScenarioAsFeature(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv := env.NewWithConfig(envconf.New().WithKubeconfigFile(kubeconfigs[0]))
-	inLab := func(context.Context, *envconf.Config) (framework.Provider, error) { return l.Provider(), nil }
+	inLab := func(context.Context, *envconf.Config) (providers.Provider, error) { return l.Provider(), nil }
 	testenv.Test(t, e2e.Feature("stop-kubelet-worker", inLab, nil, t.TempDir()))
 }
