@@ -14,7 +14,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/engine"
 )
 
 // File names inside a run folder.
@@ -68,7 +68,7 @@ func (r *Run) Dir() string { return r.dir }
 func (r *Run) Timeline() *os.File { return r.timeline }
 
 // WriteResult writes result.json atomically (write, sync, rename).
-func (r *Run) WriteResult(res *framework.Result) error {
+func (r *Run) WriteResult(res *engine.Result) error {
 	b, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
@@ -86,9 +86,9 @@ func (r *Run) WriteResult(res *framework.Result) error {
 // WriteReports writes junit.xml (one case, this run) and report.html,
 // linking the dumps (paths relative to the run folder) and showing each
 // phase against its history (nil: none).
-func (r *Run) WriteReports(res *framework.Result, dumps []string, history map[string]PhaseStats) error {
+func (r *Run) WriteReports(res *engine.Result, dumps []string, history map[string]PhaseStats) error {
 	var junit, report bytes.Buffer
-	if err := WriteJUnit(&junit, ResultsJUnit("faultline run "+res.Scenario, []*framework.Result{res})); err != nil {
+	if err := WriteJUnit(&junit, ResultsJUnit("faultline run "+res.Scenario, []*engine.Result{res})); err != nil {
 		return fmt.Errorf("write %s: %w", JUnitFile, err)
 	}
 	if err := WriteReport(&report, res, dumps, history); err != nil {

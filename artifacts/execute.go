@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/providers"
 )
 
@@ -17,7 +17,7 @@ type ExecuteInput struct {
 	// Dir is the run folder; it is created.
 	Dir string
 	// Run is the run; Execute sets its Journal and Timeline.
-	Run framework.RunInput
+	Run engine.RunInput
 	// Profile is recorded in the result (the lab's time profile).
 	Profile string
 	Log     logr.Logger
@@ -32,21 +32,21 @@ type ExecuteInput struct {
 // as it goes, then result.json, junit.xml and report.html, and the dumps
 // when it fails or errs. An error means the run could not be carried out
 // or its evidence not kept; a failed run is a result.
-func Execute(ctx context.Context, in ExecuteInput) (*framework.Result, error) {
+func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 	out, err := Open(in.Dir)
 	if err != nil {
 		return nil, err
 	}
 	defer out.Close()
-	journal, err := framework.OpenJournal(filepath.Join(in.Dir, JournalFile))
+	journal, err := engine.OpenJournal(filepath.Join(in.Dir, JournalFile))
 	if err != nil {
 		return nil, err
 	}
 	defer journal.Close()
-	timeline := framework.NewTimeline(out.Timeline())
+	timeline := engine.NewTimeline(out.Timeline())
 	run := in.Run
 	run.Journal, run.Timeline = journal, timeline
-	res, err := framework.Run(ctx, run)
+	res, err := engine.Run(ctx, run)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func Execute(ctx context.Context, in ExecuteInput) (*framework.Result, error) {
 		return res, err
 	}
 	var dumps []string
-	if res.Verdict == framework.Fail || res.Verdict == framework.Error {
+	if res.Verdict == engine.Fail || res.Verdict == engine.Error {
 		dumps = dumpFailed(ctx, run.Provider, res, in.Dir, in.Log)
 	}
 	if err := out.WriteReports(res, dumps, stats); err != nil {
@@ -83,7 +83,7 @@ func Execute(ctx context.Context, in ExecuteInput) (*framework.Result, error) {
 // dumpFailed writes the dumps of a failed run, when the provider reads
 // clusters: of the Cluster the first target belongs to. What cannot be
 // read is logged; the run's verdict stands.
-func dumpFailed(ctx context.Context, p providers.Provider, res *framework.Result, dir string, log logr.Logger) []string {
+func dumpFailed(ctx context.Context, p providers.Provider, res *engine.Result, dir string, log logr.Logger) []string {
 	o, ok := p.(providers.Objects)
 	if !ok {
 		return nil

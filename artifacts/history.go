@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/engine"
 )
 
 // EnvHistory names the history folder, as --history does.
@@ -37,10 +37,10 @@ func OpenHistory(dir string) (*History, error) {
 
 // record is one past run, as the history keeps it.
 type record struct {
-	FinishedAt time.Time         `json:"finishedAt"`
-	Provider   string            `json:"provider"`
-	Profile    string            `json:"profile,omitempty"`
-	Verdict    framework.Verdict `json:"verdict"`
+	FinishedAt time.Time      `json:"finishedAt"`
+	Provider   string         `json:"provider"`
+	Profile    string         `json:"profile,omitempty"`
+	Verdict    engine.Verdict `json:"verdict"`
 	// Phases are the seconds from each reached phase's anchor.
 	Phases map[string]float64 `json:"phases"`
 }
@@ -48,7 +48,7 @@ type record struct {
 func (h *History) file(scenario string) string { return filepath.Join(h.dir, scenario+".jsonl") }
 
 // Add appends res to its scenario's history.
-func (h *History) Add(res *framework.Result) error {
+func (h *History) Add(res *engine.Result) error {
 	r := record{FinishedAt: res.FinishedAt, Provider: res.Provider, Profile: res.Profile, Verdict: res.Verdict, Phases: map[string]float64{}}
 	for _, p := range res.Phases {
 		if p.OK && p.SinceAnchor != nil {
@@ -102,7 +102,7 @@ func (h *History) Stats(scenario, provider, profile string) (map[string]PhaseSta
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			return nil, fmt.Errorf("history %s:%d: %w", h.file(scenario), line, err)
 		}
-		if r.Verdict != framework.Pass || r.Provider != provider || r.Profile != profile {
+		if r.Verdict != engine.Pass || r.Provider != provider || r.Profile != profile {
 			continue
 		}
 		for name, secs := range r.Phases {
@@ -132,7 +132,7 @@ func percentile(sorted []float64, p float64) float64 {
 
 // Regressions are the phases of res that took longer than their
 // history's Limit, for phases with at least MinHistory past runs.
-func Regressions(res *framework.Result, stats map[string]PhaseStats) []string {
+func Regressions(res *engine.Result, stats map[string]PhaseStats) []string {
 	var out []string
 	for _, p := range res.Phases {
 		s, ok := stats[p.Name]
@@ -147,9 +147,9 @@ func Regressions(res *framework.Result, stats map[string]PhaseStats) []string {
 }
 
 // ApplyGate fails a passing res whose phases regressed against stats.
-func ApplyGate(res *framework.Result, stats map[string]PhaseStats) {
-	if reg := Regressions(res, stats); len(reg) > 0 && res.Verdict == framework.Pass {
-		res.Verdict = framework.Fail
+func ApplyGate(res *engine.Result, stats map[string]PhaseStats) {
+	if reg := Regressions(res, stats); len(reg) > 0 && res.Verdict == engine.Pass {
+		res.Verdict = engine.Fail
 		res.Reason = "regression: " + strings.Join(reg, "; ")
 	}
 }

@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/framework/scenario"
 )
 
-func runTook(verdict framework.Verdict, profile string, secs float64) *framework.Result {
-	d := framework.D(time.Duration(secs * float64(time.Second)))
-	return &framework.Result{Scenario: "power-off-worker", Provider: "lab", Profile: profile, Verdict: verdict, FinishedAt: time.Now(),
-		Phases: []framework.PhaseResult{{Name: "machine-unhealthy", OK: verdict == framework.Pass, SinceAnchor: &d}}}
+func runTook(verdict engine.Verdict, profile string, secs float64) *engine.Result {
+	d := scenario.D(time.Duration(secs * float64(time.Second)))
+	return &engine.Result{Scenario: "power-off-worker", Provider: "lab", Profile: profile, Verdict: verdict, FinishedAt: time.Now(),
+		Phases: []engine.PhaseResult{{Name: "machine-unhealthy", OK: verdict == engine.Pass, SinceAnchor: &d}}}
 }
 
 // TestHistoryGate: P50 and P95 of past passing runs on the same provider
@@ -24,12 +25,12 @@ func TestHistoryGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, secs := range []float64{10, 11, 12, 13} {
-		if err := h.Add(runTook(framework.Pass, "compressed", secs)); err != nil {
+		if err := h.Add(runTook(engine.Pass, "compressed", secs)); err != nil {
 			t.Fatal(i, err)
 		}
 	}
 	// Not counted: a failed run, and runs of the real profile.
-	for _, r := range []*framework.Result{runTook(framework.Fail, "compressed", 90), runTook(framework.Pass, "real", 300)} {
+	for _, r := range []*engine.Result{runTook(engine.Fail, "compressed", 90), runTook(engine.Pass, "real", 300)} {
 		if err := h.Add(r); err != nil {
 			t.Fatal(err)
 		}
@@ -41,10 +42,10 @@ func TestHistoryGate(t *testing.T) {
 	if s := stats["machine-unhealthy"]; s.Runs != 4 {
 		t.Fatalf("stats %+v, want 4 runs", s)
 	}
-	if reg := Regressions(runTook(framework.Pass, "compressed", 60), stats); len(reg) != 0 {
+	if reg := Regressions(runTook(engine.Pass, "compressed", 60), stats); len(reg) != 0 {
 		t.Errorf("4 runs are too few to judge, got %v", reg)
 	}
-	if err := h.Add(runTook(framework.Pass, "compressed", 15)); err != nil {
+	if err := h.Add(runTook(engine.Pass, "compressed", 15)); err != nil {
 		t.Fatal(err)
 	}
 	stats, err = h.Stats("power-off-worker", "lab", "compressed")
@@ -55,13 +56,13 @@ func TestHistoryGate(t *testing.T) {
 	if s.Runs != 5 || s.P50 != 12 || s.P95 != 15 || s.Last != 15 || s.Limit() != 20 {
 		t.Fatalf("stats %+v limit %.1f, want 5 runs, P50 12, P95 15, last 15, limit 20", s, s.Limit())
 	}
-	if reg := Regressions(runTook(framework.Pass, "compressed", 19.9), stats); len(reg) != 0 {
+	if reg := Regressions(runTook(engine.Pass, "compressed", 19.9), stats); len(reg) != 0 {
 		t.Errorf("19.9s is within the limit, got %v", reg)
 	}
-	slow := runTook(framework.Pass, "compressed", 25)
+	slow := runTook(engine.Pass, "compressed", 25)
 	ApplyGate(slow, stats)
 	want := "regression: phase machine-unhealthy took 25.0s, above its history's P95 15.0s + max(5s, 20%) = 20.0s (5 runs)"
-	if slow.Verdict != framework.Fail || slow.Reason != want {
+	if slow.Verdict != engine.Fail || slow.Reason != want {
 		t.Errorf("gate: %s %q, want fail %q", slow.Verdict, slow.Reason, want)
 	}
 	// A long history: 20% of P95 is more than 5s.

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/engine"
 )
 
 // JUnitFile is a run's JUnit report.
@@ -66,7 +66,7 @@ func WriteJUnit(w io.Writer, doc JUnitSuites) error {
 // failed run's failure names each phase missed with its budget and each
 // assertion that did not hold; an error run is an error, a skipped one a
 // skip. The case's output is every phase with its time.
-func ResultsJUnit(suite string, results []*framework.Result) JUnitSuites {
+func ResultsJUnit(suite string, results []*engine.Result) JUnitSuites {
 	s := JUnitSuite{Name: suite}
 	var total float64
 	for _, res := range results {
@@ -74,13 +74,13 @@ func ResultsJUnit(suite string, results []*framework.Result) JUnitSuites {
 		total += secs
 		c := JUnitCase{Name: res.Scenario, Classname: "faultline." + res.Provider, Time: fmt.Sprintf("%.3f", secs), Output: phaseLines(res)}
 		switch res.Verdict {
-		case framework.Fail:
+		case engine.Fail:
 			s.Failures++
 			c.Failure = &JUnitFailure{Message: res.Reason, Text: failureText(res)}
-		case framework.Error:
+		case engine.Error:
 			s.Errors++
 			c.Error = &JUnitFailure{Message: res.Reason, Text: failureText(res)}
-		case framework.Skipped:
+		case engine.Skipped:
 			s.Skipped++
 			c.Skipped = &JUnitFailure{Message: res.Reason}
 		}
@@ -92,7 +92,7 @@ func ResultsJUnit(suite string, results []*framework.Result) JUnitSuites {
 }
 
 // failureText lists what did not hold, each with its times.
-func failureText(res *framework.Result) string {
+func failureText(res *engine.Result) string {
 	var lines []string
 	for _, p := range res.Phases {
 		if !p.OK {
@@ -105,7 +105,7 @@ func failureText(res *framework.Result) string {
 		}
 	}
 	for _, f := range res.Faults {
-		if f.Result == framework.ResultFailed || f.Result == framework.ResultRetained {
+		if f.Result == engine.ResultFailed || f.Result == engine.ResultRetained {
 			lines = append(lines, "fault "+f.ID+" ("+f.Kind+" on "+f.Target+"): "+f.Result)
 		}
 	}
@@ -113,7 +113,7 @@ func failureText(res *framework.Result) string {
 }
 
 // phaseLines is each phase's time against its budget, one a line.
-func phaseLines(res *framework.Result) string {
+func phaseLines(res *engine.Result) string {
 	var lines []string
 	for _, p := range res.Phases {
 		line := "phase " + p.Name + ": "

@@ -7,7 +7,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/framework/scenario"
 )
 
 // ReportFile is a run's HTML report.
@@ -39,7 +40,7 @@ type chartTick struct {
 }
 
 type reportData struct {
-	Res          *framework.Result
+	Res          *engine.Result
 	Duration     string
 	Bars         []chartBar
 	Ticks        []chartTick
@@ -60,7 +61,7 @@ type reportData struct {
 // first injection), the phases, assertions and faults, and links to the
 // dumps (paths relative to the report); with history, each phase's past
 // P50 and P95 and the gate's limit. It loads nothing from anywhere.
-func WriteReport(w io.Writer, res *framework.Result, dumps []string, history map[string]PhaseStats) error {
+func WriteReport(w io.Writer, res *engine.Result, dumps []string, history map[string]PhaseStats) error {
 	d := reportData{Res: res, Dumps: dumps, History: history, Duration: res.FinishedAt.Sub(res.StartedAt).Round(time.Millisecond).String(),
 		PlotLeft: chartLabel, PlotRight: chartLabel + chartPlot, Width: chartLabel + chartPlot + 20, VerdictClass: string(res.Verdict)}
 	zero := res.StartedAt
@@ -165,7 +166,7 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 		}
 		return t.UTC().Format("15:04:05.000")
 	},
-	"dur": func(d *framework.Duration) string {
+	"dur": func(d *scenario.Duration) string {
 		if d == nil {
 			return "-"
 		}

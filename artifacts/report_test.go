@@ -7,30 +7,31 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/framework/scenario"
 )
 
 // failedRun is a run of power-off-worker whose health check never acted:
 // one phase reached, one missed against its budget, an assertion that
 // failed, and a fault undone.
-func failedRun() *framework.Result {
+func failedRun() *engine.Result {
 	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	at := func(s float64) *time.Time { t := t0.Add(time.Duration(s * float64(time.Second))); return &t }
-	dur := func(s float64) *framework.Duration {
-		d := framework.D(time.Duration(s * float64(time.Second)))
+	dur := func(s float64) *scenario.Duration {
+		d := scenario.D(time.Duration(s * float64(time.Second)))
 		return &d
 	}
-	return &framework.Result{
-		Scenario: "power-off-worker", Provider: "lab", Profile: "compressed", Verdict: framework.Fail,
+	return &engine.Result{
+		Scenario: "power-off-worker", Provider: "lab", Profile: "compressed", Verdict: engine.Fail,
 		Reason:    "phase machine-unhealthy not reached within its budget 30s of inject",
 		StartedAt: t0, FinishedAt: *at(45),
-		Targets: []framework.TargetResult{{Name: "victim", Objects: []string{"Machine/lab-md-0-x"}}},
-		Phases: []framework.PhaseResult{
+		Targets: []engine.TargetResult{{Name: "victim", Objects: []string{"Machine/lab-md-0-x"}}},
+		Phases: []engine.PhaseResult{
 			{Name: "node-not-ready", ObservedAt: at(7.2), SinceInject: dur(2.2), From: "inject", SinceAnchor: dur(2.2), AnchorAt: at(5), Budget: dur(60), OK: true},
 			{Name: "machine-unhealthy", From: "inject", AnchorAt: at(5), Budget: dur(30), Message: "not reached within its budget 30s of inject (last seen: <b>Running</b>)"},
 		},
-		Assertions: []framework.AssertionResult{{Name: "api-stayed-available", OK: false, Message: "consistently api-available: stopped holding after 3s"}},
-		Faults:     []framework.FaultResult{{ID: "power-off/lab-md-0-x", Kind: "vm.power-off", Target: "Machine/lab-md-0-x", InjectedAt: at(5), UndoneAt: at(44), Undo: "vm.power-on", Result: framework.ResultUndone}},
+		Assertions: []engine.AssertionResult{{Name: "api-stayed-available", OK: false, Message: "consistently api-available: stopped holding after 3s"}},
+		Faults:     []engine.FaultResult{{ID: "power-off/lab-md-0-x", Kind: "vm.power-off", Target: "Machine/lab-md-0-x", InjectedAt: at(5), UndoneAt: at(44), Undo: "vm.power-on", Result: engine.ResultUndone}},
 	}
 }
 
@@ -72,9 +73,9 @@ func TestWriteReport(t *testing.T) {
 // budget, with every phase's time as output.
 func TestResultsJUnit(t *testing.T) {
 	pass := failedRun()
-	pass.Scenario, pass.Verdict, pass.Reason = "delete-cp-vm", framework.Pass, ""
+	pass.Scenario, pass.Verdict, pass.Reason = "delete-cp-vm", engine.Pass, ""
 	var b bytes.Buffer
-	if err := WriteJUnit(&b, ResultsJUnit("nightly", []*framework.Result{failedRun(), pass})); err != nil {
+	if err := WriteJUnit(&b, ResultsJUnit("nightly", []*engine.Result{failedRun(), pass})); err != nil {
 		t.Fatal(err)
 	}
 	var doc JUnitSuites

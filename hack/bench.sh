@@ -4,7 +4,7 @@
 # noisy machine is compared within one run.
 source "$(dirname "$0")/lib.sh"
 count="${COUNT:-5}"
-out="$(go test -run '^$' -bench . -benchmem -count "${count}" ./framework)"
+out="$(go test -run '^$' -bench . -benchmem -count "${count}" ./framework/...)"
 echo "${out}"
 echo
 echo "${out}" | awk '/^Benchmark/ { name=$1; sub(/-[0-9]+$/, "", name); v[name] = v[name] " " $3; if (!(name in seen)) { seen[name]=1; order[n++]=name } }

@@ -19,7 +19,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/faultline-dev/faultline/artifacts"
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/check"
+	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/kind"
@@ -44,8 +45,8 @@ type checkOptions struct {
 
 // checkedCluster is one workload cluster's findings.
 type checkedCluster struct {
-	Cluster  string              `json:"cluster"`
-	Findings []framework.Finding `json:"findings"`
+	Cluster  string          `json:"cluster"`
+	Findings []check.Finding `json:"findings"`
 	// Skipped says why the cluster was not checked (no Machine to reach it
 	// through).
 	Skipped string `json:"skipped,omitempty"`
@@ -117,7 +118,7 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 		}
 		path, cleanup, err := kind.KubeconfigFile(state, o.kindCluster)
 		if err != nil {
-			return &exitError{code: framework.ExitInfra, err: fmt.Errorf("--kind-cluster %s: %w", o.kindCluster, err)}
+			return &exitError{code: engine.ExitInfra, err: fmt.Errorf("--kind-cluster %s: %w", o.kindCluster, err)}
 		}
 		defer cleanup()
 		o.workload.kubeconfig = path
@@ -195,7 +196,7 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 func (o *checkOptions) checkWorkloadOnly(ctx context.Context, stdout io.Writer, name string, p *capi.Provider) error {
 	rctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	findings, err := framework.RunWorkloadChecks(rctx, p, providers.Object{Kind: "Cluster", Name: name, Attributes: map[providers.Attribute]string{}})
+	findings, err := check.RunWorkloadChecks(rctx, p, providers.Object{Kind: "Cluster", Name: name, Attributes: map[providers.Attribute]string{}})
 	if err != nil {
 		return infraErr(fmt.Errorf("check workload context %s: %w", name, err))
 	}
@@ -211,7 +212,7 @@ func (o *checkOptions) report(stdout io.Writer, checked []checkedCluster) error 
 	for _, cc := range checked {
 		for _, f := range cc.Findings {
 			if f.Severity == "error" {
-				return exitCode(framework.ExitFail)
+				return exitCode(engine.ExitFail)
 			}
 		}
 	}
@@ -239,7 +240,7 @@ func checkClusters(ctx context.Context, c client.Client, p *capi.Provider, only 
 			out = append(out, checkedCluster{Cluster: key, Skipped: "no Machine yet"})
 			continue
 		}
-		findings, err := framework.RunChecks(ctx, p, machines[0])
+		findings, err := check.RunChecks(ctx, p, machines[0])
 		if err != nil {
 			return nil, fmt.Errorf("cluster %s: %w", key, err)
 		}
@@ -250,7 +251,7 @@ func checkClusters(ctx context.Context, c client.Client, p *capi.Provider, only 
 }
 
 // sortFindings puts errors first, then warnings, then info.
-func sortFindings(findings []framework.Finding) {
+func sortFindings(findings []check.Finding) {
 	sort.SliceStable(findings, func(i, j int) bool { return severityRank(findings[i].Severity) < severityRank(findings[j].Severity) })
 }
 
@@ -296,8 +297,8 @@ func writeChecks(w io.Writer, format string, checked []checkedCluster) error {
 // writeChecksJUnit writes one suite per cluster and one case per rule:
 // an error finding fails its case; warnings and info are its output.
 func writeChecksJUnit(w io.Writer, checked []checkedCluster) error {
-	ids := make([]string, 0, len(framework.FindingIDs))
-	for id := range framework.FindingIDs {
+	ids := make([]string, 0, len(check.FindingIDs))
+	for id := range check.FindingIDs {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)

@@ -20,7 +20,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline-dev/faultline/artifacts"
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/kind"
@@ -70,7 +71,7 @@ func newValidateCommand() *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (scenario %s, %d steps)\n", sc.Source, sc.Metadata.Name, len(sc.Spec.Steps))
 			}
 			if bad > 0 {
-				return exitCode(framework.ExitUsage)
+				return exitCode(engine.ExitUsage)
 			}
 			return nil
 		},
@@ -98,7 +99,7 @@ func newListCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				sc, err := framework.Parse("scenarios/"+name+".yaml", data, nil)
+				sc, err := scenario.Parse("scenarios/"+name+".yaml", data, nil, engine.Vocabulary)
 				if err != nil {
 					return fmt.Errorf("catalogue scenario %s is invalid: %w", name, err)
 				}
@@ -179,15 +180,15 @@ func recoverJournals(ctx context.Context, cmd *cobra.Command, paths []string, vc
 	conns := &recoverConns{flags: vc, byURL: map[string]*vsphere.Provider{}, clusters: map[string]providers.Provider{}}
 	defer conns.close(cmd.ErrOrStderr())
 	for _, path := range paths {
-		entries, err := framework.ReadJournal(path)
+		entries, err := engine.ReadJournal(path)
 		if err != nil {
 			return usageErr("%v", err)
 		}
-		pending := framework.Pending(entries)
+		pending := engine.Pending(entries)
 		if len(pending) == 0 {
 			continue
 		}
-		j, err := framework.OpenJournal(path)
+		j, err := engine.OpenJournal(path)
 		if err != nil {
 			return infraErr(err)
 		}
@@ -200,7 +201,7 @@ func recoverJournals(ctx context.Context, cmd *cobra.Command, paths []string, vc
 				fmt.Fprintf(out, "%s: %s %s: FAILED: %v\n", path, e.FaultID, e.Kind, err)
 				continue
 			}
-			done := framework.JournalEntry{Op: framework.OpDone, FaultID: e.FaultID, Provider: e.Provider, Result: result}
+			done := engine.JournalEntry{Op: engine.OpDone, FaultID: e.FaultID, Provider: e.Provider, Result: result}
 			if err := j.Append(done); err != nil {
 				failed++
 				fmt.Fprintf(out, "%s: %s: undone, but the journal could not record it: %v\n", path, e.FaultID, err)
@@ -232,14 +233,14 @@ type recoverConns struct {
 }
 
 // undo undoes one pending fault, reconnecting to its provider.
-func (c *recoverConns) undo(ctx context.Context, e framework.JournalEntry) (string, error) {
+func (c *recoverConns) undo(ctx context.Context, e engine.JournalEntry) (string, error) {
 	if e.Undo == nil {
 		return "", errors.New("journal entry has no undo action")
 	}
 	switch e.Provider.Name {
 	case "lab":
 		// The embedded simulator lived in the crashed process.
-		return framework.ResultAbandoned, nil
+		return engine.ResultAbandoned, nil
 	case "vsphere":
 		p, ok := c.byURL[e.Provider.Config["url"]]
 		if !ok {
@@ -256,10 +257,10 @@ func (c *recoverConns) undo(ctx context.Context, e framework.JournalEntry) (stri
 			}
 			c.byURL[e.Provider.Config["url"]] = p
 		}
-		if err := framework.RunUndo(ctx, p, *e.Undo); err != nil {
+		if err := engine.RunUndo(ctx, p, *e.Undo); err != nil {
 			return "", err
 		}
-		return framework.ResultUndone, nil
+		return engine.ResultUndone, nil
 	case "kind":
 		// The run was allowed to touch the cluster; undoing needs no new
 		// opt-in.
@@ -267,10 +268,10 @@ func (c *recoverConns) undo(ctx context.Context, e framework.JournalEntry) (stri
 		if err != nil {
 			return "", err
 		}
-		if err := framework.RunUndo(ctx, p, *e.Undo); err != nil {
+		if err := engine.RunUndo(ctx, p, *e.Undo); err != nil {
 			return "", err
 		}
-		return framework.ResultUndone, nil
+		return engine.ResultUndone, nil
 	}
 	if e.Provider.Config[capi.RefKubeconfig] != "" {
 		// A Cluster API management cluster: reached again with the same
@@ -289,10 +290,10 @@ func (c *recoverConns) undo(ctx context.Context, e framework.JournalEntry) (stri
 			c.clusters[key] = prov
 			p = prov
 		}
-		if err := framework.RunUndo(ctx, p, *e.Undo); err != nil {
+		if err := engine.RunUndo(ctx, p, *e.Undo); err != nil {
 			return "", err
 		}
-		return framework.ResultUndone, nil
+		return engine.ResultUndone, nil
 	}
 	return "", fmt.Errorf("provider %q in journal: faultline cannot reconnect to it", e.Provider.Name)
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/engine"
 )
 
 // exitError carries an exit code out of a command.
@@ -23,10 +23,10 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 func usageErr(format string, args ...any) error {
-	return &exitError{code: framework.ExitUsage, err: fmt.Errorf(format, args...)}
+	return &exitError{code: engine.ExitUsage, err: fmt.Errorf(format, args...)}
 }
 
-func infraErr(err error) error { return &exitError{code: framework.ExitInfra, err: err} }
+func infraErr(err error) error { return &exitError{code: engine.ExitInfra, err: err} }
 
 // exitCode is how a command ended without an error message to print.
 type exitCode int
@@ -57,7 +57,7 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	}
 	// cobra's own errors: unknown flag, wrong number of arguments.
 	fmt.Fprintln(stderr, "faultline:", err)
-	return framework.ExitUsage
+	return engine.ExitUsage
 }
 
 func newRootCommand() *cobra.Command {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
 	"github.com/faultline-dev/faultline/providers/vsphere"
@@ -166,9 +166,9 @@ func TestIntegrationCrash(t *testing.T) {
 			}
 			journal := filepath.Join(artifacts, "journal.jsonl")
 			waitFor(t, 30*time.Second, "the run to journal and apply its fault", func() bool {
-				entries, err := framework.ReadJournal(journal)
+				entries, err := engine.ReadJournal(journal)
 				state, serr := p.PowerState(t.Context(), vm)
-				return err == nil && len(framework.Pending(entries)) == 1 && serr == nil && state == providers.PoweredOff
+				return err == nil && len(engine.Pending(entries)) == 1 && serr == nil && state == providers.PoweredOff
 			})
 			if err := run.Process.Signal(sig); err != nil {
 				t.Fatal(err)
@@ -190,8 +190,8 @@ func TestIntegrationCrash(t *testing.T) {
 					t.Errorf("recover printed %q", out)
 				}
 			case syscall.SIGINT:
-				if exit == nil || exit.ExitCode() != framework.ExitInfra {
-					t.Errorf("interrupted run: %v, want exit %d\n%s", err, framework.ExitInfra, runOut.String())
+				if exit == nil || exit.ExitCode() != engine.ExitInfra {
+					t.Errorf("interrupted run: %v, want exit %d\n%s", err, engine.ExitInfra, runOut.String())
 				}
 				b, rerr := os.ReadFile(filepath.Join(artifacts, "result.json"))
 				if rerr != nil || !strings.Contains(string(b), `"verdict": "error"`) || !strings.Contains(string(b), "interrupted") {
@@ -201,8 +201,8 @@ func TestIntegrationCrash(t *testing.T) {
 			if state, err := p.PowerState(t.Context(), vm); err != nil || state != providers.PoweredOn {
 				t.Errorf("VM is %s (%v) after %s, want poweredOn\n%s", state, err, sig, runOut.String())
 			}
-			entries, err := framework.ReadJournal(journal)
-			if err != nil || len(framework.Pending(entries)) != 0 {
+			entries, err := engine.ReadJournal(journal)
+			if err != nil || len(engine.Pending(entries)) != 0 {
 				t.Errorf("journal still pending after %s: %v %+v", sig, err, entries)
 			}
 		})
@@ -294,11 +294,11 @@ func TestIntegrationRunPowerOffWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res framework.Result
+	var res engine.Result
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Profile != "compressed" || res.Verdict != framework.Pass {
+	if res.Profile != "compressed" || res.Verdict != engine.Pass {
 		t.Errorf("result.json: profile %q verdict %q", res.Profile, res.Verdict)
 	}
 }

@@ -8,11 +8,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/engine"
 )
 
 // printResult writes the human summary of a run.
-func printResult(w io.Writer, res *framework.Result) {
+func printResult(w io.Writer, res *engine.Result) {
 	on := res.Provider
 	if res.Profile != "" {
 		on += " (" + res.Profile + " time profile)"
@@ -65,11 +65,11 @@ func stamp(t *time.Time) string {
 	return t.Format("15:04:05.000")
 }
 
-func undone(f framework.FaultResult) string {
+func undone(f engine.FaultResult) string {
 	switch {
 	case f.UndoneAt != nil:
 		return stamp(f.UndoneAt)
-	case f.Undo == framework.UndoNone:
+	case f.Undo == engine.UndoNone:
 		return "never (" + f.Note + ")"
 	case f.Result != "":
 		return "no (" + f.Result + ")"
@@ -92,7 +92,7 @@ func newProgressPrinter(w io.Writer) *progressPrinter {
 
 // print prints one line per thing waited for every few seconds; phases of
 // one step are waited for together, each with its own line.
-func (p *progressPrinter) print(pr framework.Progress) {
+func (p *progressPrinter) print(pr engine.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if at, ok := p.at[pr.Waiting]; ok && time.Since(at) < p.every {

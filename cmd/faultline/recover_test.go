@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/lab"
@@ -78,14 +78,14 @@ func TestIntegrationRecoverObjectOnCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	journal := filepath.Join(dir, "journal.jsonl")
-	j, err := framework.OpenJournal(journal)
+	j, err := engine.OpenJournal(journal)
 	if err != nil {
 		t.Fatal(err)
 	}
 	scope := providers.Object{Kind: "Machine", Name: "w-1", ID: "uid-w-1"}
-	undo := framework.UndoAction{Action: "object.restore", Target: scope, Params: map[string]string{"cluster": "management", "file": file}}
+	undo := engine.UndoAction{Action: "object.restore", Target: scope, Params: map[string]string{"cluster": "management", "file": file}}
 	ref := providers.ProviderRef{Name: "capi", Config: map[string]string{capi.RefKubeconfig: kubeconfig, capi.RefContext: raw.CurrentContext}}
-	if err := j.Append(framework.JournalEntry{Op: framework.OpInject, FaultID: "remove/w-1", Scenario: "t", Kind: "object.delete", Target: &scope, Undo: &undo, Provider: ref}); err != nil {
+	if err := j.Append(engine.JournalEntry{Op: engine.OpInject, FaultID: "remove/w-1", Scenario: "t", Kind: "object.delete", Target: &scope, Undo: &undo, Provider: ref}); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.Close(); err != nil {
@@ -103,11 +103,11 @@ func TestIntegrationRecoverObjectOnCluster(t *testing.T) {
 	if got.Data["rule"] != "deny" || got.Labels["app"] != "engine" {
 		t.Errorf("restored ConfigMap %+v", got.ObjectMeta)
 	}
-	entries, err := framework.ReadJournal(journal)
+	entries, err := engine.ReadJournal(journal)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := framework.Pending(entries); len(p) != 0 {
+	if p := engine.Pending(entries); len(p) != 0 {
 		t.Errorf("still pending after recover: %+v", p)
 	}
 	if !strings.Contains(out.String(), "remove/w-1") {

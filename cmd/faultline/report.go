@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline-dev/faultline/artifacts"
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/engine"
 )
 
 func newReportCommand() *cobra.Command {
@@ -28,7 +28,7 @@ upgrade of faultline.`,
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			var res framework.Result
+			var res engine.Result
 			if err := json.Unmarshal(b, &res); err != nil {
 				return usageErr("%s: %v", filepath.Join(dir, artifacts.ResultFile), err)
 			}

@@ -16,7 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline-dev/faultline/artifacts"
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/vsphere"
@@ -71,15 +72,15 @@ vCenter (--provider vsphere) the vCenter must be named in --allow-vcenter.`,
 }
 
 // loadScenario reads a file, or a catalogue scenario when arg names no file.
-func loadScenario(arg string, sets map[string]string) (*framework.Scenario, error) {
+func loadScenario(arg string, sets map[string]string) (*scenario.Scenario, error) {
 	if _, err := os.Stat(arg); err != nil && !strings.ContainsAny(arg, "/.") {
 		data, rerr := scenarios.Read(arg)
 		if rerr != nil {
 			return nil, rerr
 		}
-		return framework.Parse("scenarios/"+arg+".yaml", data, sets)
+		return scenario.Parse("scenarios/"+arg+".yaml", data, sets, engine.Vocabulary)
 	}
-	return framework.Load(arg, sets)
+	return scenario.Load(arg, sets, engine.Vocabulary)
 }
 
 func parseSets(sets []string) (map[string]string, error) {
@@ -119,13 +120,13 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 	}
 	sc, err := loadScenario(arg, sets)
 	if err != nil {
-		return &exitError{code: framework.ExitUsage, err: err}
+		return &exitError{code: engine.ExitUsage, err: err}
 	}
 	if want := sc.Metadata.Labels["provider"]; want != "" && want != o.provider {
 		return usageErr("scenario %s runs on provider %s (its label provider: %s), not %s: pass --provider %s", sc.Metadata.Name, want, want, o.provider, want)
 	}
 	if o.timeout > 0 {
-		sc.Spec.Timeout = framework.D(o.timeout)
+		sc.Spec.Timeout = scenario.D(o.timeout)
 	}
 	log := newLogger(stderr, o.verbosity)
 
@@ -151,7 +152,7 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 	progress := newProgressPrinter(stderr)
 	res, err := artifacts.Execute(ctx, artifacts.ExecuteInput{
 		Dir: dir, Profile: profile, Log: log, History: history, Gate: o.gate,
-		Run: framework.RunInput{
+		Run: engine.RunInput{
 			Scenario:   sc,
 			Provider:   provider,
 			Parameters: sets,
@@ -184,7 +185,7 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 
 // openProvider connects the chosen provider and returns it, the lab's time
 // profile (empty elsewhere) and how to close it.
-func (o *runOptions) openProvider(ctx context.Context, sc *framework.Scenario, stderr io.Writer, log logr.Logger) (providers.Provider, string, func(context.Context) error, error) {
+func (o *runOptions) openProvider(ctx context.Context, sc *scenario.Scenario, stderr io.Writer, log logr.Logger) (providers.Provider, string, func(context.Context) error, error) {
 	switch o.provider {
 	case "lab":
 		if sc.Spec.Lab == nil {

@@ -18,7 +18,8 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/scenarios/scenariotest"
 )
@@ -78,21 +79,21 @@ spec:
     - name: revert
       undo: {fault: install}
 `
-	sc, err := framework.Parse("t.yaml", []byte(src), nil)
+	sc, err := scenario.Parse("t.yaml", []byte(src), nil, engine.Vocabulary)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	j, err := framework.OpenJournal(filepath.Join(dir, "journal.jsonl"))
+	j, err := engine.OpenJournal(filepath.Join(dir, "journal.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	res, err := framework.Run(context.Background(), framework.RunInput{Scenario: sc, Provider: p, Journal: j})
+	res, err := engine.Run(context.Background(), engine.RunInput{Scenario: sc, Provider: p, Journal: j})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Verdict != framework.Pass {
+	if res.Verdict != engine.Pass {
 		t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
 	}
 	c := p.Client()
@@ -189,7 +190,7 @@ spec:
       undo: {fault: install}
 `
 	res := scenariotest.RunText(ctx, t, p, "t.yaml", []byte(src), nil)
-	if res.Verdict != framework.Pass {
+	if res.Verdict != engine.Pass {
 		t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
 	}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "held"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {

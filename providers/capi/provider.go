@@ -25,7 +25,6 @@ import (
 	"github.com/faultline-dev/faultline/providers/vsphere"
 )
 
-
 // Provider reaches a Cluster API management cluster, the workload clusters
 // it manages (through their kubeconfig Secrets) and, for VM faults, the
 // vCenter behind CAPV. Targets resolve to Machines; VM faults and probes act

@@ -15,7 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/check"
+	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/scenarios/scenariotest"
@@ -87,7 +88,7 @@ func TestIntegrationKind(t *testing.T) {
 
 	t.Run("checks", func(t *testing.T) {
 		// faultline check's workload rules on a real, healthy cluster.
-		findings, err := framework.RunChecks(ctx, p, workers[0])
+		findings, err := check.RunChecks(ctx, p, workers[0])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +164,7 @@ func TestIntegrationKind(t *testing.T) {
 	passes := func(sc string) {
 		t.Run(sc, func(t *testing.T) {
 			res := scenariotest.Run(ctx, t, p, sc, nil, nil)
-			if res.Verdict != framework.Pass {
+			if res.Verdict != engine.Pass {
 				t.Fatalf("%s: %s: %s", sc, res.Verdict, res.Reason)
 			}
 		})
@@ -178,7 +179,7 @@ func TestIntegrationKind(t *testing.T) {
 		res := scenariotest.Run(ctx, t, p, "kind-policy-blocks-eviction", func(s string) string {
 			return strings.Replace(s, "operations: [DELETE]", "operations: [CONNECT]", 1)
 		}, map[string]string{"window.kept": "10s", "budget.ready": "20s"})
-		if res.Verdict != framework.Fail || !strings.Contains(res.Reason, "assertion eviction-denied: consistently object-expression: object-expression stopped holding") {
+		if res.Verdict != engine.Fail || !strings.Contains(res.Reason, "assertion eviction-denied: consistently object-expression: object-expression stopped holding") {
 			t.Fatalf("verdict %s (%s), want a failure of assertion eviction-denied", res.Verdict, res.Reason)
 		}
 	})

@@ -26,7 +26,6 @@ const (
 	labelRole    = "io.x-k8s.kind.role"
 )
 
-
 // NodeKind is the Kind of the objects the provider resolves: a kind node
 // container, named like its Kubernetes Node.
 const NodeKind = "KindNode"

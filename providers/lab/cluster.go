@@ -16,7 +16,7 @@ import (
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/scenario"
 )
 
 // KubernetesVersion is the version the lab's workload clusters report.
@@ -61,7 +61,7 @@ type ClusterSpec struct {
 // SpecFor is the lab cluster named name that a scenario's spec.lab asks
 // for: workers have a MachineHealthCheck unless told not to, the control
 // plane has none unless told.
-func SpecFor(name string, s framework.LabSpec) ClusterSpec {
+func SpecFor(name string, s scenario.LabSpec) ClusterSpec {
 	return ClusterSpec{
 		Name: name, ControlPlanes: int32(s.ControlPlanes), Workers: int32(s.Workers),
 		WorkerMHC: s.WorkerMHC == nil || *s.WorkerMHC, ControlPlaneMHC: s.ControlPlaneMHC != nil && *s.ControlPlaneMHC, CNI: s.CNI,
@@ -74,7 +74,7 @@ func SpecFor(name string, s framework.LabSpec) ClusterSpec {
 // spec.lab is s: the same control planes (etcd scenarios count members),
 // at least its workers, the same CNI, pod network and health checks (a
 // MachineHealthCheck setting the scenario leaves out does not matter).
-func (c ClusterSpec) Serves(s framework.LabSpec) bool {
+func (c ClusterSpec) Serves(s scenario.LabSpec) bool {
 	want := SpecFor(c.Name, s)
 	wpod, wnode, wblock := want.network()
 	cpod, cnode, cblock := c.network()

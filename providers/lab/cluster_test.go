@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/scenario"
 )
 
 // TestServes: which catalogue-like spec.lab a shared 3+2 cluster with
@@ -14,20 +14,20 @@ func TestServes(t *testing.T) {
 	shared := ClusterSpec{Name: "shared", ControlPlanes: 3, Workers: 2, WorkerMHC: true, ControlPlaneMHC: true}
 	for _, tc := range []struct {
 		name string
-		lab  framework.LabSpec
+		lab  scenario.LabSpec
 		want bool
 	}{
-		{"power-off-worker: MHC on the control plane left out", framework.LabSpec{ControlPlanes: 3, Workers: 2}, true},
-		{"delete-cp-vm: fewer workers", framework.LabSpec{ControlPlanes: 3, Workers: 1, ControlPlaneMHC: &yes}, true},
-		{"stop-kubelet-cp: no MHC on the control plane", framework.LabSpec{ControlPlanes: 3, Workers: 1, ControlPlaneMHC: &no}, false},
-		{"one control plane", framework.LabSpec{ControlPlanes: 1, Workers: 2}, false},
-		{"more workers", framework.LabSpec{ControlPlanes: 3, Workers: 6}, false},
-		{"antrea", framework.LabSpec{ControlPlanes: 3, Workers: 2, CNI: "antrea"}, false},
-		{"calico by name", framework.LabSpec{ControlPlanes: 3, Workers: 2, CNI: "calico"}, true},
-		{"no worker MHC", framework.LabSpec{ControlPlanes: 3, Workers: 2, WorkerMHC: &no}, false},
-		{"pod network", framework.LabSpec{ControlPlanes: 3, Workers: 2, Network: framework.LabNetwork{PodCIDR: "10.202.146.0/24"}}, false},
-		{"default pod network by name", framework.LabSpec{ControlPlanes: 3, Workers: 2, Network: framework.LabNetwork{PodCIDR: "192.168.0.0/16", CalicoBlockSize: 26}}, true},
-		{"node startup", framework.LabSpec{ControlPlanes: 3, Workers: 1, NodeStartupTimeout: framework.D(30 * time.Second)}, false},
+		{"power-off-worker: MHC on the control plane left out", scenario.LabSpec{ControlPlanes: 3, Workers: 2}, true},
+		{"delete-cp-vm: fewer workers", scenario.LabSpec{ControlPlanes: 3, Workers: 1, ControlPlaneMHC: &yes}, true},
+		{"stop-kubelet-cp: no MHC on the control plane", scenario.LabSpec{ControlPlanes: 3, Workers: 1, ControlPlaneMHC: &no}, false},
+		{"one control plane", scenario.LabSpec{ControlPlanes: 1, Workers: 2}, false},
+		{"more workers", scenario.LabSpec{ControlPlanes: 3, Workers: 6}, false},
+		{"antrea", scenario.LabSpec{ControlPlanes: 3, Workers: 2, CNI: "antrea"}, false},
+		{"calico by name", scenario.LabSpec{ControlPlanes: 3, Workers: 2, CNI: "calico"}, true},
+		{"no worker MHC", scenario.LabSpec{ControlPlanes: 3, Workers: 2, WorkerMHC: &no}, false},
+		{"pod network", scenario.LabSpec{ControlPlanes: 3, Workers: 2, Network: scenario.LabNetwork{PodCIDR: "10.202.146.0/24"}}, false},
+		{"default pod network by name", scenario.LabSpec{ControlPlanes: 3, Workers: 2, Network: scenario.LabNetwork{PodCIDR: "192.168.0.0/16", CalicoBlockSize: 26}}, true},
+		{"node startup", scenario.LabSpec{ControlPlanes: 3, Workers: 1, NodeStartupTimeout: scenario.D(30 * time.Second)}, false},
 	} {
 		if got := shared.Serves(tc.lab); got != tc.want {
 			t.Errorf("%s: Serves = %t, want %t", tc.name, got, tc.want)

@@ -12,7 +12,8 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/check"
+	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/scenarios/scenariotest"
@@ -20,14 +21,14 @@ import (
 
 // runScenario runs a catalogue scenario against the lab and returns its
 // result; sets override parameters.
-func runScenario(t *testing.T, l *lab.Lab, name string, sets map[string]string) *framework.Result {
+func runScenario(t *testing.T, l *lab.Lab, name string, sets map[string]string) *engine.Result {
 	t.Helper()
 	return runScenarioText(t, l, name, nil, sets)
 }
 
 // runScenarioText is runScenario on a scenario whose text edit changed
 // first (nil: as it is): a broken variant.
-func runScenarioText(t *testing.T, l *lab.Lab, name string, edit func(string) string, sets map[string]string) *framework.Result {
+func runScenarioText(t *testing.T, l *lab.Lab, name string, edit func(string) string, sets map[string]string) *engine.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -36,7 +37,7 @@ func runScenarioText(t *testing.T, l *lab.Lab, name string, edit func(string) st
 
 // expect fails the test unless the run ended with verdict and a reason
 // that says want.
-func expect(t *testing.T, res *framework.Result, verdict framework.Verdict, want string) {
+func expect(t *testing.T, res *engine.Result, verdict engine.Verdict, want string) {
 	t.Helper()
 	if res.Verdict != verdict || !strings.Contains(res.Reason, want) {
 		t.Fatalf("verdict %s (%s), want %s saying %q", res.Verdict, res.Reason, verdict, want)
@@ -69,7 +70,7 @@ func TestIntegrationLabScenarios(t *testing.T) {
 		res := runScenarioText(t, l, "power-off-worker", func(s string) string {
 			return strings.Replace(s, "fault: vm.power-off", "fault: vm.reset", 1)
 		}, nil)
-		expect(t, res, framework.Pass, "")
+		expect(t, res, engine.Pass, "")
 	})
 	// Seed 000's recreation loop without the runbook fails, naming the
 	// phase never reached; scenario 2 below too.
@@ -85,12 +86,12 @@ func TestIntegrationLabScenarios(t *testing.T) {
             within: 20s
 `
 		}, map[string]string{"cniDaemonSet": "calico-node", "loop.replacements": "0", "window.loop": "1s"})
-		expect(t, res, framework.Fail, "phase workers-ready not reached within its budget 20s of inject")
+		expect(t, res, engine.Fail, "phase workers-ready not reached within its budget 20s of inject")
 	}
 	t.Run("break-webhook-service-no-runbook", func(t *testing.T) { noRunbook(t, "break-webhook-service") })
 	t.Run("delete-cp-vm", func(t *testing.T) {
 		res := runScenario(t, l, "delete-cp-vm", nil)
-		expect(t, res, framework.Pass, "")
+		expect(t, res, engine.Pass, "")
 		if len(res.Assertions) != 1 || !res.Assertions[0].OK || !strings.Contains(res.Assertions[0].Message, "readings") {
 			t.Errorf("api-stayed-available: %+v", res.Assertions)
 		}
@@ -102,14 +103,14 @@ func TestIntegrationLabScenarios(t *testing.T) {
 		res := runScenarioText(t, l, "kill-etcd-quorum", func(s string) string {
 			return strings.Replace(s, "acceptQuorumLoss: true", "acceptQuorumLoss: false", 1)
 		}, nil)
-		expect(t, res, framework.Error, "refused: step stop-etcd would have 2 of the 3 etcd members of default/lab-control-plane down at once")
+		expect(t, res, engine.Error, "refused: step stop-etcd would have 2 of the 3 etcd members of default/lab-control-plane down at once")
 		if len(res.Faults) != 0 {
 			t.Errorf("a refused run injected %d faults", len(res.Faults))
 		}
 	})
 	t.Run("kill-etcd-one-member", func(t *testing.T) {
 		res := runScenario(t, l, "kill-etcd-quorum", map[string]string{"members": "1", "budget.down": "10s", "budget.check": "10s", "window.down": "1s", "window.unremediated": "1s"})
-		expect(t, res, framework.Fail, "phase api-no-leader not reached within its budget 10s of inject")
+		expect(t, res, engine.Fail, "phase api-no-leader not reached within its budget 10s of inject")
 	})
 	// Without its undo step the API does not come back by itself.
 	t.Run("remove-apiserver-pods-no-undo", func(t *testing.T) {
@@ -117,7 +118,7 @@ func TestIntegrationLabScenarios(t *testing.T) {
 			s = strings.Replace(s, "    - name: restore-manifests\n      undo:\n        all: true\n", "", 1)
 			return strings.ReplaceAll(s, "from: undo:restore-manifests", "from: inject:remove-third")
 		}, map[string]string{"budget.recovered": "5s", "window.served": "1s", "window.unremediated": "1s"})
-		expect(t, res, framework.Fail, "phase api-available not reached within its budget 5s of inject:remove-third")
+		expect(t, res, engine.Fail, "phase api-available not reached within its budget 5s of inject:remove-third")
 	})
 	// Seed 002's control-plane kubelet stop under a control-plane health
 	// check (this lab has one, the scenario's TKGS-like scope has not):
@@ -142,22 +143,22 @@ func TestIntegrationLabScenarios(t *testing.T) {
             within: 3m
 `
 		}, nil)
-		expect(t, res, framework.Pass, "")
+		expect(t, res, engine.Pass, "")
 	})
 	// Budgets too short for the node lifecycle's grace period or the
 	// health check's timeout: the run fails naming the phase and the
 	// budget.
 	t.Run("stop-kubelet-cp-short-budget", func(t *testing.T) {
 		res := runScenario(t, l, "stop-kubelet-cp", map[string]string{"budget.notready": "1s", "window.unremediated": "1s"})
-		expect(t, res, framework.Fail, "phase node-not-ready not reached within its budget 1s of inject")
+		expect(t, res, engine.Fail, "phase node-not-ready not reached within its budget 1s of inject")
 	})
 	t.Run("stop-kubelet-worker-short-budget", func(t *testing.T) {
 		res := runScenario(t, l, "stop-kubelet-worker", map[string]string{"budget.unhealthy": "1s"})
-		expect(t, res, framework.Fail, "phase machine-unhealthy not reached within its budget 1s of inject")
+		expect(t, res, engine.Fail, "phase machine-unhealthy not reached within its budget 1s of inject")
 	})
 	t.Run("delete-worker-vm-short-budget", func(t *testing.T) {
 		res := runScenario(t, l, "delete-worker-vm", map[string]string{"budget.deleted": "1s"})
-		expect(t, res, framework.Fail, "phase machine-deleted not reached within its budget 1s of inject")
+		expect(t, res, engine.Fail, "phase machine-deleted not reached within its budget 1s of inject")
 	})
 	// Seed 000 scenario 2 without the runbook: the workers never come
 	// back.
@@ -165,7 +166,7 @@ func TestIntegrationLabScenarios(t *testing.T) {
 	t.Run("power-off-worker-without-mhc", func(t *testing.T) {
 		deleteMHC(t, l, "lab-workers")
 		res := runScenario(t, l, "power-off-worker", map[string]string{"budget.unhealthy": "30s", "budget.deleted": "30s", "budget.destroyed": "30s", "budget.replacement": "30s"})
-		expect(t, res, framework.Fail, "phase machine-unhealthy not reached within its budget 30s of inject")
+		expect(t, res, engine.Fail, "phase machine-unhealthy not reached within its budget 30s of inject")
 		for _, p := range res.Phases {
 			if p.Name == "node-not-ready" && !p.OK {
 				t.Errorf("node-not-ready should still be reached: %s", p.Message)
@@ -176,7 +177,7 @@ func TestIntegrationLabScenarios(t *testing.T) {
 	// five nodes): no finding, and the webhook answers.
 	t.Run("mismatched-calico-pool-on-a-fitting-pool", func(t *testing.T) {
 		res := runScenario(t, l, "mismatched-calico-pool", map[string]string{"budget.network": "3s", "budget.timeout": "5s"})
-		expect(t, res, framework.Fail, "phase nodes-without-block not reached within its budget 3s")
+		expect(t, res, engine.Fail, "phase nodes-without-block not reached within its budget 3s")
 		for _, p := range res.Phases {
 			if ok := p.Name == "create-admitted"; p.OK != ok {
 				t.Errorf("phase %s ok=%t: %s", p.Name, p.OK, p.Message)
@@ -237,7 +238,7 @@ func TestIntegrationEtcdLeaderStuck(t *testing.T) {
 			s = strings.Replace(s, "    - name: move-leader\n      undo:\n        fault: stick-leader\n", "", 1)
 			return strings.ReplaceAll(s, "from: undo:move-leader", "from: inject:crash")
 		}, map[string]string{"loop.recreations": "1", "budget.recovered": "2m"})
-		expect(t, res, framework.Fail, "phase replacement-running not reached within its budget 2m0s of inject:crash")
+		expect(t, res, engine.Fail, "phase replacement-running not reached within its budget 2m0s of inject:crash")
 	})
 	// Seed 003's last finding: a control-plane VM left in the inventory.
 	t.Run("orphan-vm-check", func(t *testing.T) {
@@ -267,11 +268,11 @@ func TestIntegrationEtcdLeaderStuck(t *testing.T) {
 		if err != nil || len(machines) == 0 {
 			t.Fatalf("control planes: %v %v", machines, err)
 		}
-		findings, err := framework.RunChecks(ctx, l.Provider(), machines[0])
+		findings, err := check.RunChecks(ctx, l.Provider(), machines[0])
 		if err != nil {
 			t.Fatal(err)
 		}
-		var orphan framework.Finding
+		var orphan check.Finding
 		for _, f := range findings {
 			if f.ID == "vcenter-orphan-vm" {
 				orphan = f

@@ -13,7 +13,7 @@ import (
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/types"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/providers/vsphere"
@@ -176,7 +176,7 @@ spec:
             within: 30s
             from: undo:restore
 `), nil)
-	if res.Verdict != framework.Pass {
+	if res.Verdict != engine.Pass {
 		t.Fatalf("run: %s: %s", res.Verdict, res.Reason)
 	}
 	if got := where(); got != "/etc/kubernetes/faultline-parked: /etc/kubernetes/manifests: kube-apiserver.yaml" {

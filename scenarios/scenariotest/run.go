@@ -6,7 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/scenarios"
 )
@@ -14,7 +15,7 @@ import (
 // Run runs the catalogue scenario name on p with RunText. edit, when set,
 // changes the scenario's text first (a broken variant) and must change
 // something; sets override parameters.
-func Run(ctx context.Context, t testing.TB, p providers.Provider, name string, edit func(string) string, sets map[string]string) *framework.Result {
+func Run(ctx context.Context, t testing.TB, p providers.Provider, name string, edit func(string) string, sets map[string]string) *engine.Result {
 	t.Helper()
 	data, err := scenarios.Read(name)
 	if err != nil {
@@ -33,19 +34,19 @@ func Run(ctx context.Context, t testing.TB, p providers.Provider, name string, e
 // RunText runs the scenario in data (file names it in errors) on p with a
 // journal in a test folder, logs its phases and assertions, and fails the
 // test if a fault is still pending in the journal afterwards.
-func RunText(ctx context.Context, t testing.TB, p providers.Provider, file string, data []byte, sets map[string]string) *framework.Result {
+func RunText(ctx context.Context, t testing.TB, p providers.Provider, file string, data []byte, sets map[string]string) *engine.Result {
 	t.Helper()
 	name := filepath.Base(file)
-	sc, err := framework.Parse(file, data, sets)
+	sc, err := scenario.Parse(file, data, sets, engine.Vocabulary)
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := framework.OpenJournal(filepath.Join(t.TempDir(), "journal.jsonl"))
+	j, err := engine.OpenJournal(filepath.Join(t.TempDir(), "journal.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	res, err := framework.Run(ctx, framework.RunInput{Scenario: sc, Provider: p, Journal: j})
+	res, err := engine.Run(ctx, engine.RunInput{Scenario: sc, Provider: p, Journal: j})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,11 +60,11 @@ func RunText(ctx context.Context, t testing.TB, p providers.Provider, file strin
 	for _, a := range res.Assertions {
 		t.Logf("%s: assertion %s ok=%t: %s", name, a.Name, a.OK, a.Message)
 	}
-	entries, err := framework.ReadJournal(j.Path())
+	entries, err := engine.ReadJournal(j.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pending := framework.Pending(entries); len(pending) > 0 {
+	if pending := engine.Pending(entries); len(pending) > 0 {
 		t.Errorf("%s: %d faults still pending in the journal after the run", name, len(pending))
 	}
 	return res

@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2" //nolint:revive
 	. "github.com/onsi/gomega"    //nolint:revive
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/check"
 	"github.com/faultline-dev/faultline/providers"
 )
 
@@ -37,7 +37,7 @@ func ChecksSpec(inputGetter func() ChecksSpecInput) {
 				continue
 			}
 			seen[cluster] = true
-			findings, err := framework.RunChecks(context.WithoutCancel(ctx), o, m)
+			findings, err := check.RunChecks(context.WithoutCancel(ctx), o, m)
 			Expect(err).NotTo(HaveOccurred(), "checks of %s", cluster)
 			var errs []string
 			for _, f := range findings {

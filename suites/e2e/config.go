@@ -15,7 +15,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/scenario"
 )
 
 // Environment variables the suites read, as `make test-e2e` sets them.
@@ -57,7 +57,7 @@ type Config struct {
 type LabConfig struct {
 	Profile string `json:"profile"`
 	// Cluster is the cluster, as a scenario's spec.lab says it.
-	Cluster framework.LabSpec `json:"cluster"`
+	Cluster scenario.LabSpec `json:"cluster"`
 }
 
 // KindConfig is the kind cluster of provider kind: one the suite creates

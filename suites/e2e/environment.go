@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/kind"
@@ -115,7 +115,7 @@ func (e *Environment) Profile() string {
 // shared one; on the lab, for a scenario whose spec.lab the shared cluster
 // does not serve or that is labelled LabelOwnCluster, a lab of its own,
 // and for one with no spec.lab (a VM scenario), a vCenter simulator.
-func (e *Environment) ProviderFor(ctx context.Context, sc *framework.Scenario) (providers.Provider, func(context.Context) error, error) {
+func (e *Environment) ProviderFor(ctx context.Context, sc *scenario.Scenario) (providers.Provider, func(context.Context) error, error) {
 	keep := func(context.Context) error { return nil }
 	if e.sharedLab == nil {
 		return e.shared, keep, nil

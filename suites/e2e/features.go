@@ -10,7 +10,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
 	"github.com/faultline-dev/faultline/artifacts"
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/scenarios"
@@ -42,9 +43,9 @@ type providerKey struct{ scenario string }
 func Feature(name string, provider ProviderFunc, params map[string]string, dir string) types.Feature {
 	b := features.New(name)
 	data, loadErr := scenarios.Read(name)
-	var sc *framework.Scenario
+	var sc *scenario.Scenario
 	if loadErr == nil {
-		sc, loadErr = framework.Parse("scenarios/"+name+".yaml", data, params)
+		sc, loadErr = scenario.Parse("scenarios/"+name+".yaml", data, params, engine.Vocabulary)
 	}
 	if loadErr == nil {
 		for k, v := range sc.Metadata.Labels {
@@ -71,7 +72,7 @@ func Feature(name string, provider ProviderFunc, params map[string]string, dir s
 			p, _ := ctx.Value(providerKey{name}).(providers.Provider)
 			res, err := artifacts.Execute(ctx, artifacts.ExecuteInput{
 				Dir: filepath.Join(dir, name),
-				Run: framework.RunInput{Scenario: sc, Provider: p, Parameters: params},
+				Run: engine.RunInput{Scenario: sc, Provider: p, Parameters: params},
 			})
 			if err != nil {
 				t.Fatalf("run %s: %v", name, err)
@@ -80,8 +81,8 @@ func Feature(name string, provider ProviderFunc, params map[string]string, dir s
 				t.Logf("phase %s: ok=%t %s", ph.Name, ph.OK, durationOr(ph.SinceAnchor, ph.Message))
 			}
 			switch res.Verdict {
-			case framework.Pass:
-			case framework.Skipped:
+			case engine.Pass:
+			case engine.Skipped:
 				t.Skipf("%s: %s", name, res.Reason)
 			default:
 				t.Errorf("%s: %s: %s", name, res.Verdict, res.Reason)

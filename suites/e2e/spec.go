@@ -12,7 +12,8 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/faultline-dev/faultline/artifacts"
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/scenarios"
 )
@@ -39,7 +40,7 @@ type ScenarioSpecInput struct {
 func ScenarioSpec(ctx context.Context, inputGetter func() ScenarioSpecInput) {
 	var (
 		input    ScenarioSpecInput
-		sc       *framework.Scenario
+		sc       *scenario.Scenario
 		provider providers.Provider
 		params   map[string]string
 	)
@@ -56,7 +57,7 @@ func ScenarioSpec(ctx context.Context, inputGetter func() ScenarioSpecInput) {
 		for k, v := range input.Parameters {
 			params[k] = v
 		}
-		sc, err = framework.Parse("scenarios/"+input.Scenario+".yaml", data, params)
+		sc, err = scenario.Parse("scenarios/"+input.Scenario+".yaml", data, params, engine.Vocabulary)
 		Expect(err).NotTo(HaveOccurred())
 		var release func(context.Context) error
 		provider, release, err = input.Environment.ProviderFor(ctx, sc)
@@ -78,19 +79,19 @@ func ScenarioSpec(ctx context.Context, inputGetter func() ScenarioSpecInput) {
 		Expect(os.MkdirAll(input.ArtifactFolder, 0o750)).To(Succeed())
 		res, err := artifacts.Execute(rctx, artifacts.ExecuteInput{
 			Dir: dir, Profile: input.Environment.Profile(), Log: input.Environment.log,
-			Run: framework.RunInput{Scenario: sc, Provider: provider, Parameters: params, Log: logr.Discard()},
+			Run: engine.RunInput{Scenario: sc, Provider: provider, Parameters: params, Log: logr.Discard()},
 		})
 		Expect(err).NotTo(HaveOccurred(), "run %s", input.Scenario)
 		AddReportEntry("faultline "+input.Scenario, ReportEntryVisibilityFailureOrVerbose, summary(res))
-		if res.Verdict == framework.Skipped {
+		if res.Verdict == engine.Skipped {
 			Skip(fmt.Sprintf("%s: %s", input.Scenario, res.Reason))
 		}
-		Expect(res.Verdict).To(Equal(framework.Pass), "%s: %s (artifacts: %s)", input.Scenario, res.Reason, dir)
+		Expect(res.Verdict).To(Equal(engine.Pass), "%s: %s (artifacts: %s)", input.Scenario, res.Reason, dir)
 	})
 }
 
 // summary is a run's phases and assertions, one a line.
-func summary(res *framework.Result) string {
+func summary(res *engine.Result) string {
 	s := fmt.Sprintf("%s on %s: %s %s\n", res.Scenario, res.Provider, res.Verdict, res.Reason)
 	for _, p := range res.Phases {
 		s += fmt.Sprintf("  phase %s: ok=%t %s\n", p.Name, p.OK, durationOr(p.SinceAnchor, p.Message))
@@ -101,7 +102,7 @@ func summary(res *framework.Result) string {
 	return s
 }
 
-func durationOr(d *framework.Duration, otherwise string) string {
+func durationOr(d *scenario.Duration, otherwise string) string {
 	if d == nil {
 		return otherwise
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline-dev/faultline/framework/engine"
+
 	. "github.com/onsi/ginkgo/v2" //nolint:revive
 	. "github.com/onsi/gomega"    //nolint:revive
 
@@ -15,7 +17,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/faultline-dev/faultline/artifacts"
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/scenarios"
 )
 
@@ -65,12 +67,12 @@ func NewSuite(name string) *Suite {
 // DescribeScenarios adds a ScenarioSpec for every catalogue scenario keep
 // accepts, labelled with the scenario's labels ("tier:core",
 // "destructive", "seed-002") so GINKGO_LABEL_FILTER selects them.
-func DescribeScenarios(s *Suite, keep func(*framework.Scenario) bool) bool {
+func DescribeScenarios(s *Suite, keep func(*scenario.Scenario) bool) bool {
 	for _, name := range scenarios.Names() {
 		data, err := scenarios.Read(name)
-		var sc *framework.Scenario
+		var sc *scenario.Scenario
 		if err == nil {
-			if sc, err = framework.Parse("scenarios/"+name+".yaml", data, nil); err == nil && !keep(sc) {
+			if sc, err = scenario.Parse("scenarios/"+name+".yaml", data, nil, engine.Vocabulary); err == nil && !keep(sc) {
 				continue
 			}
 		}
@@ -100,7 +102,7 @@ func DescribeScenarios(s *Suite, keep func(*framework.Scenario) bool) bool {
 
 // ScenarioLabels are a scenario's labels as Ginkgo labels: the key for "true",
 // key:value otherwise.
-func ScenarioLabels(sc *framework.Scenario) []string {
+func ScenarioLabels(sc *scenario.Scenario) []string {
 	var out []string
 	for k, v := range sc.Metadata.Labels {
 		if v == "true" {

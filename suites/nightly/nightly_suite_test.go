@@ -6,13 +6,13 @@ package nightly
 import (
 	"testing"
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/suites/e2e"
 )
 
 var suite = e2e.NewSuite("nightly")
 
-var _ = e2e.DescribeScenarios(suite, func(*framework.Scenario) bool { return true })
+var _ = e2e.DescribeScenarios(suite, func(*scenario.Scenario) bool { return true })
 
 func TestNightly(t *testing.T) {
 	e2e.RunSuite(t, "faultline nightly")

@@ -9,7 +9,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive
 
-	"github.com/faultline-dev/faultline/framework"
+	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/suites/e2e"
 )
 
@@ -19,7 +19,7 @@ var _ = Describe("faultline check", Ordered, Label("checks"), func() {
 	e2e.ChecksSpec(func() e2e.ChecksSpecInput { return e2e.ChecksSpecInput{Environment: suite.Environment} })
 })
 
-var _ = e2e.DescribeScenarios(suite, func(sc *framework.Scenario) bool { return sc.Metadata.Labels["preupgrade"] == "true" })
+var _ = e2e.DescribeScenarios(suite, func(sc *scenario.Scenario) bool { return sc.Metadata.Labels["preupgrade"] == "true" })
 
 func TestPreUpgrade(t *testing.T) {
 	e2e.RunSuite(t, "faultline pre-upgrade")

@@ -1,0 +1,275 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/providers"
+)
+
+// UndoAction is how to revert one fault. It is written to the journal before
+// the fault is applied, so it must say everything the undo needs.
+type UndoAction struct {
+	// Action is an undo kind from undoCatalogue, or UndoNone.
+	Action string            `json:"action"`
+	Target providers.Object  `json:"target"`
+	Params map[string]string `json:"params,omitempty"`
+	// Note tells a reader what happens when there is nothing to undo.
+	Note string `json:"note,omitempty"`
+}
+
+// UndoNone marks a fault that cannot be reverted (a destroyed VM).
+const UndoNone = "none"
+
+// faultDef describes one fault kind: what it needs, how to apply it to one
+// object, and how it is undone.
+type faultDef struct {
+	capability providers.Capability
+	params     []string
+	summary    string
+	inject     func(ctx context.Context, p providers.Provider, obj providers.Object, params map[string]string) error
+	undo       func(obj providers.Object, params map[string]string) UndoAction
+	// check, when set, validates the params when the file loads.
+	check func(params map[string]string) []scenario.ArgError
+	// backups: the fault keeps backups; the runner gives it a folder in
+	// the backups param.
+	backups bool
+	// takesEtcd, when set, tells whether the fault takes down the etcd
+	// member an object may host; the runner keeps such faults within
+	// quorum (see checkBlastRadius).
+	takesEtcd func(params map[string]string) bool
+}
+
+func powerOnUndo(obj providers.Object, _ map[string]string) UndoAction {
+	return UndoAction{Action: "vm.power-on", Target: obj}
+}
+
+// faultCatalogue lists every fault a scenario can inject.
+var faultCatalogue = mergeMaps(nodeAndVMFaults, objectFaults)
+
+// undoCatalogue runs journaled undo actions. Each undo is idempotent, so a
+// recovery may replay one that had already run before a crash.
+var undoCatalogue = mergeMaps(nodeAndVMUndos, objectUndos)
+
+func mergeMaps[V any](sets ...map[string]V) map[string]V {
+	out := map[string]V{}
+	for _, set := range sets {
+		for k, v := range set {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// nodeAndVMFaults are the faults on VMs and on nodes' processes.
+var nodeAndVMFaults = map[string]faultDef{
+	"vm.power-off": {
+		takesEtcd:  takesEtcdMember,
+		capability: providers.CapVMPower, summary: "hard power-off of a VM; undo powers it on",
+		inject: withVMPower(func(ctx context.Context, v providers.VMPower, obj providers.Object) error {
+			return v.PowerOff(ctx, obj)
+		}),
+		undo: powerOnUndo,
+	},
+	"vm.shutdown-guest": {
+		takesEtcd:  takesEtcdMember,
+		capability: providers.CapVMPower, summary: "guest OS shutdown of a VM; undo powers it on",
+		inject: withVMPower(func(ctx context.Context, v providers.VMPower, obj providers.Object) error {
+			return v.ShutdownGuest(ctx, obj)
+		}),
+		undo: powerOnUndo,
+	},
+	"vm.suspend": {
+		takesEtcd:  takesEtcdMember,
+		capability: providers.CapVMPower, summary: "suspend a VM; undo powers it on",
+		inject: withVMPower(func(ctx context.Context, v providers.VMPower, obj providers.Object) error { return v.Suspend(ctx, obj) }),
+		undo:   powerOnUndo,
+	},
+	"vm.reset": {
+		takesEtcd:  takesEtcdMember,
+		capability: providers.CapVMPower, summary: "hard reset of a VM; nothing to undo",
+		inject: withVMPower(func(ctx context.Context, v providers.VMPower, obj providers.Object) error { return v.Reset(ctx, obj) }),
+		undo: func(obj providers.Object, _ map[string]string) UndoAction {
+			return UndoAction{Action: UndoNone, Target: obj, Note: "a reset is over once the VM has restarted"}
+		},
+	},
+	"vm.destroy": {
+		takesEtcd:  takesEtcdMember,
+		capability: providers.CapVMLifecycle, summary: "power off and delete a VM from disk; cannot be undone",
+		inject: func(ctx context.Context, p providers.Provider, obj providers.Object, _ map[string]string) error {
+			v, err := providers.As[providers.VMLifecycle](p, providers.CapVMLifecycle)
+			if err != nil {
+				return err
+			}
+			return v.Destroy(ctx, obj)
+		},
+		undo: func(obj providers.Object, _ map[string]string) UndoAction {
+			return UndoAction{Action: UndoNone, Target: obj, Note: "the VM is deleted; only its owner (CAPV, for a Machine's VM) can recreate it"}
+		},
+	},
+	"node.stop-kubelet": {
+		capability: providers.CapNodeKubelet, summary: "stop the kubelet of a Machine's node; undo starts it",
+		inject: func(ctx context.Context, p providers.Provider, obj providers.Object, _ map[string]string) error {
+			k, err := providers.As[providers.NodeKubelet](p, providers.CapNodeKubelet)
+			if err != nil {
+				return err
+			}
+			return k.SetKubelet(ctx, obj, false)
+		},
+		undo: func(obj providers.Object, _ map[string]string) UndoAction {
+			return UndoAction{Action: "node.start-kubelet", Target: obj}
+		},
+	},
+	"node.stop-etcd": {
+		capability: providers.CapNodeStaticPods, summary: "stop the etcd member on a control-plane Machine's node; undo starts it",
+		inject:    setStaticPod("etcd", false),
+		undo:      startStaticPodUndo("etcd"),
+		takesEtcd: takesEtcdMember,
+	},
+	"etcd.stuck-leader": {
+		capability: providers.CapEtcdLeadership,
+		summary:    "make the etcd member on a control-plane Machine's node the leader, cut off from its peers (no member can join); undo moves leadership to another member (etcdctl move-leader)",
+		inject: func(ctx context.Context, p providers.Provider, obj providers.Object, _ map[string]string) error {
+			e, err := providers.As[providers.EtcdLeadership](p, providers.CapEtcdLeadership)
+			if err != nil {
+				return err
+			}
+			return e.SetLeaderStuck(ctx, obj, true)
+		},
+		undo: func(obj providers.Object, _ map[string]string) UndoAction {
+			return UndoAction{Action: "etcd.move-leader", Target: obj}
+		},
+	},
+	"node.remove-static-pod": {
+		capability: providers.CapNodeStaticPods, params: []string{"component"},
+		summary: "remove a control-plane static pod (kube-apiserver, kube-controller-manager, kube-scheduler, etcd) from a Machine's node; undo puts its manifest back",
+		inject: func(ctx context.Context, p providers.Provider, obj providers.Object, params map[string]string) error {
+			return setStaticPod(params["component"], false)(ctx, p, obj, params)
+		},
+		undo: func(obj providers.Object, params map[string]string) UndoAction {
+			return startStaticPodUndo(params["component"])(obj, params)
+		},
+		check:     checkComponent,
+		takesEtcd: func(params map[string]string) bool { return params["component"] == "etcd" },
+	},
+	"vm.disconnect-nic": {
+		takesEtcd:  takesEtcdMember,
+		capability: providers.CapVMNetwork, params: []string{"nic"}, summary: "disconnect a VM's network adapter; undo reconnects it",
+		inject: func(ctx context.Context, p providers.Provider, obj providers.Object, params map[string]string) error {
+			v, err := providers.As[providers.VMNetwork](p, providers.CapVMNetwork)
+			if err != nil {
+				return err
+			}
+			return v.SetNICConnected(ctx, obj, params["nic"], false)
+		},
+		undo: func(obj providers.Object, params map[string]string) UndoAction {
+			return UndoAction{Action: "vm.nic-connect", Target: obj, Params: map[string]string{"nic": params["nic"]}}
+		},
+	},
+}
+
+var nodeAndVMUndos = map[string]func(ctx context.Context, p providers.Provider, u UndoAction) error{
+	"vm.power-on": func(ctx context.Context, p providers.Provider, u UndoAction) error {
+		v, err := providers.As[providers.VMPower](p, providers.CapVMPower)
+		if err != nil {
+			return err
+		}
+		state, err := v.PowerState(ctx, u.Target)
+		if errors.Is(err, providers.ErrNotFound) {
+			// Deleted since (a remediated Machine's VM): nothing is left
+			// to power on.
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if state == providers.PoweredOn {
+			return nil
+		}
+		return v.PowerOn(ctx, u.Target)
+	},
+	"node.start-kubelet": func(ctx context.Context, p providers.Provider, u UndoAction) error {
+		k, err := providers.As[providers.NodeKubelet](p, providers.CapNodeKubelet)
+		if err != nil {
+			return err
+		}
+		return k.SetKubelet(ctx, u.Target, true)
+	},
+	"node.start-static-pod": func(ctx context.Context, p providers.Provider, u UndoAction) error {
+		k, err := providers.As[providers.NodeStaticPods](p, providers.CapNodeStaticPods)
+		if err != nil {
+			return err
+		}
+		return k.SetStaticPod(ctx, u.Target, u.Params["component"], true)
+	},
+	"etcd.move-leader": func(ctx context.Context, p providers.Provider, u UndoAction) error {
+		e, err := providers.As[providers.EtcdLeadership](p, providers.CapEtcdLeadership)
+		if err != nil {
+			return err
+		}
+		return e.SetLeaderStuck(ctx, u.Target, false)
+	},
+	"vm.nic-connect": func(ctx context.Context, p providers.Provider, u UndoAction) error {
+		v, err := providers.As[providers.VMNetwork](p, providers.CapVMNetwork)
+		if err != nil {
+			return err
+		}
+		return v.SetNICConnected(ctx, u.Target, u.Params["nic"], true)
+	},
+}
+
+func checkComponent(params map[string]string) []scenario.ArgError {
+	c := params["component"]
+	if c == "" {
+		return []scenario.ArgError{{Arg: "component", Msg: "required: one of " + strings.Join(providers.StaticPodComponents, ", ")}}
+	}
+	if !slices.Contains(providers.StaticPodComponents, c) {
+		return []scenario.ArgError{{Arg: "component", Msg: fmt.Sprintf("got %q, expected one of %s", c, strings.Join(providers.StaticPodComponents, ", "))}}
+	}
+	return nil
+}
+
+func setStaticPod(component string, running bool) func(context.Context, providers.Provider, providers.Object, map[string]string) error {
+	return func(ctx context.Context, p providers.Provider, obj providers.Object, _ map[string]string) error {
+		k, err := providers.As[providers.NodeStaticPods](p, providers.CapNodeStaticPods)
+		if err != nil {
+			return err
+		}
+		return k.SetStaticPod(ctx, obj, component, running)
+	}
+}
+
+func startStaticPodUndo(component string) func(providers.Object, map[string]string) UndoAction {
+	return func(obj providers.Object, _ map[string]string) UndoAction {
+		return UndoAction{Action: "node.start-static-pod", Target: obj, Params: map[string]string{"component": component}}
+	}
+}
+
+// RunUndo performs one journaled undo action against p.
+func RunUndo(ctx context.Context, p providers.Provider, u UndoAction) error {
+	if u.Action == UndoNone {
+		return nil
+	}
+	run, ok := undoCatalogue[u.Action]
+	if !ok {
+		return fmt.Errorf("undo %s of %s: unknown undo action (journal written by a newer faultline?)", u.Action, u.Target)
+	}
+	if err := run(ctx, p, u); err != nil {
+		return fmt.Errorf("undo %s of %s: %w", u.Action, u.Target, err)
+	}
+	return nil
+}
+
+func withVMPower(f func(context.Context, providers.VMPower, providers.Object) error) func(context.Context, providers.Provider, providers.Object, map[string]string) error {
+	return func(ctx context.Context, p providers.Provider, obj providers.Object, _ map[string]string) error {
+		v, err := providers.As[providers.VMPower](p, providers.CapVMPower)
+		if err != nil {
+			return err
+		}
+		return f(ctx, v, obj)
+	}
+}

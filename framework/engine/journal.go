@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/faultline-dev/faultline/providers"
+)
+
+// Journal operations.
+const (
+	OpInject = "inject"
+	OpDone   = "done"
+)
+
+// Results of a done record.
+const (
+	ResultUndone    = "undone"
+	ResultRetained  = "retained"
+	ResultAbandoned = "abandoned"
+	ResultFailed    = "undo-failed"
+)
+
+// JournalEntry is one line of a journal. An inject record is written and
+// fsynced before its fault is applied; a done record closes it.
+type JournalEntry struct {
+	Time     time.Time             `json:"time"`
+	Op       string                `json:"op"`
+	FaultID  string                `json:"faultID"`
+	Scenario string                `json:"scenario,omitempty"`
+	Kind     string                `json:"kind,omitempty"`
+	Target   *providers.Object     `json:"target,omitempty"`
+	Undo     *UndoAction           `json:"undo,omitempty"`
+	Provider providers.ProviderRef `json:"provider"`
+	Result   string                `json:"result,omitempty"`
+	Error    string                `json:"error,omitempty"`
+}
+
+// Journal is an append-only, fsynced record of injected faults and their
+// undos. It is what `faultline recover` reads after a crash.
+type Journal struct {
+	mu   sync.Mutex
+	f    *os.File
+	path string
+}
+
+// OpenJournal opens (creating it and its folder if needed) the journal at
+// path for appending.
+func OpenJournal(path string) (*Journal, error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("create journal folder: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	// The file's directory entry must be durable too, or a crash right
+	// after creation can lose the whole journal.
+	if err := syncDir(dir); err != nil {
+		return nil, errors.Join(fmt.Errorf("sync journal folder: %w", err), f.Close())
+	}
+	return &Journal{f: f, path: path}, nil
+}
+
+// Path is where the journal is.
+func (j *Journal) Path() string { return j.path }
+
+// Append writes e as one line and fsyncs it before returning.
+func (j *Journal) Append(e JournalEntry) error {
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("encode journal entry: %w", err)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if _, err := j.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write journal %s: %w", j.path, err)
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("sync journal %s: %w", j.path, err)
+	}
+	return nil
+}
+
+// Close closes the journal file.
+func (j *Journal) Close() error { return j.f.Close() }
+
+// ReadJournal reads every entry of the journal at path. A torn last line (a
+// crash mid-write) is skipped: its fault was never applied, since the inject
+// record is synced before the fault.
+func ReadJournal(path string) ([]JournalEntry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	defer f.Close()
+	var entries []JournalEntry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	line := 0
+	var torn error
+	for sc.Scan() {
+		line++
+		if torn != nil {
+			return nil, torn // a bad line that is not the last one
+		}
+		var e JournalEntry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			torn = fmt.Errorf("journal %s:%d: not a journal entry: %w", path, line, err)
+			continue
+		}
+		entries = append(entries, e)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read journal %s: %w", path, err)
+	}
+	return entries, nil
+}
+
+// Pending returns the inject entries that have no done entry, in order.
+func Pending(entries []JournalEntry) []JournalEntry {
+	done := map[string]bool{}
+	for _, e := range entries {
+		if e.Op == OpDone {
+			done[e.FaultID] = true
+		}
+	}
+	var out []JournalEntry
+	for _, e := range entries {
+		if e.Op == OpInject && !done[e.FaultID] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}

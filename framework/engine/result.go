@@ -1,0 +1,112 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/faultline-dev/faultline/framework/scenario"
+)
+
+// Verdict is how a run ended.
+type Verdict string
+
+// The verdicts.
+const (
+	// Pass: every phase was reached within budget and every assertion held.
+	Pass Verdict = "pass"
+	// Fail: the run completed and an expectation was not met.
+	Fail Verdict = "fail"
+	// Error: the run could not be carried out (infrastructure unreachable,
+	// a fault could not be applied or undone, baseline not healthy,
+	// interrupted).
+	Error Verdict = "error"
+	// Skipped: the provider lacks a capability the scenario requires.
+	Skipped Verdict = "skipped"
+)
+
+// Exit codes of faultline run, a stable interface.
+const (
+	ExitPass    = 0
+	ExitFail    = 1
+	ExitUsage   = 2
+	ExitInfra   = 3
+	ExitSkipped = 0
+)
+
+// ExitCode maps a verdict to the process exit code.
+func (v Verdict) ExitCode() int {
+	switch v {
+	case Pass:
+		return ExitPass
+	case Fail:
+		return ExitFail
+	case Skipped:
+		return ExitSkipped
+	}
+	return ExitInfra
+}
+
+// Result is the outcome of one run. Its JSON form is faultline's stable
+// output (--output json, result.json); fields are only ever added.
+type Result struct {
+	Scenario string `json:"scenario"`
+	Provider string `json:"provider"`
+	// Profile names the lab's time profile (compressed or real); empty on
+	// real infrastructure.
+	Profile    string            `json:"profile,omitempty"`
+	Verdict    Verdict           `json:"verdict"`
+	Reason     string            `json:"reason,omitempty"`
+	StartedAt  time.Time         `json:"startedAt"`
+	FinishedAt time.Time         `json:"finishedAt"`
+	Parameters map[string]string `json:"parameters,omitempty"`
+	Targets    []TargetResult    `json:"targets"`
+	Phases     []PhaseResult     `json:"phases"`
+	Assertions []AssertionResult `json:"assertions"`
+	Faults     []FaultResult     `json:"faults"`
+}
+
+// TargetResult records what a target resolved to, and the seed of a random
+// pick so the run can be replayed.
+type TargetResult struct {
+	Name    string   `json:"name"`
+	Objects []string `json:"objects"`
+	Seed    *int64   `json:"seed,omitempty"`
+}
+
+// PhaseResult is when a phase was reached, against its budget.
+type PhaseResult struct {
+	Name string `json:"name"`
+	// ObservedAt is when faultline saw the condition hold; nil if never.
+	ObservedAt *time.Time `json:"observedAt"`
+	// SinceInject is ObservedAt minus the first injection.
+	SinceInject *scenario.Duration `json:"sinceInject"`
+	// From and SinceAnchor give the offset from the phase's own anchor;
+	// AnchorAt is when the anchor was reached (its budget counts from
+	// there), nil if never.
+	From        scenario.Anchor    `json:"from"`
+	SinceAnchor *scenario.Duration `json:"sinceAnchor,omitempty"`
+	AnchorAt    *time.Time         `json:"anchorAt,omitempty"`
+	// Budget is the phase's within; nil when it has none.
+	Budget  *scenario.Duration `json:"budget"`
+	OK      bool               `json:"ok"`
+	Message string             `json:"message,omitempty"`
+}
+
+// AssertionResult is the outcome of one assert step.
+type AssertionResult struct {
+	Name    string `json:"name"`
+	OK      bool   `json:"ok"`
+	Message string `json:"message"`
+}
+
+// FaultResult is one fault applied to one object.
+type FaultResult struct {
+	ID         string     `json:"id"`
+	Kind       string     `json:"kind"`
+	Target     string     `json:"target"`
+	InjectedAt *time.Time `json:"injectedAt"`
+	UndoneAt   *time.Time `json:"undoneAt"`
+	// Undo is the undo action, or "none" with Note saying why.
+	Undo   string `json:"undo"`
+	Note   string `json:"note,omitempty"`
+	Result string `json:"result,omitempty"`
+}

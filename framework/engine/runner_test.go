@@ -1,0 +1,525 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/providers"
+	"github.com/faultline-dev/faultline/providers/fake"
+)
+
+// newScenario builds a scenario around the given steps, on target "victim"
+// (vm-a), with every capability declared.
+func newScenario(t *testing.T, steps string) *scenario.Scenario {
+	t.Helper()
+	return parseScenario(t, "[VMPower, VMLifecycle, VMNetwork]", "", `
+    - name: victim
+      select: {vm: vm-a}`, steps)
+}
+
+// parseScenario parses a scenario with the given requires, spec lines
+// (such as safety), targets and steps.
+func parseScenario(t *testing.T, requires, extra, targets, steps string) *scenario.Scenario {
+	t.Helper()
+	src := `apiVersion: faultline.dev/v1alpha1
+kind: Scenario
+metadata: {name: t}
+spec:
+  requires: ` + requires + `
+  pollInterval: 50ms
+  timeout: 20s
+` + extra + `
+  targets:
+` + targets + `
+  steps:
+` + steps
+	s, err := scenario.Parse("t.yaml", []byte(src), nil, engine.Vocabulary)
+	if err != nil {
+		t.Fatalf("scenario: %v", err)
+	}
+	return s
+}
+
+const powerCycle = `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: see-off
+      observe:
+        phases:
+          - {name: vm-off, when: {probe: vm-powered-off, target: victim}, within: 5s}
+    - name: on
+      undo: {fault: off}
+    - name: see-on
+      observe:
+        phases:
+          - {name: vm-on, when: {probe: vm-powered-on, target: victim}, within: 5s, from: "undo:on"}
+`
+
+func run(t *testing.T, ctx context.Context, s *scenario.Scenario, p providers.Provider, opts ...func(*engine.RunInput)) (*engine.Result, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := engine.OpenJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := j.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	in := engine.RunInput{Scenario: s, Provider: p, Journal: j}
+	for _, o := range opts {
+		o(&in)
+	}
+	res, err := engine.Run(ctx, in)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return res, path
+}
+
+func pending(t *testing.T, journal string) []engine.JournalEntry {
+	t.Helper()
+	entries, err := engine.ReadJournal(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engine.Pending(entries)
+}
+
+func TestRunPass(t *testing.T) {
+	t.Parallel()
+	p := fake.New("vm-a", "vm-b")
+	tl := engine.NewTimeline(nil)
+	res, journal := run(t, context.Background(), newScenario(t, powerCycle), p, func(in *engine.RunInput) { in.Timeline = tl })
+	if res.Verdict != engine.Pass {
+		t.Fatalf("verdict = %s (%s), want pass", res.Verdict, res.Reason)
+	}
+	if len(res.Phases) != 2 || !res.Phases[0].OK || res.Phases[0].SinceInject == nil || res.Phases[1].From != "undo:on" {
+		t.Errorf("phases = %+v", res.Phases)
+	}
+	if f := res.Faults[0]; f.ID != "off/vm-a" || f.InjectedAt == nil || f.UndoneAt == nil || f.Undo != "vm.power-on" {
+		t.Errorf("fault = %+v", f)
+	}
+	checkCleanedUp(t, p, journal, providers.PoweredOn)
+	if p.VM("vm-b").State != providers.PoweredOn || callsTo(p, "vm-b", "PowerOff") != 0 {
+		t.Error("vm-b, not a target, was touched")
+	}
+	var whats []string
+	for _, e := range tl.Events() {
+		whats = append(whats, e.What)
+	}
+	got := strings.Join(whats, ",")
+	for _, want := range []string{"fault-journaled,fault-injected", "phase-reached", "fault-undone", "run-finished"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("timeline %s lacks %s", got, want)
+		}
+	}
+}
+
+// checkCleanedUp checks what every run must leave: vm-a in state want (not
+// checked when want is ""), and no fault pending in the journal.
+func checkCleanedUp(t *testing.T, p *fake.Provider, journal string, want providers.PowerState) {
+	t.Helper()
+	if got := p.VM("vm-a").State; want != "" && got != want {
+		t.Errorf("vm-a is %s after the run, want %s", got, want)
+	}
+	if n := len(pending(t, journal)); n != 0 {
+		t.Errorf("%d journal entries pending after the run", n)
+	}
+}
+
+func callsTo(p *fake.Provider, vm, method string) int {
+	n := 0
+	for _, c := range p.Calls() {
+		if c.VM == vm && c.Method == method {
+			n++
+		}
+	}
+	return n
+}
+
+func TestRunVerdicts(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		steps       string
+		setup       func(*fake.Provider)
+		want        engine.Verdict
+		wantReason  string
+		wantVMState providers.PowerState
+	}{
+		{
+			name: "phase over budget fails",
+			steps: `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: see-off
+      observe:
+        phases:
+          - {name: vm-off, when: {probe: vm-powered-off, target: victim}, within: 100ms}
+`,
+			setup:       func(p *fake.Provider) { p.Delay("PowerOff", 2*time.Second) },
+			want:        engine.Fail,
+			wantReason:  "phase vm-off not reached within its budget 100ms of inject",
+			wantVMState: providers.PoweredOn,
+		},
+		{
+			name: "never violated fails",
+			steps: `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: never-off
+      assert:
+        never: {condition: {probe: vm-powered-off, target: victim}, for: 5s}
+`,
+			want:        engine.Fail,
+			wantReason:  "assertion never-off: never vm-powered-off: vm-powered-off held after",
+			wantVMState: providers.PoweredOn,
+		},
+		{
+			name: "consistently holds passes",
+			steps: `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: stays-off
+      assert:
+        consistently: {condition: {probe: vm-powered-off, target: victim}, for: 300ms}
+`,
+			want:        engine.Pass,
+			wantVMState: providers.PoweredOn,
+		},
+		{
+			name: "count too low fails",
+			steps: `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: loop
+      assert:
+        count: {condition: {probe: vm-powered-on, target: victim}, for: 300ms, atLeast: 1}
+`,
+			want:        engine.Fail,
+			wantReason:  "0 occurrence(s) of vm-powered-on",
+			wantVMState: providers.PoweredOn,
+		},
+		{
+			name: "inject failure is an error and still undoes",
+			steps: `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+`,
+			setup: func(p *fake.Provider) {
+				p.FailOn("PowerOff", "vm-a", errors.New("InvalidPowerState"))
+				p.Set("vm-a", providers.PoweredOff) // half-applied
+			},
+			want:        engine.Error,
+			wantReason:  "inject vm.power-off into VirtualMachine/vm-a: InvalidPowerState",
+			wantVMState: providers.PoweredOn,
+		},
+		{
+			name: "setup not met is an error, nothing injected",
+			steps: `
+    - name: baseline
+      timeout: 200ms
+      setup:
+        require: [{probe: vm-powered-off, target: victim}]
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+`,
+			want:        engine.Error,
+			wantReason:  "setup: vm-powered-off on target victim did not hold",
+			wantVMState: providers.PoweredOn,
+		},
+		{
+			name: "destroy has no undo",
+			steps: `
+    - name: gone
+      inject: {fault: vm.destroy, target: victim}
+    - name: see-gone
+      observe:
+        phases:
+          - {name: vm-gone, when: {probe: vm-absent, target: victim}, within: 2s}
+`,
+			want: engine.Pass,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := fake.New("vm-a")
+			if tt.setup != nil {
+				tt.setup(p)
+			}
+			res, journal := run(t, context.Background(), newScenario(t, tt.steps), p)
+			if res.Verdict != tt.want || !strings.Contains(res.Reason, tt.wantReason) {
+				t.Errorf("verdict = %s (%s), want %s (%s)", res.Verdict, res.Reason, tt.want, tt.wantReason)
+			}
+			checkCleanedUp(t, p, journal, tt.wantVMState)
+		})
+	}
+}
+
+// TestRunCountsRecreationLoop counts a VM that something else keeps powering
+// on and off, as a remediation loop would.
+func TestRunCountsRecreationLoop(t *testing.T) {
+	t.Parallel()
+	p := fake.New("vm-a")
+	s := newScenario(t, `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: loop
+      assert:
+        count: {condition: {probe: vm-powered-on, target: victim}, for: 10s, atLeast: 2}
+`)
+	// The simulated controller flips the VM on and off until the run ends;
+	// the assertion must count its power-ons.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for i := 0; ctx.Err() == nil && i < 1000; i++ {
+			p.Set("vm-a", map[bool]providers.PowerState{true: providers.PoweredOn, false: providers.PoweredOff}[i%2 == 0])
+			select {
+			case <-ctx.Done():
+			case <-time.After(120 * time.Millisecond): // paces the simulated controller, not the test
+			}
+		}
+	}()
+	start := time.Now()
+	res, _ := run(t, context.Background(), s, p)
+	if res.Verdict != engine.Pass {
+		t.Fatalf("verdict = %s (%s), want pass", res.Verdict, res.Reason)
+	}
+	if !strings.Contains(res.Assertions[0].Message, "2 occurrence(s)") {
+		t.Errorf("assertion = %q", res.Assertions[0].Message)
+	}
+	if time.Since(start) > 9*time.Second {
+		t.Errorf("a satisfied lower bound did not end the window early")
+	}
+}
+
+func TestRunInterruptedUndoes(t *testing.T) {
+	t.Parallel()
+	p := fake.New("vm-a")
+	s := newScenario(t, `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: wait-forever
+      observe:
+        phases:
+          - {name: never, when: {probe: vm-suspended, target: victim}}
+`)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	res, journal := run(t, ctx, s, p, func(in *engine.RunInput) {
+		in.Progress = func(engine.Progress) { cancel(errors.New("test interrupt")) }
+	})
+	if res.Verdict != engine.Error || !strings.Contains(res.Reason, "interrupted: test interrupt") {
+		t.Errorf("verdict = %s (%s), want error: interrupted", res.Verdict, res.Reason)
+	}
+	checkCleanedUp(t, p, journal, providers.PoweredOn)
+}
+
+func TestRunRetainKeepsFaultPending(t *testing.T) {
+	t.Parallel()
+	p := fake.New("vm-a")
+	s := newScenario(t, `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+`)
+	res, journal := run(t, context.Background(), s, p, func(in *engine.RunInput) { in.Retain = true })
+	if res.Verdict != engine.Pass || res.Faults[0].Result != engine.ResultRetained {
+		t.Errorf("verdict %s, fault %+v", res.Verdict, res.Faults[0])
+	}
+	if p.VM("vm-a").State != providers.PoweredOff {
+		t.Error("retained fault was undone")
+	}
+	pend := pending(t, journal)
+	if len(pend) != 1 || pend[0].Undo.Action != "vm.power-on" || pend[0].Target.Name != "vm-a" {
+		t.Errorf("pending = %+v, want the power-off with its power-on undo", pend)
+	}
+}
+
+// limited is a provider with no capability at all.
+type limited struct{}
+
+func (limited) Name() string { return "limited" }
+func (limited) Resolve(context.Context, providers.Selector) ([]providers.Object, error) {
+	return nil, nil
+}
+
+func TestRunSkipsWithoutCapability(t *testing.T) {
+	t.Parallel()
+	res, _ := run(t, context.Background(), newScenario(t, powerCycle), limited{})
+	if res.Verdict != engine.Skipped || !strings.Contains(res.Reason, "provider limited lacks capability VMPower") {
+		t.Errorf("verdict = %s (%s)", res.Verdict, res.Reason)
+	}
+}
+
+func TestRunTargetNotFound(t *testing.T) {
+	t.Parallel()
+	res, _ := run(t, context.Background(), newScenario(t, powerCycle), fake.New("vm-z"))
+	if res.Verdict != engine.Error || !strings.Contains(res.Reason, "resolve target victim: no object matches") {
+		t.Errorf("verdict = %s (%s)", res.Verdict, res.Reason)
+	}
+}
+
+func TestRunInputValidate(t *testing.T) {
+	t.Parallel()
+	_, err := engine.Run(context.Background(), engine.RunInput{})
+	if err == nil || !strings.Contains(err.Error(), "journal is required") {
+		t.Errorf("Run with empty input = %v", err)
+	}
+}
+
+// etcdFake is a fake with three VMs that each host a member of one etcd
+// cluster, as control-plane Machines do.
+func etcdFake() *fake.Provider {
+	p := fake.New("cp-1", "cp-2", "cp-3")
+	for _, vm := range []string{"cp-1", "cp-2", "cp-3"} {
+		p.SetAttributes(vm, map[providers.Attribute]string{providers.AttrEtcdCluster: "default/cp", providers.AttrEtcdMembers: "3"})
+	}
+	return p
+}
+
+func etcdScenario(t *testing.T, safety, targets, steps string) *scenario.Scenario {
+	t.Helper()
+	return parseScenario(t, "[VMPower]", safety, targets, steps)
+}
+
+func TestRunRefusesQuorumLoss(t *testing.T) {
+	t.Parallel()
+	two := `
+    - name: two
+      select: {vm: "cp-*"}
+      count: 2`
+	steps := `
+    - name: off
+      inject: {fault: vm.power-off, target: two}
+    - name: see-off
+      observe:
+        phases:
+          - {name: off, when: {probe: vm-powered-off, target: two}, within: 5s}`
+
+	p := etcdFake()
+	res, journal := run(t, context.Background(), etcdScenario(t, "", two, steps), p)
+	want := "refused: step off would have 2 of the 3 etcd members of default/cp down at once (cp-1, cp-2); 3 members keep quorum only while at most 1 is down"
+	if res.Verdict != engine.Error || !strings.Contains(res.Reason, want) {
+		t.Errorf("verdict %s (%s), want error saying %q", res.Verdict, res.Reason, want)
+	}
+	if calls := p.Calls(); len(calls) != 0 {
+		t.Errorf("a refused run called the provider: %v", calls)
+	}
+	if entries, _ := engine.ReadJournal(journal); len(entries) != 0 {
+		t.Errorf("a refused run journaled faults: %v", entries)
+	}
+
+	// Declared: the same scenario runs.
+	res, _ = run(t, context.Background(), etcdScenario(t, "  safety: {acceptQuorumLoss: true}", two, steps), etcdFake())
+	if res.Verdict != engine.Pass {
+		t.Errorf("with acceptQuorumLoss: verdict %s (%s)", res.Verdict, res.Reason)
+	}
+}
+
+// One member at a time, each undone before the next, never loses quorum;
+// exclude makes the two targets distinct.
+func TestRunOneMemberAtATime(t *testing.T) {
+	t.Parallel()
+	targets := `
+    - name: first
+      select: {vm: "cp-*"}
+      count: 1
+    - name: second
+      select: {vm: "cp-*"}
+      count: 1
+      exclude: [first]`
+	steps := `
+    - name: off-first
+      inject: {fault: vm.power-off, target: first}
+    - name: on-first
+      undo: {fault: off-first}
+    - name: off-second
+      inject: {fault: vm.power-off, target: second}
+    - name: see-off
+      observe:
+        phases:
+          - {name: off, when: {probe: vm-powered-off, target: second}, within: 5s}`
+	res, _ := run(t, context.Background(), etcdScenario(t, "", targets, steps), etcdFake())
+	if res.Verdict != engine.Pass {
+		t.Fatalf("verdict %s (%s)", res.Verdict, res.Reason)
+	}
+	if len(res.Targets) != 2 || res.Targets[0].Objects[0] != "VirtualMachine/cp-1" || res.Targets[1].Objects[0] != "VirtualMachine/cp-2" {
+		t.Errorf("targets %+v, want cp-1 then cp-2", res.Targets)
+	}
+
+	// Without the undo in between, the second injection would take two.
+	steps = strings.Replace(steps, `
+    - name: on-first
+      undo: {fault: off-first}`, "", 1)
+	res, _ = run(t, context.Background(), etcdScenario(t, "", targets, steps), etcdFake())
+	if res.Verdict != engine.Error || !strings.Contains(res.Reason, "step off-second would have 2 of the 3") {
+		t.Errorf("verdict %s (%s), want a refusal at off-second", res.Verdict, res.Reason)
+	}
+}
+
+// rateLimited answers api-available readings as client-go does near a
+// deadline: its rate limiter refuses a request whose wait would pass the
+// context's deadline, before the context itself ends.
+type rateLimited struct{ *fake.Provider }
+
+// NodeOf reads a Node that is never Ready.
+func (r rateLimited) NodeOf(ctx context.Context, _ providers.Object) (providers.MachineState, error) {
+	return providers.MachineState{NodeReady: "False"}, r.limit(ctx)
+}
+
+func (r rateLimited) APIServer(ctx context.Context, _ providers.Object) error { return r.limit(ctx) }
+
+func (rateLimited) limit(ctx context.Context) error {
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < 120*time.Millisecond {
+		return errors.New("client rate limiter Wait returned an error: rate: Wait(n=1) would exceed context deadline")
+	}
+	return nil
+}
+
+// A reading cut by the end of its window says nothing about the API
+// server: the window holds.
+func TestConsistentlyIgnoresReadingCutByItsWindow(t *testing.T) {
+	t.Parallel()
+	sc := parseScenario(t, "[Nodes]", "", `
+    - name: victim
+      select: {vm: vm-a}`, `
+    - name: served
+      assert:
+        consistently:
+          condition: {probe: api-available, target: victim}
+          for: 600ms
+`)
+	res, _ := run(t, context.Background(), sc, rateLimited{fake.New("vm-a")})
+	if res.Verdict != engine.Pass {
+		t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
+	}
+}
+
+// A phase not reached whose last reading was cut by the budget's end fails
+// naming the phase; it is not an error of the probe.
+func TestPhaseMissedWithReadingCutByItsBudget(t *testing.T) {
+	t.Parallel()
+	sc := parseScenario(t, "[Nodes]", "", `
+    - name: victim
+      select: {vm: vm-a}`, `
+    - name: ready
+      observe:
+        phases:
+          - name: node-ready
+            when: {probe: node-ready, target: victim}
+            within: 600ms
+`)
+	res, _ := run(t, context.Background(), sc, rateLimited{fake.New("vm-a")})
+	if res.Verdict != engine.Fail || !strings.Contains(res.Reason, "phase node-ready not reached within its budget 600ms") || strings.Contains(res.Reason, "rate limiter") {
+		t.Fatalf("verdict %s: %s; want a failure naming the phase", res.Verdict, res.Reason)
+	}
+}

@@ -1,0 +1,115 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/providers"
+)
+
+// Poll intervals: the default when a scenario sets none, and the floor, so
+// a scenario cannot hammer a vCenter.
+// watchSpec is what one watch reads, until when, and how it is reported.
+type watchSpec struct {
+	cond     scenario.Condition
+	deadline time.Time
+	// label, start and budget feed progress reports.
+	label  string
+	start  time.Time
+	budget time.Duration
+}
+
+// errWindowOver ends a watch whose own deadline passed, as opposed to the
+// step or scenario deadline, which end it with the context's error.
+var errWindowOver = errors.New("window over")
+
+// watch reads cond over objs until see returns true, the deadline passes
+// (errWindowOver) or ctx ends (ctx.Err()). It reads once at once, then on
+// every provider notification and every poll tick. A probe error does not
+// end the watch: the next reading may succeed; the last error is returned
+// alongside errWindowOver so a caller can tell "never held" from "never
+// readable".
+func (r *run) watch(ctx context.Context, w watchSpec, see func(Observation, time.Time) bool) (lastErr error, err error) {
+	cond, deadline := w.cond, w.deadline
+	objs := r.objects[cond.Target]
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	notify := r.notifications(wctx, objs)
+	tick := time.NewTicker(r.poll)
+	defer tick.Stop()
+	for {
+		obs, evalErr := evaluate(wctx, r.in.Provider, cond, objs, r.res.StartedAt)
+		now := time.Now()
+		switch {
+		case evalErr == nil:
+			lastErr = nil
+			if see(obs, now) {
+				return nil, nil
+			}
+		case wctx.Err() == nil && !cutByDeadline(evalErr):
+			if lastErr == nil {
+				r.tl.Record("runner", cond.Target, "probe-error", map[string]string{"probe": cond.Probe, "error": evalErr.Error()})
+			}
+			lastErr = evalErr
+		}
+		select {
+		case <-wctx.Done():
+			if ctx.Err() != nil {
+				return lastErr, ctx.Err()
+			}
+			return lastErr, errWindowOver
+		case <-tick.C:
+		case <-notify:
+		}
+		if r.in.Progress != nil {
+			r.in.Progress(Progress{Waiting: w.label, Elapsed: time.Since(w.start), Budget: w.budget})
+		}
+	}
+}
+
+// cutByDeadline tells whether a reading failed because its wait's deadline
+// was near, not because of what it read: client-go's rate limiter refuses
+// a request whose wait would pass the deadline while the context is still
+// live.
+func cutByDeadline(err error) bool {
+	return strings.Contains(err.Error(), "would exceed context deadline")
+}
+
+// notifications merges the provider's change notifications for objs into
+// one channel. Without a Watcher, or if a watch fails, it returns a channel
+// that never fires and the poll ticker does the work.
+func (r *run) notifications(ctx context.Context, objs []providers.Object) <-chan struct{} {
+	out := make(chan struct{}, 1)
+	w, ok := r.in.Provider.(providers.Watcher)
+	if !ok {
+		return out
+	}
+	for _, obj := range objs {
+		ch, err := w.Watch(ctx, obj)
+		if err != nil {
+			r.in.Log.V(1).Info("watch failed, polling instead", "object", obj.String(), "error", err.Error())
+			continue
+		}
+		go func() {
+			for range ch {
+				select {
+				case out <- struct{}{}:
+				default: // a notification is already queued
+				}
+			}
+		}()
+	}
+	return out
+}
+
+// Progress tells a front end what the runner is waiting for.
+type Progress struct {
+	// Waiting names the phase or assertion being watched.
+	Waiting string
+	Elapsed time.Duration
+	// Budget is the time allowed, or 0 when unbounded by a budget.
+	Budget time.Duration
+}

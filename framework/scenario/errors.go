@@ -1,0 +1,52 @@
+package scenario
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Pos is a position in a scenario file; Line and Column start at 1.
+type Pos struct {
+	Line   int
+	Column int
+}
+
+// FieldError is one problem with one field of a scenario file.
+type FieldError struct {
+	File  string
+	Pos   Pos
+	Field string
+	Msg   string
+}
+
+func (e FieldError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	switch {
+	case e.Pos.Line > 0 && e.Pos.Column > 0:
+		fmt.Fprintf(&b, ":%d:%d", e.Pos.Line, e.Pos.Column)
+	case e.Pos.Line > 0:
+		fmt.Fprintf(&b, ":%d", e.Pos.Line)
+	}
+	b.WriteString(": ")
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// ValidationError holds every problem found in a scenario file, in file
+// order, so a user fixes them in one pass.
+type ValidationError struct {
+	Errors []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	lines := make([]string, len(e.Errors))
+	for i, fe := range e.Errors {
+		lines[i] = fe.Error()
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,106 @@
+package scenario
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/faultline-dev/faultline/providers"
+)
+
+// targetRef is ${target.NAME} in a fault's params or a probe's args: the
+// names of the objects target NAME resolved to, comma separated, known
+// only once the run has resolved its targets (a manifest that pins a pod
+// to the picked node, a Node object probe).
+var targetRef = regexp.MustCompile(`\$\{target\.([^}]*)\}`)
+
+// targetRefs lists the target names value refers to.
+func targetRefs(value string) []string {
+	var names []string
+	for _, m := range targetRef.FindAllStringSubmatch(value, -1) {
+		names = append(names, m[1])
+	}
+	return names
+}
+
+// ExpandTargetRefs returns sc with every ${target.NAME} in its steps'
+// params and args replaced by the names of objects[NAME]. sc itself is
+// not changed.
+func ExpandTargetRefs(sc *Scenario, objects map[string][]providers.Object) *Scenario {
+	names := map[string]string{}
+	for t, objs := range objects {
+		list := make([]string, len(objs))
+		for i, o := range objs {
+			list[i] = o.Name
+		}
+		names[t] = strings.Join(list, ",")
+	}
+	expand := func(m map[string]string) map[string]string {
+		if m == nil {
+			return nil
+		}
+		out := make(map[string]string, len(m))
+		for k, v := range m {
+			out[k] = targetRef.ReplaceAllStringFunc(v, func(ref string) string {
+				if n, ok := names[targetRef.FindStringSubmatch(ref)[1]]; ok {
+					return n
+				}
+				return ref
+			})
+		}
+		return out
+	}
+	cond := func(c Condition) Condition {
+		c.Args = expand(c.Args)
+		return c
+	}
+	out := *sc
+	out.Spec.Steps = make([]Step, len(sc.Spec.Steps))
+	for i, st := range sc.Spec.Steps {
+		switch {
+		case st.Setup != nil:
+			st.Setup = expandBaseline(st.Setup, cond)
+		case st.Teardown != nil:
+			st.Teardown = expandBaseline(st.Teardown, cond)
+		case st.Inject != nil:
+			in := *st.Inject
+			in.Params = expand(in.Params)
+			st.Inject = &in
+		case st.Observe != nil:
+			ob := *st.Observe
+			ob.Phases = append([]Phase(nil), ob.Phases...)
+			for j := range ob.Phases {
+				ob.Phases[j].When = cond(ob.Phases[j].When)
+			}
+			ob.While = append([]Guard(nil), ob.While...)
+			for j := range ob.While {
+				ob.While[j].Condition = cond(ob.While[j].Condition)
+			}
+			st.Observe = &ob
+		case st.Assert != nil:
+			as := *st.Assert
+			for _, w := range []**WindowAssertion{&as.Never, &as.Consistently} {
+				if *w != nil {
+					c := **w
+					c.Condition = cond(c.Condition)
+					*w = &c
+				}
+			}
+			if as.Count != nil {
+				c := *as.Count
+				c.Condition = cond(c.Condition)
+				as.Count = &c
+			}
+			st.Assert = &as
+		}
+		out.Spec.Steps[i] = st
+	}
+	return &out
+}
+
+func expandBaseline(b *Baseline, cond func(Condition) Condition) *Baseline {
+	out := &Baseline{Require: make([]Condition, len(b.Require))}
+	for i, c := range b.Require {
+		out.Require[i] = cond(c)
+	}
+	return out
+}

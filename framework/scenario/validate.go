@@ -1,0 +1,418 @@
+package scenario
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/faultline-dev/faultline/providers"
+)
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// validator checks what the types alone cannot: references between steps,
+// phases and targets, and that every fault and probe is known and declared.
+type validator struct {
+	s     *Scenario
+	vocab Vocabulary
+	errs  []FieldError
+
+	targets  map[string]bool
+	requires map[providers.Capability]bool
+	// Anchors and phases defined so far, in step order: a reference must
+	// point backwards.
+	injects map[string]bool
+	undos   map[string]bool
+	phases  map[string]bool
+}
+
+func validate(s *Scenario, vocab Vocabulary) []FieldError {
+	v := &validator{s: s, vocab: vocab, targets: map[string]bool{}, requires: map[providers.Capability]bool{},
+		injects: map[string]bool{}, undos: map[string]bool{}, phases: map[string]bool{}}
+	v.header()
+	v.spec()
+	return v.errs
+}
+
+func (v *validator) errf(path, format string, args ...any) {
+	v.errs = append(v.errs, FieldError{File: v.s.Source, Pos: v.pos(path), Field: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// pos finds the position of path or of its nearest recorded parent, so that
+// a missing field points at the mapping that should hold it.
+func (v *validator) pos(path string) Pos {
+	for p := path; ; {
+		if pos, ok := v.s.positions[p]; ok {
+			return pos
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			return Pos{Line: 1, Column: 1}
+		}
+		p = p[:i]
+	}
+}
+
+func (v *validator) header() {
+	if v.s.APIVersion != APIVersion {
+		v.errf("apiVersion", "got %q, expected %q", v.s.APIVersion, APIVersion)
+	}
+	if v.s.Kind != Kind {
+		v.errf("kind", "got %q, expected %q", v.s.Kind, Kind)
+	}
+	m := v.s.Metadata
+	if m.Name == "" {
+		v.errf("metadata.name", "required: a lower-case name such as power-off-worker")
+	} else if !dnsLabel.MatchString(m.Name) || len(m.Name) > 63 {
+		v.errf("metadata.name", "%q must be lower-case letters, digits and '-', at most 63 characters", m.Name)
+	}
+	for i, r := range m.References {
+		path := fmt.Sprintf("metadata.references[%d]", i)
+		switch r.Kind {
+		case "seed", "incident", "url":
+		default:
+			v.errf(path+".kind", "got %q, expected seed, incident or url", r.Kind)
+		}
+		if r.ID == "" {
+			v.errf(path+".id", "required")
+		}
+	}
+}
+
+func (v *validator) spec() {
+	sp := v.s.Spec
+	for i, c := range sp.Requires {
+		if !providers.KnownCapability(c) {
+			v.errf(fmt.Sprintf("spec.requires[%d]", i), "unknown capability %q; expected one of %s", c, providers.CapabilityList())
+		}
+		v.requires[c] = true
+		if c == providers.CapClusterAPI {
+			v.requires[providers.CapNodes] = true
+		}
+	}
+	if sp.PollInterval.Duration < 0 || (sp.PollInterval.Duration > 0 && sp.PollInterval.Duration < MinPollInterval) {
+		v.errf("spec.pollInterval", "%s is shorter than the minimum %s", sp.PollInterval, MinPollInterval)
+	}
+	for i, t := range sp.Targets {
+		v.target(fmt.Sprintf("spec.targets[%d]", i), t)
+	}
+	if len(sp.Steps) == 0 {
+		v.errf("spec.steps", "required: at least one step")
+	}
+	if l := sp.Lab; l != nil {
+		if l.ControlPlanes < 1 || l.ControlPlanes%2 == 0 {
+			v.errf("spec.lab.controlPlanes", "got %d, expected an odd number of at least 1 (etcd needs a majority)", l.ControlPlanes)
+		}
+		if l.Workers < 0 {
+			v.errf("spec.lab.workers", "got %d, expected 0 or more", l.Workers)
+		}
+		if l.CNI != "" && l.CNI != "calico" && l.CNI != "antrea" {
+			v.errf("spec.lab.cni", "got %q, expected calico or antrea", l.CNI)
+		}
+		if d := l.NodeStartupTimeout.Duration; d < 0 || (d > 0 && d < 10*time.Second) {
+			v.errf("spec.lab.nodeStartupTimeout", "got %s, expected at least 10s: a control plane needs that long to join", l.NodeStartupTimeout)
+		}
+		podBits := 16
+		if n := l.Network.PodCIDR; n != "" {
+			p, err := netip.ParsePrefix(n)
+			if err != nil || !p.Addr().Is4() {
+				v.errf("spec.lab.network.podCIDR", "got %q, expected an IPv4 CIDR such as 10.202.146.0/24", n)
+			} else {
+				podBits = p.Bits()
+			}
+		}
+		for _, f := range []struct {
+			path string
+			bits int
+		}{{"nodeCIDRMaskSize", l.Network.NodeCIDRMaskSize}, {"calicoBlockSize", l.Network.CalicoBlockSize}} {
+			if f.bits != 0 && (f.bits < podBits || f.bits > 32) {
+				v.errf("spec.lab.network."+f.path, "got %d, expected %d to 32 (a subnet of the pod CIDR /%d)", f.bits, podBits, podBits)
+			}
+		}
+	}
+	names := map[string]bool{}
+	for i, st := range sp.Steps {
+		path := fmt.Sprintf("spec.steps[%d]", i)
+		switch {
+		case st.Name == "":
+			v.errf(path+".name", "required")
+		case !dnsLabel.MatchString(st.Name):
+			v.errf(path+".name", "%q must be lower-case letters, digits and '-'", st.Name)
+		case names[st.Name]:
+			v.errf(path+".name", "step %q is defined twice", st.Name)
+		}
+		names[st.Name] = true
+		v.step(path, st)
+	}
+}
+
+func (v *validator) target(path string, t Target) {
+	for i, ex := range t.Exclude {
+		switch {
+		case ex == t.Name:
+			v.errf(fmt.Sprintf("%s.exclude[%d]", path, i), "a target cannot exclude itself")
+		case !v.targets[ex]:
+			v.errf(fmt.Sprintf("%s.exclude[%d]", path, i), "unknown target %q; exclude names a target defined before this one: %s", ex, list(v.targets))
+		}
+	}
+	switch {
+	case t.Name == "":
+		v.errf(path+".name", "required")
+	case v.targets[t.Name]:
+		v.errf(path+".name", "target %q is defined twice", t.Name)
+	}
+	v.targets[t.Name] = true
+	sel := t.Select
+	if sel.Role == "" && sel.Cluster == "" && sel.MachineDeployment == "" && sel.ControlPlane == "" &&
+		sel.NodeName == "" && len(sel.NodeLabels) == 0 && sel.VM == "" && sel.UUID == "" && sel.ProviderID == "" {
+		v.errf(path+".select", "required: at least one of role, cluster, machineDeployment, controlPlane, nodeName, nodeLabels, vm, uuid, providerID")
+	}
+	if sel.Role != "" && sel.Role != "control-plane" && sel.Role != "worker" {
+		v.errf(path+".select.role", "got %q, expected control-plane or worker", sel.Role)
+	}
+	if sel.ProviderID != "" && !strings.HasPrefix(sel.ProviderID, "vsphere://") {
+		v.errf(path+".select.providerID", "got %q, expected vsphere://<bios-uuid>", sel.ProviderID)
+	}
+	if t.Count < 0 {
+		v.errf(path+".count", "%d is negative; expected 1 or more", t.Count)
+	}
+	if t.Percent < 0 || t.Percent > 100 {
+		v.errf(path+".percent", "%d is out of range; expected 1 to 100", t.Percent)
+	}
+	if t.Count > 0 && t.Percent > 0 {
+		v.errf(path+".percent", "set count or percent, not both")
+	}
+}
+
+func (v *validator) step(path string, st Step) {
+	kinds := 0
+	for _, set := range []bool{st.Setup != nil, st.Inject != nil, st.Observe != nil, st.Assert != nil, st.Undo != nil, st.Teardown != nil} {
+		if set {
+			kinds++
+		}
+	}
+	if kinds != 1 {
+		v.errf(path, "a step has exactly one of setup, inject, observe, assert, undo, teardown; found %d", kinds)
+		return
+	}
+	switch {
+	case st.Setup != nil:
+		v.baseline(path+".setup", *st.Setup)
+	case st.Teardown != nil:
+		v.baseline(path+".teardown", *st.Teardown)
+	case st.Inject != nil:
+		v.inject(path+".inject", *st.Inject)
+		v.injects[st.Name] = true
+	case st.Observe != nil:
+		v.observe(path+".observe", *st.Observe)
+	case st.Assert != nil:
+		v.assert(path+".assert", *st.Assert)
+	case st.Undo != nil:
+		v.undo(path+".undo", *st.Undo)
+		v.undos[st.Name] = true
+	}
+}
+
+func (v *validator) baseline(path string, b Baseline) {
+	if len(b.Require) == 0 {
+		v.errf(path+".require", "required: at least one condition")
+	}
+	for i, c := range b.Require {
+		v.condition(fmt.Sprintf("%s.require[%d]", path, i), c)
+	}
+}
+
+func (v *validator) inject(path string, in Inject) {
+	v.word(path, "fault", in.Fault, v.vocab.Faults)
+	v.targetRef(path+".target", in.Target)
+	if def, ok := v.vocab.Faults[in.Fault]; ok {
+		v.wordArgs(path+".params", in.Params, def)
+	}
+}
+
+func (v *validator) observe(path string, o Observe) {
+	if len(o.Phases) == 0 {
+		v.errf(path+".phases", "required: at least one phase")
+	}
+	for i, ph := range o.Phases {
+		pp := fmt.Sprintf("%s.phases[%d]", path, i)
+		switch {
+		case ph.Name == "":
+			v.errf(pp+".name", "required")
+		case v.phases[ph.Name]:
+			v.errf(pp+".name", "phase %q is defined twice", ph.Name)
+		}
+		v.condition(pp+".when", ph.When)
+		v.anchor(pp+".from", ph.From)
+		v.phases[ph.Name] = true
+	}
+	for i, g := range o.While {
+		gp := fmt.Sprintf("%s.while[%d]", path, i)
+		if !dnsLabel.MatchString(g.Name) {
+			v.errf(gp+".name", "required: lower-case letters, digits and '-', got %q", g.Name)
+		}
+		v.condition(gp+".condition", g.Condition)
+	}
+}
+
+func (v *validator) assert(path string, a Assert) {
+	kinds := 0
+	for _, set := range []bool{a.Within != nil, a.Never != nil, a.Consistently != nil, a.Count != nil} {
+		if set {
+			kinds++
+		}
+	}
+	if kinds != 1 {
+		v.errf(path, "an assert has exactly one of within, never, consistently, count; found %d", kinds)
+		return
+	}
+	switch {
+	case a.Within != nil:
+		w := a.Within
+		if w.Phase == "" {
+			v.errf(path+".within.phase", "required")
+		} else if !v.phases[w.Phase] {
+			v.errf(path+".within.phase", "unknown phase %q; phases defined before this step: %s", w.Phase, list(v.phases))
+		}
+		if w.Budget.IsZero() {
+			v.errf(path+".within.budget", "required: a duration greater than zero, such as 5m")
+		}
+		v.anchor(path+".within.from", w.From)
+	case a.Never != nil:
+		v.window(path+".never", *a.Never)
+	case a.Consistently != nil:
+		v.window(path+".consistently", *a.Consistently)
+	case a.Count != nil:
+		c := a.Count
+		v.window(path+".count", WindowAssertion{Condition: c.Condition, For: c.For})
+		if c.AtLeast == nil && c.AtMost == nil {
+			v.errf(path+".count", "required: atLeast, atMost or both")
+		}
+		if c.AtLeast != nil && *c.AtLeast < 0 {
+			v.errf(path+".count.atLeast", "%d is negative", *c.AtLeast)
+		}
+		if c.AtMost != nil && *c.AtMost < 0 {
+			v.errf(path+".count.atMost", "%d is negative", *c.AtMost)
+		}
+		if c.AtLeast != nil && c.AtMost != nil && *c.AtLeast > *c.AtMost {
+			v.errf(path+".count", "atLeast %d is greater than atMost %d", *c.AtLeast, *c.AtMost)
+		}
+	}
+}
+
+func (v *validator) window(path string, w WindowAssertion) {
+	v.condition(path+".condition", w.Condition)
+	if w.For.IsZero() {
+		v.errf(path+".for", "required: the window's length, such as 2m")
+	}
+}
+
+func (v *validator) undo(path string, u UndoStep) {
+	switch {
+	case u.All && u.Fault != "":
+		v.errf(path, "set fault or all, not both")
+	case u.All:
+	case u.Fault == "":
+		v.errf(path+".fault", "required: the name of an earlier inject step, or all: true")
+	case !v.injects[u.Fault]:
+		v.errf(path+".fault", "no inject step %q before this step; inject steps so far: %s", u.Fault, list(v.injects))
+	}
+}
+
+func (v *validator) condition(path string, c Condition) {
+	v.word(path, "probe", c.Probe, v.vocab.Probes)
+	v.targetRef(path+".target", c.Target)
+	if def, ok := v.vocab.Probes[c.Probe]; ok {
+		v.wordArgs(path+".args", c.Args, def)
+	}
+}
+
+// word checks that name is one of words (a fault or a probe, as kind
+// says) and that spec.requires has its capability.
+func (v *validator) word(path, kind, name string, words map[string]Word) {
+	def, ok := words[name]
+	switch {
+	case name == "":
+		v.errf(path+"."+kind, "required: one of %s", strings.Join(sortedKeys(words), ", "))
+	case !ok:
+		v.errf(path+"."+kind, "unknown %s %q; expected one of %s", kind, name, strings.Join(sortedKeys(words), ", "))
+	case !v.requires[def.Capability]:
+		v.errf(path+"."+kind, "%s %s needs capability %s; add it to spec.requires", kind, name, def.Capability)
+	}
+}
+
+// wordArgs checks a fault's params or a probe's args against its word.
+func (v *validator) wordArgs(path string, got map[string]string, def Word) {
+	v.args(path, got, def.Args)
+	if def.Check != nil {
+		for _, e := range def.Check(got) {
+			v.errf(path+"."+e.Arg, "%s", e.Msg)
+		}
+	}
+}
+
+func (v *validator) targetRef(path, name string) {
+	switch {
+	case name == "":
+		v.errf(path, "required: the name of a target in spec.targets")
+	case !v.targets[name]:
+		v.errf(path, "unknown target %q; spec.targets defines: %s", name, list(v.targets))
+	}
+}
+
+func (v *validator) args(path string, got map[string]string, allowed []string) {
+	for _, k := range sortedKeys(got) {
+		for _, t := range targetRefs(got[k]) {
+			if !v.targets[t] {
+				v.errf(path+"."+k, "${target.%s}: unknown target %q; spec.targets defines: %s", t, t, list(v.targets))
+			}
+		}
+		if !slices.Contains(allowed, k) {
+			want := strings.Join(allowed, ", ")
+			if want == "" {
+				want = "none"
+			}
+			v.errf(path+"."+k, "unknown parameter %q; expected: %s", k, want)
+		}
+	}
+}
+
+func (v *validator) anchor(path string, a Anchor) {
+	kind, name, hasName := strings.Cut(string(a), ":")
+	switch {
+	case a == "" || a == "start":
+	case kind == "inject" && !hasName:
+		if len(v.injects) == 0 {
+			v.errf(path, "anchor %q: no inject step before this one", a)
+		}
+	case kind == "inject" && !v.injects[name]:
+		v.errf(path, "anchor %q: no inject step %q before this one; inject steps so far: %s", a, name, list(v.injects))
+	case kind == "undo" && !v.undos[name]:
+		v.errf(path, "anchor %q: no undo step %q before this one; undo steps so far: %s", a, name, list(v.undos))
+	case kind == "phase" && !v.phases[name]:
+		v.errf(path, "anchor %q: no phase %q before this one; phases so far: %s", a, name, list(v.phases))
+	case kind != "inject" && kind != "undo" && kind != "phase":
+		v.errf(path, "anchor %q: expected start, inject, inject:<step>, undo:<step> or phase:<name>", a)
+	}
+}
+
+func list(set map[string]bool) string {
+	if len(set) == 0 {
+		return "none"
+	}
+	return strings.Join(sortedKeys(set), ", ")
+}
+
+func sortFieldErrors(errs []FieldError) {
+	sort.SliceStable(errs, func(i, j int) bool {
+		a, b := errs[i].Pos, errs[j].Pos
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Column < b.Column
+	})
+}
