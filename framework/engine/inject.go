@@ -1,0 +1,152 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"time"
+
+	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/providers"
+)
+
+// inject journals and applies a fault to every object of the target.
+func (r *run) inject(ctx context.Context, step string, in scenario.Inject) error {
+	def := faultCatalogue[in.Fault]
+	ref := providers.ProviderRef{Name: r.in.Provider.Name()}
+	if d, ok := r.in.Provider.(providers.Describer); ok {
+		ref = d.Ref()
+	}
+	params := in.Params
+	if def.backups {
+		params = maps.Clone(in.Params)
+		if params == nil {
+			params = map[string]string{}
+		}
+		dir := r.in.BackupDir
+		if dir == "" {
+			dir = filepath.Join(filepath.Dir(r.in.Journal.Path()), "backups")
+		}
+		params[paramBackups] = filepath.Join(dir, step)
+	}
+	for _, obj := range r.objects[in.Target] {
+		id := step + "/" + obj.Name
+		undo := def.undo(obj, params)
+		f := &activeFault{step: step, undo: undo, result: &FaultResult{ID: id, Kind: in.Fault, Target: obj.String(), Undo: undo.Action, Note: undo.Note}}
+		target := obj
+		if err := r.in.Journal.Append(JournalEntry{Op: OpInject, FaultID: id, Scenario: r.res.Scenario, Kind: in.Fault, Target: &target, Undo: &undo, Provider: ref}); err != nil {
+			return fmt.Errorf("journal fault %s before applying it (nothing was applied): %w", id, err)
+		}
+		r.mu.Lock()
+		r.faults = append(r.faults, f)
+		r.mu.Unlock()
+		r.tl.Record("journal", obj.String(), "fault-journaled", map[string]string{"fault": in.Fault, "id": id, "undo": undo.Action})
+		err := def.inject(ctx, r.in.Provider, obj, params)
+		now := time.Now()
+		if err != nil {
+			// The fault may have half-applied; its undo stays pending and
+			// runs at clean-up like any other.
+			r.tl.Record(r.in.Provider.Name(), obj.String(), "fault-failed", map[string]string{"fault": in.Fault, "id": id, "error": err.Error()})
+			return &providers.InfraError{Err: fmt.Errorf("inject %s into %s: %w", in.Fault, obj, err)}
+		}
+		r.tl.markInjected(now)
+		r.tl.Record(r.in.Provider.Name(), obj.String(), "fault-injected", map[string]string{"fault": in.Fault, "id": id})
+		r.mu.Lock()
+		f.result.InjectedAt = &now
+		if r.firstInject.IsZero() {
+			r.firstInject = now
+		}
+		r.anchors[scenario.Anchor("inject:"+step)] = now
+		r.anchors["inject"] = now
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+// undoStep undoes one inject step's faults, or all pending ones.
+func (r *run) undoStep(ctx context.Context, name string, u scenario.UndoStep) error {
+	var errs []error
+	for _, f := range r.pendingFaults() {
+		if u.All || f.step == u.Fault {
+			errs = append(errs, r.undoFault(ctx, f))
+		}
+	}
+	r.mu.Lock()
+	r.anchors[scenario.Anchor("undo:"+name)] = time.Now()
+	r.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+func (r *run) pendingFaults() []*activeFault {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*activeFault
+	for i := len(r.faults) - 1; i >= 0; i-- { // newest first
+		if !r.faults[i].done {
+			out = append(out, r.faults[i])
+		}
+	}
+	return out
+}
+
+func (r *run) undoFault(ctx context.Context, f *activeFault) error {
+	err := RunUndo(ctx, r.in.Provider, f.undo)
+	entry := JournalEntry{Op: OpDone, FaultID: f.result.ID, Provider: providers.ProviderRef{Name: r.in.Provider.Name()}, Result: ResultUndone}
+	if err != nil {
+		// The inject record stays pending: recover will try again.
+		r.tl.Record(r.in.Provider.Name(), f.result.Target, "undo-failed", map[string]string{"id": f.result.ID, "error": err.Error()})
+		r.mu.Lock()
+		f.result.Result = ResultFailed
+		r.mu.Unlock()
+		return &providers.InfraError{Err: fmt.Errorf("%w (still pending in journal %s; run faultline recover)", err, r.in.Journal.Path())}
+	}
+	if jerr := r.in.Journal.Append(entry); jerr != nil {
+		err = fmt.Errorf("fault %s was undone but the journal could not record it: %w", f.result.ID, jerr)
+	}
+	now := time.Now()
+	r.mu.Lock()
+	f.done = true
+	f.result.UndoneAt = &now
+	f.result.Result = ResultUndone
+	r.mu.Unlock()
+	r.tl.Record(r.in.Provider.Name(), f.result.Target, "fault-undone", map[string]string{"id": f.result.ID, "undo": f.undo.Action})
+	return err
+}
+
+// undoPending undoes every fault still in place, newest first, under a
+// context that survives the caller's cancellation (Ctrl-C, timeout).
+func (r *run) undoPending(ctx context.Context) {
+	pending := r.pendingFaults()
+	if len(pending) == 0 {
+		return
+	}
+	if r.in.Retain {
+		for _, f := range pending {
+			r.mu.Lock()
+			f.done = true
+			f.result.Result = ResultRetained
+			r.mu.Unlock()
+			r.tl.Record("runner", f.result.Target, "fault-retained", map[string]string{"id": f.result.ID})
+		}
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+	defer cancel()
+	for _, f := range pending {
+		if err := r.undoFault(cctx, f); err != nil {
+			r.errs = append(r.errs, err)
+		}
+	}
+}
+
+// collectFaults copies the fault results, in injection order, into the
+// result.
+func (r *run) collectFaults() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range r.faults {
+		r.res.Faults = append(r.res.Faults, *f.result)
+	}
+}

@@ -1,0 +1,202 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/providers"
+)
+
+// observe watches every phase of the step at once, and its guards until the
+// phases are settled.
+func (r *run) observe(ctx context.Context, o scenario.Observe) error {
+	gctx, stopGuards := context.WithCancel(ctx)
+	var guards sync.WaitGroup
+	for _, g := range o.While {
+		guards.Add(1)
+		go func() {
+			defer guards.Done()
+			r.guard(gctx, ctx, g)
+		}()
+	}
+	defer func() {
+		stopGuards()
+		guards.Wait()
+	}()
+	var wg sync.WaitGroup
+	errs := make([]error, len(o.Phases))
+	for i, ph := range o.Phases {
+		r.mu.Lock()
+		r.phaseIdx[ph.Name] = len(r.res.Phases)
+		r.res.Phases = append(r.res.Phases, PhaseResult{Name: ph.Name, From: anchorOrDefault(ph.From)})
+		r.mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = r.phase(ctx, ph)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// guard checks a condition at every reading until gctx ends (the phases are
+// settled). A reading cut short by that end is not a failure.
+func (r *run) guard(gctx, stepCtx context.Context, g scenario.Guard) {
+	start := time.Now()
+	deadline, ok := stepCtx.Deadline()
+	if !ok {
+		deadline = start.Add(scenario.DefaultTimeout)
+	}
+	var broke *Observation
+	var brokeAt time.Time
+	readings := 0
+	lastErr, _ := r.watch(gctx, watchSpec{cond: g.Condition, deadline: deadline, label: "guard " + g.Name, start: start},
+		func(o Observation, now time.Time) bool {
+			readings++
+			if !o.Met {
+				broke, brokeAt = &o, now
+				return true
+			}
+			return false
+		})
+	var res AssertionResult
+	switch {
+	case broke != nil:
+		res = AssertionResult{Name: g.Name, Message: fmt.Sprintf("while %s: stopped holding after %s (%s)", g.Condition.Probe, brokeAt.Sub(start).Round(time.Millisecond), broke.Detail)}
+	case readings == 0:
+		res = AssertionResult{Name: g.Name, Message: fmt.Sprintf("while %s: never read: %v", g.Condition.Probe, lastErr)}
+	default:
+		res = AssertionResult{Name: g.Name, OK: true, Message: fmt.Sprintf("while %s: held for %s (%d readings)", g.Condition.Probe, time.Since(start).Round(time.Millisecond), readings)}
+	}
+	r.addAssertion(res)
+	what := "assertion-passed"
+	if !res.OK {
+		what = "assertion-failed"
+		r.fail("guard %s: %s", g.Name, res.Message)
+	}
+	r.tl.Record("runner", "guard/"+g.Name, what, map[string]string{"message": res.Message})
+}
+
+func anchorOrDefault(a scenario.Anchor) scenario.Anchor {
+	if a == "" {
+		return "inject"
+	}
+	return a
+}
+
+// lookupAnchor returns when an anchor happened, if it has. "inject" before
+// any injection is the start of the run.
+func (r *run) lookupAnchor(a scenario.Anchor) (time.Time, bool) {
+	a = anchorOrDefault(a)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.anchors[a]
+	if a == "inject" && !ok {
+		return r.anchors["start"], true
+	}
+	return t, ok
+}
+
+// anchorTime is lookupAnchor for a phase that may be reached concurrently:
+// it waits for a phase anchor until ctx ends.
+func (r *run) anchorTime(ctx context.Context, a scenario.Anchor) (time.Time, bool) {
+	for {
+		t, ok := r.lookupAnchor(a)
+		r.mu.Lock()
+		missed := r.missed[a]
+		r.mu.Unlock()
+		if ok || missed || !strings.HasPrefix(string(a), "phase:") {
+			return t, ok
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, false
+		case <-time.After(r.poll):
+		}
+	}
+}
+
+func (r *run) phase(ctx context.Context, ph scenario.Phase) error {
+	update := func(f func(*PhaseResult)) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		f(&r.res.Phases[r.phaseIdx[ph.Name]])
+	}
+	from, ok := r.anchorTime(ctx, ph.From)
+	if !ok {
+		msg := fmt.Sprintf("anchor %s was never reached", anchorOrDefault(ph.From))
+		update(func(p *PhaseResult) { p.Message = msg })
+		r.mu.Lock()
+		r.missed[scenario.Anchor("phase:"+ph.Name)] = true
+		r.mu.Unlock()
+		r.fail("phase %s: %s", ph.Name, msg)
+		return nil
+	}
+	update(func(p *PhaseResult) { at := from; p.AnchorAt = &at })
+	deadline, hasDeadline := ctx.Deadline()
+	var budget time.Duration
+	if ph.Within.Duration > 0 {
+		budget = ph.Within.Duration
+		update(func(p *PhaseResult) { b := ph.Within; p.Budget = &b })
+		if !hasDeadline || from.Add(budget).Before(deadline) {
+			deadline = from.Add(budget)
+		}
+	} else if !hasDeadline {
+		deadline = time.Now().Add(scenario.DefaultTimeout)
+	}
+	var seen Observation
+	var at time.Time
+	lastErr, err := r.watch(ctx, watchSpec{cond: ph.When, deadline: deadline, label: "phase " + ph.Name, start: from, budget: budget},
+		func(o Observation, now time.Time) bool {
+			seen = o
+			if o.Met {
+				at = now
+			}
+			return o.Met
+		})
+	if err != nil {
+		msg := fmt.Sprintf("not reached within %s of %s (last seen: %s)", time.Since(from).Round(time.Millisecond), anchorOrDefault(ph.From), seen.Detail)
+		if budget > 0 && errors.Is(err, errWindowOver) {
+			msg = fmt.Sprintf("not reached within its budget %s of %s (last seen: %s)", budget, anchorOrDefault(ph.From), seen.Detail)
+		}
+		if lastErr != nil {
+			msg += "; last probe error: " + lastErr.Error()
+		}
+		update(func(p *PhaseResult) { p.Message = msg })
+		r.mu.Lock()
+		r.missed[scenario.Anchor("phase:"+ph.Name)] = true
+		r.mu.Unlock()
+		r.tl.Record("runner", "phase/"+ph.Name, "phase-missed", map[string]string{"message": msg})
+		if lastErr != nil && errors.Is(err, errWindowOver) {
+			return &providers.InfraError{Err: fmt.Errorf("phase %s: %s", ph.Name, msg)}
+		}
+		if errors.Is(err, errWindowOver) {
+			r.fail("phase %s %s", ph.Name, msg)
+			return nil
+		}
+		return fmt.Errorf("phase %s: %w", ph.Name, err)
+	}
+	r.mu.Lock()
+	r.anchors[scenario.Anchor("phase:"+ph.Name)] = at
+	firstInject := r.firstInject
+	r.mu.Unlock()
+	sinceAnchor := scenario.D(at.Sub(from))
+	details := map[string]string{"sinceAnchor": sinceAnchor.String(), "detail": seen.Detail}
+	update(func(p *PhaseResult) {
+		p.ObservedAt = &at
+		p.SinceAnchor = &sinceAnchor
+		p.OK = true
+		if !firstInject.IsZero() {
+			d := scenario.D(at.Sub(firstInject))
+			p.SinceInject = &d
+		}
+	})
+	r.tl.Record("runner", "phase/"+ph.Name, "phase-reached", details)
+	return nil
+}
