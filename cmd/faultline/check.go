@@ -14,13 +14,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/check"
 	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/kind"
@@ -140,7 +140,7 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	case o.cluster.kubeconfig == "" && o.cluster.context == "" && workloadName != "":
 		return o.checkWorkloadOnly(ctx, stdout, workloadName, capi.New(nil, opts...))
 	case o.cluster.kubeconfig == "" && o.cluster.context == "":
-		l, err := o.lab.start(ctx, lab.ClusterSpec{Name: "lab", ControlPlanes: 1, Workers: 2, WorkerMHC: true}, stderr, newLogger(stderr, 0))
+		l, err := o.lab.start(ctx, lab.ClusterSpec{Name: "lab", LabSpec: scenario.LabSpec{ControlPlanes: 1, Workers: 2}}, stderr, newLogger(stderr, 0))
 		if err != nil {
 			return err
 		}

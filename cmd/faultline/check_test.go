@@ -21,6 +21,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
 )
@@ -183,7 +184,7 @@ func TestIntegrationCheckReadOnlyRBAC(t *testing.T) {
 // test, and writes its kubeconfigs (the management cluster's first).
 func startTestLab(t *testing.T, ctx context.Context) (*lab.Lab, []string) {
 	t.Helper()
-	l := labtest.Start(t, lab.ClusterSpec{Name: "lab", ControlPlanes: 1, Workers: 1, WorkerMHC: true})
+	l := labtest.Start(t, lab.ClusterSpec{Name: "lab", LabSpec: scenario.LabSpec{ControlPlanes: 1, Workers: 1}})
 	paths, err := l.WriteKubeconfigs(ctx)
 	if err != nil {
 		t.Fatal(err)

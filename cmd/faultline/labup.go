@@ -16,7 +16,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
+	"k8s.io/utils/ptr"
 
+	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers/lab"
 )
 
@@ -39,8 +41,8 @@ func newLabUpCommand() *cobra.Command {
 	var (
 		flags         labFlags
 		clusters      int
-		controlPlanes int32
-		workers       int32
+		controlPlanes int
+		workers       int
 		cpMHC         bool
 		noWorkerMHC   bool
 	)
@@ -86,8 +88,11 @@ another shell. Everything listens on 127.0.0.1.`,
 			in := lab.Input{Assets: flags.assets, Dir: dir, Profile: p}
 			for i := 1; i <= clusters; i++ {
 				in.Clusters = append(in.Clusters, lab.ClusterSpec{
-					Name: fmt.Sprintf("lab-%d", i), ControlPlanes: controlPlanes, Workers: workers,
-					WorkerMHC: !noWorkerMHC, ControlPlaneMHC: cpMHC,
+					Name: fmt.Sprintf("lab-%d", i),
+					LabSpec: scenario.LabSpec{
+						ControlPlanes: controlPlanes, Workers: workers,
+						WorkerMHC: ptr.To(!noWorkerMHC), ControlPlaneMHC: ptr.To(cpMHC),
+					},
 				})
 			}
 			if err := in.Validate(); err != nil {
@@ -99,8 +104,8 @@ another shell. Everything listens on 127.0.0.1.`,
 	fs := cmd.Flags()
 	flags.register(fs)
 	fs.IntVar(&clusters, "clusters", 1, "number of workload clusters")
-	fs.Int32Var(&controlPlanes, "control-planes", 3, "control planes per cluster (odd)")
-	fs.Int32Var(&workers, "workers", 2, "workers per cluster")
+	fs.IntVar(&controlPlanes, "control-planes", 3, "control planes per cluster (odd)")
+	fs.IntVar(&workers, "workers", 2, "workers per cluster")
 	fs.BoolVar(&cpMHC, "control-plane-mhc", false, "add a MachineHealthCheck on the control plane")
 	fs.BoolVar(&noWorkerMHC, "no-worker-mhc", false, "leave the workers without a MachineHealthCheck")
 	return cmd

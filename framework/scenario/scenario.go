@@ -83,7 +83,8 @@ type Safety struct {
 }
 
 // LabSpec shapes the one workload cluster the embedded lab runs a scenario
-// against.
+// against: the scenario file's spec.lab, and the lab's own cluster spec
+// (lab.ClusterSpec adds the cluster's name). Its rules are in lab.go.
 type LabSpec struct {
 	ControlPlanes int `yaml:"controlPlanes"`
 	Workers       int `yaml:"workers"`

@@ -2,12 +2,12 @@ package scenario
 
 import (
 	"fmt"
-	"net/netip"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
-	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/faultline-dev/faultline/providers"
 )
@@ -103,35 +103,9 @@ func (v *validator) spec() {
 	if len(sp.Steps) == 0 {
 		v.errf("spec.steps", "required: at least one step")
 	}
-	if l := sp.Lab; l != nil {
-		if l.ControlPlanes < 1 || l.ControlPlanes%2 == 0 {
-			v.errf("spec.lab.controlPlanes", "got %d, expected an odd number of at least 1 (etcd needs a majority)", l.ControlPlanes)
-		}
-		if l.Workers < 0 {
-			v.errf("spec.lab.workers", "got %d, expected 0 or more", l.Workers)
-		}
-		if l.CNI != "" && l.CNI != "calico" && l.CNI != "antrea" {
-			v.errf("spec.lab.cni", "got %q, expected calico or antrea", l.CNI)
-		}
-		if d := l.NodeStartupTimeout.Duration; d < 0 || (d > 0 && d < 10*time.Second) {
-			v.errf("spec.lab.nodeStartupTimeout", "got %s, expected at least 10s: a control plane needs that long to join", l.NodeStartupTimeout)
-		}
-		podBits := 16
-		if n := l.Network.PodCIDR; n != "" {
-			p, err := netip.ParsePrefix(n)
-			if err != nil || !p.Addr().Is4() {
-				v.errf("spec.lab.network.podCIDR", "got %q, expected an IPv4 CIDR such as 10.202.146.0/24", n)
-			} else {
-				podBits = p.Bits()
-			}
-		}
-		for _, f := range []struct {
-			path string
-			bits int
-		}{{"nodeCIDRMaskSize", l.Network.NodeCIDRMaskSize}, {"calicoBlockSize", l.Network.CalicoBlockSize}} {
-			if f.bits != 0 && (f.bits < podBits || f.bits > 32) {
-				v.errf("spec.lab.network."+f.path, "got %d, expected %d to 32 (a subnet of the pod CIDR /%d)", f.bits, podBits, podBits)
-			}
+	if sp.Lab != nil {
+		for _, e := range sp.Lab.Validate(field.NewPath("spec", "lab")) {
+			v.errf(e.Field, "%s", e.Detail)
 		}
 	}
 	names := map[string]bool{}

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	inmemoryclient "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime/client"
 )
 
@@ -28,7 +27,7 @@ const DefaultIPPool = "default-ipv4-ippool"
 // subnet of the node mask size no Node holds, or "" when the pod network
 // has none left (kube-controller-manager then reports CIDRNotAvailable).
 func (s *nodeSim) allocatePodCIDR(ctx context.Context, c inmemoryclient.Client, cluster string) (string, error) {
-	pod, nodeBits, _ := s.specs[cluster].network()
+	pod, nodeBits, _ := s.specs[cluster].PodNetwork()
 	var nodes corev1.NodeList
 	if err := listInto(ctx, c, &nodes); err != nil {
 		return "", err
@@ -71,7 +70,7 @@ func subnets(p netip.Prefix, bits int, f func(netip.Prefix) bool) {
 // ensureCalicoPool creates the default IPPool, as Calico's install does:
 // the whole pod network, in blocks of the cluster's block size.
 func (s *nodeSim) ensureCalicoPool(ctx context.Context, c inmemoryclient.Client, cluster string) error {
-	pod, _, blockBits := s.specs[cluster].network()
+	pod, _, blockBits := s.specs[cluster].PodNetwork()
 	pool := calicoObject("IPPool", DefaultIPPool)
 	pool.Object["spec"] = map[string]any{
 		"cidr": pod.String(), "blockSize": int64(blockBits), "ipipMode": "Never", "vxlanMode": "Always",

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/faultline-dev/faultline/framework/scenario"
 )
 
 // Seed 001 in the lab: seven Nodes, a /24 pool of /26 blocks. The first
@@ -27,7 +29,7 @@ func TestCalicoSeed001(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	w, cfg, c := workloadAPI(t, ctx)
-	s := &nodeSim{specs: map[string]ClusterSpec{"t": {Name: "t", ControlPlanes: 1, PodCIDR: "10.202.146.0/24", NodeCIDRMaskSize: 25, CalicoBlockSize: 26}}}
+	s := &nodeSim{specs: map[string]ClusterSpec{"t": {Name: "t", LabSpec: scenario.LabSpec{ControlPlanes: 1, Network: scenario.LabNetwork{PodCIDR: "10.202.146.0/24", NodeCIDRMaskSize: 25, CalicoBlockSize: 26}}}}}
 
 	var cidrs []string
 	for i := range 7 {

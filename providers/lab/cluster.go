@@ -2,19 +2,20 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net/netip"
 	"net/url"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/faultline-dev/faultline/framework/scenario"
 )
@@ -35,39 +36,18 @@ const (
 	vmNetwork    = "VM Network"
 )
 
-// ClusterSpec is the shape of one workload cluster of the lab.
+// ClusterSpec is one workload cluster of the lab: its name and the shape
+// a scenario's spec.lab gives it, whose rules scenario.LabSpec.Validate
+// holds.
 type ClusterSpec struct {
-	Name          string
-	ControlPlanes int32
-	Workers       int32
-	// WorkerMHC and ControlPlaneMHC create MachineHealthChecks for the
-	// MachineDeployment's Machines and for the control plane's.
-	WorkerMHC       bool
-	ControlPlaneMHC bool
-	// CNI is the node network agent, CNICalico (the default) or CNIAntrea.
-	CNI string
-	// PodCIDR is the pod network (kubeadm's podSubnet): kube-controller-
-	// manager gives each Node a podCIDR of NodeCIDRMaskSize bits from it,
-	// and Calico's default IPPool carves it into blocks of CalicoBlockSize
-	// bits. Defaults 192.168.0.0/16, 24 and 26, Calico's and kubeadm's.
-	PodCIDR          string
-	NodeCIDRMaskSize int
-	CalicoBlockSize  int
-	// NodeStartupTimeout, when set, replaces the profile's nodeStartupTimeout
-	// in the cluster's MachineHealthChecks.
-	NodeStartupTimeout time.Duration
+	Name string
+	scenario.LabSpec
 }
 
 // SpecFor is the lab cluster named name that a scenario's spec.lab asks
-// for: workers have a MachineHealthCheck unless told not to, the control
-// plane has none unless told.
+// for.
 func SpecFor(name string, s scenario.LabSpec) ClusterSpec {
-	return ClusterSpec{
-		Name: name, ControlPlanes: int32(s.ControlPlanes), Workers: int32(s.Workers),
-		WorkerMHC: s.WorkerMHC == nil || *s.WorkerMHC, ControlPlaneMHC: s.ControlPlaneMHC != nil && *s.ControlPlaneMHC, CNI: s.CNI,
-		PodCIDR: s.Network.PodCIDR, NodeCIDRMaskSize: s.Network.NodeCIDRMaskSize, CalicoBlockSize: s.Network.CalicoBlockSize,
-		NodeStartupTimeout: s.NodeStartupTimeout.Duration,
-	}
+	return ClusterSpec{Name: name, LabSpec: s}
 }
 
 // Serves tells whether a cluster of spec c can run a scenario whose
@@ -75,58 +55,23 @@ func SpecFor(name string, s scenario.LabSpec) ClusterSpec {
 // at least its workers, the same CNI, pod network and health checks (a
 // MachineHealthCheck setting the scenario leaves out does not matter).
 func (c ClusterSpec) Serves(s scenario.LabSpec) bool {
-	want := SpecFor(c.Name, s)
-	wpod, wnode, wblock := want.network()
-	cpod, cnode, cblock := c.network()
-	return c.ControlPlanes == want.ControlPlanes && c.Workers >= want.Workers && c.cni() == want.cni() &&
-		cpod == wpod && cnode == wnode && cblock == wblock && c.NodeStartupTimeout == want.NodeStartupTimeout &&
-		c.WorkerMHC == want.WorkerMHC && (s.ControlPlaneMHC == nil || c.ControlPlaneMHC == want.ControlPlaneMHC)
+	wpod, wnode, wblock := s.PodNetwork()
+	cpod, cnode, cblock := c.PodNetwork()
+	return c.ControlPlanes == s.ControlPlanes && c.Workers >= s.Workers && c.CNIName() == s.CNIName() &&
+		cpod == wpod && cnode == wnode && cblock == wblock && c.NodeStartupTimeout == s.NodeStartupTimeout &&
+		c.HasWorkerMHC() == s.HasWorkerMHC() && (s.ControlPlaneMHC == nil || c.HasControlPlaneMHC() == s.HasControlPlaneMHC())
 }
 
-// network is the spec's pod network with its defaults filled in.
-func (s ClusterSpec) network() (pod netip.Prefix, nodeBits, blockBits int) {
-	pod, err := netip.ParsePrefix(s.PodCIDR)
-	if err != nil {
-		pod = netip.MustParsePrefix("192.168.0.0/16")
-	}
-	nodeBits, blockBits = s.NodeCIDRMaskSize, s.CalicoBlockSize
-	if nodeBits == 0 {
-		nodeBits = 24
-	}
-	if blockBits == 0 {
-		blockBits = 26
-	}
-	return pod.Masked(), nodeBits, blockBits
-}
-
-// Validate checks the shape.
+// Validate checks the name and the shape.
 func (s ClusterSpec) Validate() error {
-	switch {
-	case s.Name == "":
+	if s.Name == "" {
 		return fmt.Errorf("cluster name is required")
-	case s.ControlPlanes < 1 || s.ControlPlanes%2 == 0:
-		return fmt.Errorf("cluster %s: control planes must be an odd number of at least 1, got %d", s.Name, s.ControlPlanes)
-	case s.Workers < 0:
-		return fmt.Errorf("cluster %s: workers must not be negative, got %d", s.Name, s.Workers)
-	case s.CNI != "" && s.CNI != CNICalico && s.CNI != CNIAntrea:
-		return fmt.Errorf("cluster %s: CNI must be %s or %s, got %q", s.Name, CNICalico, CNIAntrea, s.CNI)
 	}
-	if s.PodCIDR != "" {
-		p, err := netip.ParsePrefix(s.PodCIDR)
-		if err != nil || !p.Addr().Is4() {
-			return fmt.Errorf("cluster %s: pod CIDR %q: expected an IPv4 CIDR such as 10.202.146.0/24", s.Name, s.PodCIDR)
-		}
+	var errs []error
+	for _, e := range s.LabSpec.Validate(field.NewPath("cluster")) {
+		errs = append(errs, fmt.Errorf("cluster %s: %s: %s", s.Name, strings.TrimPrefix(e.Field, "cluster."), e.Detail))
 	}
-	pod, nodeBits, blockBits := s.network()
-	for _, b := range []struct {
-		what string
-		bits int
-	}{{"node CIDR mask size", nodeBits}, {"Calico block size", blockBits}} {
-		if b.bits < pod.Bits() || b.bits > 32 {
-			return fmt.Errorf("cluster %s: %s %d: expected %d to 32 for pod CIDR %s", s.Name, b.what, b.bits, pod.Bits(), pod)
-		}
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Object names derived from the cluster's name.
@@ -136,7 +81,7 @@ func (s ClusterSpec) machineDeploymentName() string { return s.Name + "-md-0" }
 // clusterObjects returns the Cluster API objects of one workload cluster,
 // in creation order.
 func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpointPort int32, p Profile) []client.Object {
-	podCIDR, _, _ := s.network()
+	podCIDR, _, _ := s.PodNetwork()
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: map[string]string{clusterv1.ClusterNameLabel: s.Name}}
 	}
@@ -170,7 +115,7 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpointPort 
 		&controlplanev1.KubeadmControlPlane{
 			ObjectMeta: meta(s.controlPlaneName()),
 			Spec: controlplanev1.KubeadmControlPlaneSpec{
-				Replicas: ptrTo(s.ControlPlanes),
+				Replicas: ptrTo(int32(s.ControlPlanes)),
 				Version:  KubernetesVersion,
 				// A bounded retry, as a cluster configured after seed 003
 				// has: a replacement that cannot join is not recreated
@@ -208,7 +153,7 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpointPort 
 			ObjectMeta: meta(s.machineDeploymentName()),
 			Spec: clusterv1.MachineDeploymentSpec{
 				ClusterName: s.Name,
-				Replicas:    ptrTo(s.Workers),
+				Replicas:    ptrTo(int32(s.Workers)),
 				Selector:    metav1.LabelSelector{MatchLabels: mdLabels},
 				Template: clusterv1.MachineTemplateSpec{
 					ObjectMeta: clusterv1.ObjectMeta{Labels: mdLabels},
@@ -226,13 +171,13 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpointPort 
 			},
 		})
 	}
-	if s.NodeStartupTimeout > 0 {
-		p.MHCNodeStartup = s.NodeStartupTimeout
+	if s.NodeStartupTimeout.Duration > 0 {
+		p.MHCNodeStartup = s.NodeStartupTimeout.Duration
 	}
-	if s.WorkerMHC && s.Workers > 0 {
+	if s.HasWorkerMHC() && s.Workers > 0 {
 		objs = append(objs, healthCheck(meta(s.Name+"-workers"), s.Name, map[string]string{clusterv1.MachineDeploymentNameLabel: s.machineDeploymentName()}, p))
 	}
-	if s.ControlPlaneMHC {
+	if s.HasControlPlaneMHC() {
 		objs = append(objs, healthCheck(meta(s.Name+"-control-plane"), s.Name, map[string]string{clusterv1.MachineControlPlaneLabel: ""}, p))
 	}
 	return objs

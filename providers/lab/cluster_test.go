@@ -11,7 +11,7 @@ import (
 // health checks on both sides can run.
 func TestServes(t *testing.T) {
 	yes, no := true, false
-	shared := ClusterSpec{Name: "shared", ControlPlanes: 3, Workers: 2, WorkerMHC: true, ControlPlaneMHC: true}
+	shared := ClusterSpec{Name: "shared", LabSpec: scenario.LabSpec{ControlPlanes: 3, Workers: 2, WorkerMHC: &yes, ControlPlaneMHC: &yes}}
 	for _, tc := range []struct {
 		name string
 		lab  scenario.LabSpec

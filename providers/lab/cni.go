@@ -14,22 +14,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	inmemoryclient "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime/client"
 	"sigs.k8s.io/cluster-api/util/secret"
-)
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
-// The CNIs a lab cluster can run, as seed 000 names them.
-const (
-	CNICalico = "calico"
-	CNIAntrea = "antrea"
+	"github.com/faultline-dev/faultline/framework/scenario"
 )
 
 // cniDaemonSets is each CNI's node agent.
 var cniDaemonSets = map[string]struct{ name, image string }{
-	CNICalico: {"calico-node", "docker.io/calico/node:v3.29.3"},
-	CNIAntrea: {"antrea-agent", "antrea/antrea-agent-ubuntu:v2.3.0"},
+	scenario.CNICalico: {"calico-node", "docker.io/calico/node:v3.29.3"},
+	scenario.CNIAntrea: {"antrea-agent", "antrea/antrea-agent-ubuntu:v2.3.0"},
 }
 
 // The DaemonSet controller's identity and retry pace.
@@ -202,15 +197,7 @@ func (s *nodeSim) ensureCNIDaemonSet(ctx context.Context, c inmemoryclient.Clien
 	})
 }
 
-func (s *nodeSim) cniOf(cluster string) string { return s.specs[cluster].cni() }
-
-// cni is the cluster's CNI, CNICalico unless it says otherwise.
-func (s ClusterSpec) cni() string {
-	if s.CNI != "" {
-		return s.CNI
-	}
-	return CNICalico
-}
+func (s *nodeSim) cniOf(cluster string) string { return s.specs[cluster].CNIName() }
 
 // closedPort returns a loopback address nothing listens on: the port was
 // bound and released.

@@ -253,7 +253,7 @@ func (l *Lab) ready(ctx context.Context, c client.Client) (bool, string, error) 
 		if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: cs.controlPlaneName()}, kcp); err != nil {
 			return false, "", err
 		}
-		if deref(kcp.Status.ReadyReplicas) < cs.ControlPlanes {
+		if int(deref(kcp.Status.ReadyReplicas)) < cs.ControlPlanes {
 			waiting = append(waiting, fmt.Sprintf("cluster %s: %d of %d control planes ready", cs.Name, deref(kcp.Status.ReadyReplicas), cs.ControlPlanes))
 		}
 	}

@@ -27,8 +27,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	cloudv1 "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/cloud/api/v1alpha1"
@@ -36,7 +34,9 @@ import (
 	inmemoryclient "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime/client"
 	"sigs.k8s.io/cluster-api/util/certs"
 	"sigs.k8s.io/cluster-api/util/secret"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
 )
 
@@ -301,7 +301,7 @@ func (s *nodeSim) tick(ctx context.Context) error {
 		errs = append(errs, s.electLeader(ctx, cluster))
 		if s.addons[cluster] {
 			errs = append(errs, s.reconcilePolicyWebhooks(ctx, cluster))
-			if w := s.workloads[cluster]; s.cniOf(cluster) == CNICalico && w.canStore() {
+			if w := s.workloads[cluster]; s.cniOf(cluster) == scenario.CNICalico && w.canStore() {
 				errs = append(errs, s.reconcileCalicoIPAM(ctx, w.client()))
 			}
 		}
@@ -773,7 +773,7 @@ func (s *nodeSim) ensureAddons(ctx context.Context, c inmemoryclient.Client, clu
 	if err := s.ensureCNIDaemonSet(ctx, c, cluster); err != nil {
 		return err
 	}
-	if s.cniOf(cluster) == CNICalico {
+	if s.cniOf(cluster) == scenario.CNICalico {
 		if err := s.ensureCalicoPool(ctx, c, cluster); err != nil {
 			return err
 		}

@@ -8,12 +8,13 @@ import (
 
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/vim25/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/faultline-dev/faultline/framework/check"
 	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/scenarios/scenariotest"
@@ -61,7 +62,7 @@ func deleteMHC(t *testing.T, l *lab.Lab, name string) {
 // (the scenarios themselves pass in the nightly suite, make test-e2e), and
 // what only the lab shows: a reset, the CNI's symptom.
 func TestIntegrationLabScenarios(t *testing.T) {
-	l := startLab(t, lab.ClusterSpec{Name: "lab", ControlPlanes: 3, Workers: 2, WorkerMHC: true, ControlPlaneMHC: true})
+	l := startLab(t, lab.ClusterSpec{Name: "lab", LabSpec: scenario.LabSpec{ControlPlanes: 3, Workers: 2, ControlPlaneMHC: ptr.To(true)}})
 
 	// A reset powers the VM off and on within one read of the node
 	// simulator: the guest still reboots, and the Machine is replaced as
@@ -232,7 +233,7 @@ func TestIntegrationLabScenarios(t *testing.T) {
 // goes on and no replacement ever runs (with it, the scenario passes in
 // the nightly suite); and the inventory check finds a stale VM.
 func TestIntegrationEtcdLeaderStuck(t *testing.T) {
-	l := startLab(t, lab.ClusterSpec{Name: "lab", ControlPlanes: 3, Workers: 1, WorkerMHC: true, ControlPlaneMHC: true, NodeStartupTimeout: 30 * time.Second})
+	l := startLab(t, lab.ClusterSpec{Name: "lab", LabSpec: scenario.LabSpec{ControlPlanes: 3, Workers: 1, ControlPlaneMHC: ptr.To(true), NodeStartupTimeout: scenario.D(30 * time.Second)}})
 	t.Run("etcd-leader-stuck-no-runbook", func(t *testing.T) {
 		res := runScenarioText(t, l, "etcd-leader-stuck", func(s string) string {
 			s = strings.Replace(s, "    - name: move-leader\n      undo:\n        fault: stick-leader\n", "", 1)

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
+	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
@@ -21,7 +22,7 @@ import (
 // would be e2e.FromKubeconfig and the test's --kubeconfig; here it is a lab
 // the test starts, whose management kubeconfig e2e-framework is given.
 func TestIntegrationScenarioAsFeature(t *testing.T) {
-	l := labtest.Start(t, lab.ClusterSpec{Name: "lab", ControlPlanes: 1, Workers: 1, WorkerMHC: true})
+	l := labtest.Start(t, lab.ClusterSpec{Name: "lab", LabSpec: scenario.LabSpec{ControlPlanes: 1, Workers: 1}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	kubeconfigs, err := l.WriteKubeconfigs(ctx)

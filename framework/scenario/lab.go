@@ -1,0 +1,89 @@
+package scenario
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// The CNIs a lab cluster can run.
+const (
+	CNICalico = "calico"
+	CNIAntrea = "antrea"
+)
+
+// Validate checks a lab cluster's shape; fld is where it stands (spec.lab
+// in a scenario file). Each error's Detail says what was found and what
+// was expected.
+func (l LabSpec) Validate(fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	invalid := func(f *field.Path, v any, format string, args ...any) {
+		errs = append(errs, field.Invalid(f, v, fmt.Sprintf(format, args...)))
+	}
+	if l.ControlPlanes < 1 || l.ControlPlanes%2 == 0 {
+		invalid(fld.Child("controlPlanes"), l.ControlPlanes, "got %d, expected an odd number of at least 1 (etcd needs a majority)", l.ControlPlanes)
+	}
+	if l.Workers < 0 {
+		invalid(fld.Child("workers"), l.Workers, "got %d, expected 0 or more", l.Workers)
+	}
+	if l.CNI != "" && l.CNI != CNICalico && l.CNI != CNIAntrea {
+		invalid(fld.Child("cni"), l.CNI, "got %q, expected %s or %s", l.CNI, CNICalico, CNIAntrea)
+	}
+	if d := l.NodeStartupTimeout.Duration; d < 0 || (d > 0 && d < 10*time.Second) {
+		invalid(fld.Child("nodeStartupTimeout"), l.NodeStartupTimeout.String(), "got %s, expected at least 10s: a control plane needs that long to join", l.NodeStartupTimeout)
+	}
+	net := fld.Child("network")
+	podBits := 16
+	if n := l.Network.PodCIDR; n != "" {
+		p, err := netip.ParsePrefix(n)
+		if err != nil || !p.Addr().Is4() {
+			invalid(net.Child("podCIDR"), n, "got %q, expected an IPv4 CIDR such as 10.202.146.0/24", n)
+		} else {
+			podBits = p.Bits()
+		}
+	}
+	for _, f := range []struct {
+		path string
+		bits int
+	}{{"nodeCIDRMaskSize", l.Network.NodeCIDRMaskSize}, {"calicoBlockSize", l.Network.CalicoBlockSize}} {
+		if f.bits != 0 && (f.bits < podBits || f.bits > 32) {
+			invalid(net.Child(f.path), f.bits, "got %d, expected %d to 32 (a subnet of the pod CIDR /%d)", f.bits, podBits, podBits)
+		}
+	}
+	return errs
+}
+
+// HasWorkerMHC tells whether the workers get a MachineHealthCheck: yes
+// unless the spec says no.
+func (l LabSpec) HasWorkerMHC() bool { return l.WorkerMHC == nil || *l.WorkerMHC }
+
+// HasControlPlaneMHC tells whether the control plane gets one: no unless
+// the spec says yes (as in seed 002's TKGS).
+func (l LabSpec) HasControlPlaneMHC() bool { return l.ControlPlaneMHC != nil && *l.ControlPlaneMHC }
+
+// CNIName is the cluster's CNI, CNICalico unless the spec says otherwise.
+func (l LabSpec) CNIName() string {
+	if l.CNI != "" {
+		return l.CNI
+	}
+	return CNICalico
+}
+
+// PodNetwork is the pod network with Calico's and kubeadm's defaults
+// filled in: 192.168.0.0/16, /24 node CIDRs, /26 blocks.
+func (l LabSpec) PodNetwork() (pod netip.Prefix, nodeBits, blockBits int) {
+	pod, err := netip.ParsePrefix(l.Network.PodCIDR)
+	if err != nil {
+		pod = netip.MustParsePrefix("192.168.0.0/16")
+	}
+	nodeBits, blockBits = l.Network.NodeCIDRMaskSize, l.Network.CalicoBlockSize
+	if nodeBits == 0 {
+		nodeBits = 24
+	}
+	if blockBits == 0 {
+		blockBits = 26
+	}
+	return pod.Masked(), nodeBits, blockBits
+}
