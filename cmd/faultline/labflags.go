@@ -49,6 +49,7 @@ func (f *labFlags) start(ctx context.Context, cluster lab.ClusterSpec, stderr io
 		// handshakes through the standard logger.
 		stdlog.SetOutput(io.Discard)
 	}
+	lab.RouteLibraryLogs(labLog)
 	l, err := lab.Start(ctx, lab.Input{Assets: f.assets, Profile: p, Clusters: []lab.ClusterSpec{cluster}, Log: labLog})
 	if err != nil {
 		return nil, infraErr(err)

@@ -113,6 +113,7 @@ another shell. Everything listens on 127.0.0.1.`,
 
 func runLabUp(ctx context.Context, in lab.Input, stdout, stderr io.Writer) error {
 	started := time.Now()
+	lab.RouteLibraryLogs(in.Log)
 	l, err := lab.Start(ctx, in)
 	if err != nil {
 		return infraErr(err)

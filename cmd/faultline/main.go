@@ -1,5 +1,9 @@
 // Command faultline runs disaster scenarios against Cluster API managed
-// vSphere clusters, the embedded lab, and (soon) kind.
+// vSphere clusters, the embedded lab and kind clusters.
+//
+// Process-wide state is set here and nowhere in the libraries: PATH (the
+// kind docker shim, below), and the libraries' loggers when a lab starts
+// (lab.RouteLibraryLogs).
 package main
 
 import (
@@ -11,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/providers/kind"
 )
 
 // exitError carries an exit code out of a command.
@@ -34,6 +39,15 @@ type exitCode int
 func (c exitCode) Error() string { return fmt.Sprintf("exit %d", int(c)) }
 
 func main() {
+	// kind runs the first docker on PATH; on a host with quirks that is
+	// faultline's shim (kind.ShimDir). Without a state folder there is no
+	// kind cluster to make, and nothing to set.
+	if state, err := kind.DefaultState(); err == nil {
+		if err := os.Setenv("PATH", kind.ShimPATH(state, os.Getenv("PATH"))); err != nil {
+			fmt.Fprintln(os.Stderr, "faultline: set PATH:", err)
+			os.Exit(engine.ExitInfra)
+		}
+	}
 	os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -165,20 +166,16 @@ func Up(ctx context.Context, o UpOptions) (*Provider, *Record, error) {
 		}
 		rec.NetworkCreated = true
 	}
-	if rec.Shim, err = WriteShim(filepath.Join(dir, "shim"), quirks); err != nil {
+	if rec.Shim, err = WriteShim(ShimDir(o.State), quirks); err != nil {
 		return nil, nil, err
+	}
+	if rec.Shim != "" && !shimFirst(o.State) {
+		return nil, nil, fmt.Errorf("this docker host needs faultline's docker shim (%s) for kind, and kind runs the first docker on PATH: start the process with PATH=%s (faultline and its suites do)", rec.Quirks, ShimPATH(o.State, "$PATH"))
 	}
 	if err := writeRecord(dir, rec); err != nil {
 		return nil, nil, err
 	}
 	o.Log.Info("creating kind cluster", "name", o.Name, "image", o.Image, "controlPlanes", o.ControlPlanes, "workers", o.Workers, "hostQuirks", rec.Quirks)
-	if rec.Shim != "" {
-		// kind runs `docker` from PATH: the shim goes first for the rest
-		// of this process.
-		if err := prependPath(filepath.Dir(rec.Shim)); err != nil {
-			return nil, rec, err
-		}
-	}
 	cfg := ClusterConfig(o.ControlPlanes, o.Workers, quirks)
 	kp := kindcluster.NewProvider(kindcluster.ProviderWithDocker(), kindcluster.ProviderWithLogger(kindLogger{o.Log}))
 	if err := kp.Create(o.Name,
@@ -384,13 +381,6 @@ func Down(ctx context.Context, state, name string, d Docker, log logr.Logger) er
 	if err != nil {
 		return fmt.Errorf("kind cluster %s: faultline has no record of it in %s (it did not create it; delete it with kind): %w", name, state, err)
 	}
-	if rec.Shim != "" {
-		if _, err := os.Stat(rec.Shim); err == nil {
-			if err := prependPath(filepath.Dir(rec.Shim)); err != nil {
-				return err
-			}
-		}
-	}
 	kp := kindcluster.NewProvider(kindcluster.ProviderWithDocker(), kindcluster.ProviderWithLogger(kindLogger{log}))
 	if err := kp.Delete(name, rec.Kubeconfig); err != nil {
 		return fmt.Errorf("delete kind cluster %s: %w", name, err)
@@ -426,10 +416,23 @@ func Recorded(state string) ([]string, error) {
 	return names, nil
 }
 
-// prependPath puts dir first on this process's PATH, where kind looks for
-// docker.
-func prependPath(dir string) error {
-	return os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+// ShimDir is where Up writes the docker shim for this host's quirks, one
+// for every cluster of the state folder. kind runs the first `docker` on
+// PATH and has no option for another, and PATH is the process's: so the
+// process that creates clusters starts with ShimDir first on its PATH
+// (ShimPATH), set by main or by a suite, never by this package.
+func ShimDir(state string) string { return filepath.Join(state, "shim") }
+
+// ShimPATH is path with ShimDir(state) first. Without quirks the folder
+// holds no docker and lookups go on to the real one.
+func ShimPATH(state, path string) string {
+	return ShimDir(state) + string(os.PathListSeparator) + path
+}
+
+// shimFirst tells whether this process's PATH finds the shim first.
+func shimFirst(state string) bool {
+	found, err := exec.LookPath("docker")
+	return err == nil && filepath.Dir(found) == ShimDir(state)
 }
 
 // KubeconfigPath is the kubeconfig file of a cluster faultline created.

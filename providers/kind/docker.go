@@ -125,14 +125,14 @@ func DetectQuirks(ctx context.Context, d Docker, image string) (HostQuirks, erro
 var privilegedFlags = []string{"--cap-add=ALL", "--cap-drop=SYS_RESOURCE", "--security-opt", "systempaths=unconfined", "--device-cgroup-rule=a *:* rwm"}
 
 // WriteShim writes, in dir, a `docker` that adapts kind's docker commands
-// to q and runs the real docker (found on PATH now). kind calls `docker`
-// from PATH: put dir first on it. Without quirks it writes nothing and
-// returns "".
+// to q and runs the real docker (the first on PATH outside dir). kind
+// calls `docker` from PATH: dir goes first on it (ShimDir). Without quirks
+// it writes nothing and returns "".
 func WriteShim(dir string, q HostQuirks) (string, error) {
 	if !q.Any() {
 		return "", nil
 	}
-	real, err := exec.LookPath("docker")
+	real, err := realDocker(dir)
 	if err != nil {
 		return "", err
 	}
@@ -150,13 +150,26 @@ func WriteShim(dir string, q HostQuirks) (string, error) {
 	return path, nil
 }
 
+// realDocker is the first docker on PATH that is not in the shim's folder.
+func realDocker(shimDir string) (string, error) {
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		if d == "" || filepath.Clean(d) == filepath.Clean(shimDir) {
+			continue
+		}
+		if p, err := exec.LookPath(filepath.Join(d, "docker")); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("no docker on PATH outside %s: %w", shimDir, exec.ErrNotFound)
+}
+
 // shimScript is the docker shim: %s the quirks, %s and %s whether to
 // replace --privileged and drop the /lib/modules volume, %s the flags that
 // replace --privileged in `docker run` (in `docker exec` it is dropped: an
 // exec has the container's capabilities), %s the real docker.
 const shimScript = `#!/bin/sh
 # Written by faultline (providers/kind) for kind on this docker host: %s.
-# 'faultline kind down' removes it.
+# One for every kind cluster of its state folder; it runs the real docker.
 nopriv=%s
 nomodules=%s
 sub="$1"

@@ -54,6 +54,7 @@ func skipUnlessKind(t *testing.T) string {
 func TestIntegrationKind(t *testing.T) {
 	image := skipUnlessKind(t)
 	state := t.TempDir()
+	t.Setenv("PATH", kind.ShimPATH(state, os.Getenv("PATH")))
 	name := fmt.Sprintf("fl-it-%d", time.Now().Unix()%100000)
 	log := funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)

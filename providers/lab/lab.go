@@ -99,7 +99,6 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	if err := in.Validate(); err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
-	routeLibraryLogs(in.Log)
 	assets, err := FindAssets(in.Assets)
 	if err != nil {
 		return nil, err
@@ -450,10 +449,11 @@ func (l *Lab) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// routeLibraryLogs sends the process-wide loggers of the libraries the lab
-// runs (controller-runtime, klog, gRPC) to the lab's logger, so a lab
-// process prints only what its user asked for.
-func routeLibraryLogs(log logr.Logger) {
+// RouteLibraryLogs sends the process-wide loggers of the libraries the lab
+// runs (controller-runtime, klog, gRPC) to log, so a lab process prints
+// only what its user asked for. They are process-wide: main or a suite
+// calls it, once, before Start; the lab itself never sets them.
+func RouteLibraryLogs(log logr.Logger) {
 	ctrllog.SetLogger(log)
 	klog.SetLogger(log)
 	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))

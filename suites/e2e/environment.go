@@ -81,6 +81,11 @@ func startKind(ctx context.Context, cfg KindConfig, log logr.Logger) (providers.
 	if err != nil {
 		return nil, nil, err
 	}
+	// kind runs the first docker on PATH: faultline's shim where this
+	// host needs one. The suite sets it, once, as main does.
+	if err := os.Setenv("PATH", kind.ShimPATH(state, os.Getenv("PATH"))); err != nil {
+		return nil, nil, err
+	}
 	if cfg.Existing {
 		kubeconfig := ""
 		if kind.IsRecorded(state, cfg.Name) {
@@ -152,6 +157,7 @@ func (e *Environment) startLab(ctx context.Context, spec lab.ClusterSpec) (*lab.
 	if os.Getenv("LAB_DEBUG") != "" {
 		labLog = e.log.WithName("lab")
 	}
+	lab.RouteLibraryLogs(labLog)
 	l, err := lab.Start(ctx, lab.Input{Profile: p, Clusters: []lab.ClusterSpec{spec}, Log: labLog})
 	if err != nil {
 		return nil, err

@@ -55,6 +55,7 @@ func Start(t *testing.T, spec lab.ClusterSpec) *lab.Lab {
 		log = funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{Verbosity: 1})
 	}
 	start := time.Now()
+	lab.RouteLibraryLogs(log)
 	l, err := lab.Start(ctx, lab.Input{Profile: p, Clusters: []lab.ClusterSpec{spec}, Log: log})
 	if err != nil {
 		t.Fatalf("start lab: %v", err)
