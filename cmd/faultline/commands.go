@@ -174,50 +174,29 @@ journal only records where the vCenter is.`,
 
 func recoverJournals(ctx context.Context, cmd *cobra.Command, paths []string, vc *vcenterFlags) error {
 	out := cmd.OutOrStdout()
-	failed := 0
-	total := 0
 	// One login per vCenter, however many faults the journals hold.
 	conns := &recoverConns{flags: vc, byURL: map[string]*vsphere.Provider{}, clusters: map[string]providers.Provider{}}
 	defer conns.close(cmd.ErrOrStderr())
-	for _, path := range paths {
-		entries, err := engine.ReadJournal(path)
-		if err != nil {
-			return usageErr("%v", err)
-		}
-		pending := engine.Pending(entries)
-		if len(pending) == 0 {
-			continue
-		}
-		j, err := engine.OpenJournal(path)
-		if err != nil {
-			return infraErr(err)
-		}
-		for i := len(pending) - 1; i >= 0; i-- { // newest first, as the runner does
-			e := pending[i]
-			total++
-			result, err := conns.undo(ctx, e)
-			if err != nil {
-				failed++
-				fmt.Fprintf(out, "%s: %s %s: FAILED: %v\n", path, e.FaultID, e.Kind, err)
-				continue
+	sum, err := engine.Recover(ctx, engine.RecoverInput{
+		Journals:  paths,
+		Reconnect: conns.provider,
+		Report: func(r engine.Recovered) {
+			if r.Err != nil {
+				fmt.Fprintf(out, "%s: %s %s: FAILED: %v\n", r.Journal, r.Entry.FaultID, r.Entry.Kind, r.Err)
+				return
 			}
-			done := engine.JournalEntry{Op: engine.OpDone, FaultID: e.FaultID, Provider: e.Provider, Result: result}
-			if err := j.Append(done); err != nil {
-				failed++
-				fmt.Fprintf(out, "%s: %s: undone, but the journal could not record it: %v\n", path, e.FaultID, err)
-				continue
-			}
-			fmt.Fprintf(out, "%s: %s %s: %s (%s)\n", path, e.FaultID, e.Kind, result, e.Undo.Action)
-		}
-		if err := j.Close(); err != nil {
-			return infraErr(err)
-		}
-	}
-	if total == 0 {
+			fmt.Fprintf(out, "%s: %s %s: %s (%s)\n", r.Journal, r.Entry.FaultID, r.Entry.Kind, r.Result, r.Entry.Undo.Action)
+		},
+	})
+	switch {
+	case errors.Is(err, engine.ErrBadJournal):
+		return usageErr("%v", err)
+	case err != nil:
+		return infraErr(err)
+	case sum.Pending == 0:
 		fmt.Fprintln(out, "nothing to recover: no pending faults in", strings.Join(paths, ", "))
-	}
-	if failed > 0 {
-		return infraErr(fmt.Errorf("%d of %d pending faults could not be undone; they stay pending", failed, total))
+	case sum.Failed > 0:
+		return infraErr(fmt.Errorf("%d of %d pending faults could not be undone; they stay pending", sum.Failed, sum.Pending))
 	}
 	return nil
 }
@@ -232,70 +211,54 @@ type recoverConns struct {
 	closers  []func(context.Context) error
 }
 
-// undo undoes one pending fault, reconnecting to its provider.
-func (c *recoverConns) undo(ctx context.Context, e engine.JournalEntry) (string, error) {
-	if e.Undo == nil {
-		return "", errors.New("journal entry has no undo action")
-	}
+// provider reconnects to the provider of a pending fault.
+func (c *recoverConns) provider(ctx context.Context, e engine.JournalEntry) (providers.Provider, error) {
 	switch e.Provider.Name {
 	case "lab":
 		// The embedded simulator lived in the crashed process.
-		return engine.ResultAbandoned, nil
+		return nil, engine.ErrProviderGone
 	case "vsphere":
-		p, ok := c.byURL[e.Provider.Config["url"]]
-		if !ok {
-			base, err := c.flags.merged()
-			if err != nil {
-				return "", err
-			}
-			vopts, err := c.flags.options(logr.Discard())
-			if err != nil {
-				return "", err
-			}
-			if p, err = vsphere.New(ctx, vsphere.ConfigFromRef(e.Provider, base), vopts...); err != nil {
-				return "", err
-			}
-			c.byURL[e.Provider.Config["url"]] = p
+		if p, ok := c.byURL[e.Provider.Config["url"]]; ok {
+			return p, nil
 		}
-		if err := engine.RunUndo(ctx, p, *e.Undo); err != nil {
-			return "", err
+		base, err := c.flags.merged()
+		if err != nil {
+			return nil, err
 		}
-		return engine.ResultUndone, nil
+		vopts, err := c.flags.options(logr.Discard())
+		if err != nil {
+			return nil, err
+		}
+		p, err := vsphere.New(ctx, vsphere.ConfigFromRef(e.Provider, base), vopts...)
+		if err != nil {
+			return nil, err
+		}
+		c.byURL[e.Provider.Config["url"]] = p
+		return p, nil
 	case "kind":
 		// The run was allowed to touch the cluster; undoing needs no new
 		// opt-in.
-		p, err := kind.Open(e.Provider.Config["cluster"], e.Provider.Config["kubeconfig"])
-		if err != nil {
-			return "", err
-		}
-		if err := engine.RunUndo(ctx, p, *e.Undo); err != nil {
-			return "", err
-		}
-		return engine.ResultUndone, nil
+		return kind.Open(e.Provider.Config["cluster"], e.Provider.Config["kubeconfig"])
 	}
 	if e.Provider.Config[capi.RefKubeconfig] != "" {
 		// A Cluster API management cluster: reached again with the same
 		// kubeconfig and context. The run was allowed to touch that
 		// context; undoing its faults needs no new opt-in.
 		key := e.Provider.Config[capi.RefKubeconfig] + "|" + e.Provider.Config[capi.RefContext]
-		p, ok := c.clusters[key]
-		if !ok {
-			ctxName := e.Provider.Config[capi.RefContext]
-			f := &clusterFlags{kubeconfig: e.Provider.Config[capi.RefKubeconfig], context: ctxName, allowed: []string{ctxName}}
-			prov, closeFn, err := f.open(ctx, c.flags, logr.Discard())
-			if err != nil {
-				return "", err
-			}
-			c.closers = append(c.closers, closeFn)
-			c.clusters[key] = prov
-			p = prov
+		if p, ok := c.clusters[key]; ok {
+			return p, nil
 		}
-		if err := engine.RunUndo(ctx, p, *e.Undo); err != nil {
-			return "", err
+		ctxName := e.Provider.Config[capi.RefContext]
+		f := &clusterFlags{kubeconfig: e.Provider.Config[capi.RefKubeconfig], context: ctxName, allowed: []string{ctxName}}
+		p, closeFn, err := f.open(ctx, c.flags, logr.Discard())
+		if err != nil {
+			return nil, err
 		}
-		return engine.ResultUndone, nil
+		c.closers = append(c.closers, closeFn)
+		c.clusters[key] = p
+		return p, nil
 	}
-	return "", fmt.Errorf("provider %q in journal: faultline cannot reconnect to it", e.Provider.Name)
+	return nil, fmt.Errorf("provider %q in journal: faultline cannot reconnect to it", e.Provider.Name)
 }
 
 // close logs out of every vCenter, reporting failures on w.

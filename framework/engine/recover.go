@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/faultline-dev/faultline/providers"
+)
+
+// ErrProviderGone is what RecoverInput.Reconnect returns (wrapped) for a
+// provider that died with the run that used it (the embedded lab): there
+// is nothing left to undo, and the entry is closed as abandoned.
+var ErrProviderGone = errors.New("the provider died with the run")
+
+// RecoverInput is the journals to replay after a crash, and how to reach
+// their providers again.
+type RecoverInput struct {
+	// Journals are the journal files to read; each is read whole before
+	// anything is undone.
+	Journals []string
+	// Reconnect returns the provider a pending entry's fault went through
+	// (from e.Provider), or an error wrapping ErrProviderGone.
+	Reconnect func(ctx context.Context, e JournalEntry) (providers.Provider, error)
+	// Report, when set, is told each outcome as it happens.
+	Report func(Recovered)
+}
+
+// Recovered is what became of one pending fault.
+type Recovered struct {
+	Journal string
+	Entry   JournalEntry
+	// Result is ResultUndone or ResultAbandoned; empty when Err is set.
+	Result string
+	// Err is why the fault could not be undone, or undone but not
+	// recorded; the entry then stays pending.
+	Err error
+}
+
+// RecoverSummary counts what Recover did.
+type RecoverSummary struct {
+	Pending, Failed int
+}
+
+// Recover undoes the pending faults of the journals, newest first within
+// each journal as the runner does, and records each undo as done in its
+// journal. An unreadable journal is an error before anything is undone
+// (errors.Is ErrBadJournal); a fault that cannot be undone is counted in
+// Failed and stays pending.
+func Recover(ctx context.Context, in RecoverInput) (RecoverSummary, error) {
+	var sum RecoverSummary
+	pending := make([][]JournalEntry, len(in.Journals))
+	for i, path := range in.Journals {
+		entries, err := ReadJournal(path)
+		if err != nil {
+			return sum, fmt.Errorf("%w: %w", ErrBadJournal, err)
+		}
+		pending[i] = Pending(entries)
+	}
+	report := in.Report
+	if report == nil {
+		report = func(Recovered) {}
+	}
+	for i, path := range in.Journals {
+		if len(pending[i]) == 0 {
+			continue
+		}
+		j, err := OpenJournal(path)
+		if err != nil {
+			return sum, err
+		}
+		for k := len(pending[i]) - 1; k >= 0; k-- {
+			e := pending[i][k]
+			sum.Pending++
+			out := Recovered{Journal: path, Entry: e}
+			out.Result, out.Err = recoverOne(ctx, in.Reconnect, e)
+			if out.Err == nil {
+				done := JournalEntry{Op: OpDone, FaultID: e.FaultID, Provider: e.Provider, Result: out.Result}
+				if err := j.Append(done); err != nil {
+					out.Err = fmt.Errorf("undone, but the journal could not record it: %w", err)
+				}
+			}
+			if out.Err != nil {
+				sum.Failed++
+				out.Result = ""
+			}
+			report(out)
+		}
+		if err := j.Close(); err != nil {
+			return sum, err
+		}
+	}
+	return sum, nil
+}
+
+// ErrBadJournal marks a journal Recover could not read.
+var ErrBadJournal = errors.New("unreadable journal")
+
+func recoverOne(ctx context.Context, reconnect func(context.Context, JournalEntry) (providers.Provider, error), e JournalEntry) (string, error) {
+	if e.Undo == nil {
+		return "", errors.New("journal entry has no undo action")
+	}
+	p, err := reconnect(ctx, e)
+	if errors.Is(err, ErrProviderGone) {
+		return ResultAbandoned, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := RunUndo(ctx, p, *e.Undo); err != nil {
+		return "", err
+	}
+	return ResultUndone, nil
+}
