@@ -13,6 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/faultline-dev/faultline/providers/session"
+
 	"github.com/spf13/cobra"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -128,7 +130,7 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	var workloadName string
 	if o.workload.kubeconfig != "" {
 		o.workload.flag = "--workload-kubeconfig"
-		wc, _, name, err := o.workload.client(false)
+		wc, _, name, err := o.workload.client()
 		if err != nil {
 			return err
 		}
@@ -140,21 +142,26 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	case o.cluster.kubeconfig == "" && o.cluster.context == "" && workloadName != "":
 		return o.checkWorkloadOnly(ctx, stdout, workloadName, capi.New(nil, opts...))
 	case o.cluster.kubeconfig == "" && o.cluster.context == "":
-		l, err := o.lab.start(ctx, lab.ClusterSpec{Name: "lab", LabSpec: scenario.LabSpec{ControlPlanes: 1, Workers: 2}}, stderr, newLogger(stderr, 0))
+		log := newLogger(stderr, 0)
+		labCfg, err := o.lab.config(log, lab.ClusterSpec{Name: "lab", LabSpec: scenario.LabSpec{ControlPlanes: 1, Workers: 2}})
 		if err != nil {
 			return err
 		}
+		s, err := session.Open(ctx, session.Config{Provider: session.ProviderLab, Lab: labCfg, Log: log, Out: stderr})
+		if err != nil {
+			return sessionErr(err)
+		}
 		defer func() {
-			if err := l.Stop(context.WithoutCancel(ctx)); err != nil {
+			if err := s.Close(context.WithoutCancel(ctx)); err != nil {
 				fmt.Fprintln(stderr, "lab: stop:", err)
 			}
 		}()
-		c = l.Client()
-		opts = append(opts, capi.WithVCenter(l.VCenter()))
+		c = s.Lab.Client()
+		opts = append(opts, capi.WithVCenter(s.Lab.VCenter()))
 	default:
 		var err error
 		var name string
-		if c, _, name, err = o.cluster.client(false); err != nil {
+		if c, _, name, err = o.cluster.client(); err != nil {
 			return err
 		}
 		target = "context " + name

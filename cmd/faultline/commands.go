@@ -16,6 +16,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/faultline-dev/faultline/providers/session"
+
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 
@@ -175,7 +177,7 @@ journal only records where the vCenter is.`,
 func recoverJournals(ctx context.Context, cmd *cobra.Command, paths []string, vc *vcenterFlags) error {
 	out := cmd.OutOrStdout()
 	// One login per vCenter, however many faults the journals hold.
-	conns := &recoverConns{flags: vc, byURL: map[string]*vsphere.Provider{}, clusters: map[string]providers.Provider{}}
+	conns := &recoverConns{flags: vc, opened: map[string]providers.Provider{}}
 	defer conns.close(cmd.ErrOrStderr())
 	sum, err := engine.Recover(ctx, engine.RecoverInput{
 		Journals:  paths,
@@ -201,14 +203,14 @@ func recoverJournals(ctx context.Context, cmd *cobra.Command, paths []string, vc
 	return nil
 }
 
-// recoverConns undoes journal entries, reusing one connection per vCenter.
+// recoverConns reconnects to the providers of journal entries, once per
+// vCenter and per management cluster.
 type recoverConns struct {
 	flags *vcenterFlags
-	byURL map[string]*vsphere.Provider
-	// clusters are the management clusters reached, by kubeconfig and
-	// context; closers close what they opened.
-	clusters map[string]providers.Provider
-	closers  []func(context.Context) error
+	// opened are the providers reached, by vCenter URL or by kubeconfig
+	// and context; closers close them.
+	opened  map[string]providers.Provider
+	closers []func(context.Context) error
 }
 
 // provider reconnects to the provider of a pending fault.
@@ -218,23 +220,28 @@ func (c *recoverConns) provider(ctx context.Context, e engine.JournalEntry) (pro
 		// The embedded simulator lived in the crashed process.
 		return nil, engine.ErrProviderGone
 	case "vsphere":
-		if p, ok := c.byURL[e.Provider.Config["url"]]; ok {
+		if p, ok := c.opened[e.Provider.Config["url"]]; ok {
 			return p, nil
 		}
-		base, err := c.flags.merged()
+		vcfg, err := c.flags.sessionConfig(logr.Discard())
 		if err != nil {
 			return nil, err
 		}
-		vopts, err := c.flags.options(logr.Discard())
+		vcfg.Config = vsphere.ConfigFromRef(e.Provider, vcfg.Config)
+		u, err := vcfg.Endpoint()
 		if err != nil {
 			return nil, err
 		}
-		p, err := vsphere.New(ctx, vsphere.ConfigFromRef(e.Provider, base), vopts...)
+		// The run was allowed to touch this vCenter; undoing its faults
+		// needs no new opt-in.
+		vcfg.Allowed = []string{u.Host}
+		s, err := session.Open(ctx, session.Config{Provider: session.ProviderVSphere, VCenter: vcfg, Log: logr.Discard()})
 		if err != nil {
 			return nil, err
 		}
-		c.byURL[e.Provider.Config["url"]] = p
-		return p, nil
+		c.closers = append(c.closers, s.Close)
+		c.opened[e.Provider.Config["url"]] = s.Provider
+		return s.Provider, nil
 	case "kind":
 		// The run was allowed to touch the cluster; undoing needs no new
 		// opt-in.
@@ -245,29 +252,33 @@ func (c *recoverConns) provider(ctx context.Context, e engine.JournalEntry) (pro
 		// kubeconfig and context. The run was allowed to touch that
 		// context; undoing its faults needs no new opt-in.
 		key := e.Provider.Config[capi.RefKubeconfig] + "|" + e.Provider.Config[capi.RefContext]
-		if p, ok := c.clusters[key]; ok {
+		if p, ok := c.opened[key]; ok {
 			return p, nil
 		}
 		ctxName := e.Provider.Config[capi.RefContext]
-		f := &clusterFlags{kubeconfig: e.Provider.Config[capi.RefKubeconfig], context: ctxName, allowed: []string{ctxName}}
-		p, closeFn, err := f.open(ctx, c.flags, logr.Discard())
+		vcfg, err := c.flags.sessionConfig(logr.Discard())
 		if err != nil {
 			return nil, err
 		}
-		c.closers = append(c.closers, closeFn)
-		c.clusters[key] = p
-		return p, nil
+		s, err := session.Open(ctx, session.Config{
+			Provider:   session.ProviderCAPI,
+			Management: session.ManagementConfig{Kubeconfig: e.Provider.Config[capi.RefKubeconfig], Context: ctxName, Allowed: []string{ctxName}},
+			VCenter:    vcfg,
+			Log:        logr.Discard(),
+		})
+		if err != nil {
+			return nil, err
+		}
+		c.closers = append(c.closers, s.Close)
+		c.opened[key] = s.Provider
+		return s.Provider, nil
 	}
 	return nil, fmt.Errorf("provider %q in journal: faultline cannot reconnect to it", e.Provider.Name)
 }
 
-// close logs out of every vCenter, reporting failures on w.
+// close closes what was opened, reporting failures on w.
 func (c *recoverConns) close(w io.Writer) {
-	closers := append([]func(context.Context) error(nil), c.closers...)
-	for _, p := range c.byURL {
-		closers = append(closers, p.Close)
-	}
-	for _, closeFn := range closers {
+	for _, closeFn := range c.closers {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		if err := closeFn(ctx); err != nil {
 			fmt.Fprintln(w, "faultline:", err)

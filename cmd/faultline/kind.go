@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -11,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/kind"
 )
 
@@ -123,31 +121,4 @@ type kindFlags struct {
 
 func (f *kindFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.cluster, "kind-cluster", "", "with --provider kind: the kind cluster's name (one 'faultline kind up' created, or an existing one named in --allow-context as kind-NAME)")
-}
-
-// open connects to the kind cluster. One faultline created is a test
-// cluster and needs no opt-in; any other must be allowed by its context
-// name, kind-NAME.
-func (f *kindFlags) open(ctx context.Context, allowed *clusterFlags) (providers.Provider, error) {
-	if f.cluster == "" {
-		return nil, usageErr("--provider kind needs --kind-cluster NAME (create one with 'faultline kind up')")
-	}
-	state, err := kind.DefaultState()
-	if err != nil {
-		return nil, infraErr(err)
-	}
-	kubeconfig := ""
-	if kind.IsRecorded(state, f.cluster) {
-		kubeconfig = kind.KubeconfigPath(state, f.cluster)
-	} else if !allowed.isAllowed("kind-" + f.cluster) {
-		return nil, usageErr("refusing a destructive run against kind cluster %s: faultline did not create it, and context kind-%s is not in --allow-context or $%s", f.cluster, f.cluster, envAllowedContexts)
-	}
-	if err := kind.Available(ctx, kind.ExecDocker{}); err != nil {
-		return nil, infraErr(err)
-	}
-	p, err := kind.Open(f.cluster, kubeconfig)
-	if err != nil {
-		return nil, usageErr("--kind-cluster %s: %v", f.cluster, err)
-	}
-	return p, nil
 }

@@ -1,11 +1,10 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"io"
 	stdlog "log"
-	"time"
+
+	"github.com/faultline-dev/faultline/providers/session"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
@@ -15,7 +14,7 @@ import (
 
 // labStartTimeout bounds the lab's start: envtest, the controllers and the
 // first Machines Running.
-const labStartTimeout = 5 * time.Minute
+const labStartTimeout = session.DefaultLabWait
 
 // labFlags choose how the embedded lab runs.
 type labFlags struct {
@@ -28,17 +27,14 @@ func (f *labFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.assets, "assets", "", "folder with kube-apiserver and etcd for the lab (default $"+lab.AssetsEnv+", setup-envtest's cache, ./bin/envtest, ~/.cache/faultline/envtest)")
 }
 
-// start starts a lab with one cluster and waits for its Machines.
-func (f *labFlags) start(ctx context.Context, cluster lab.ClusterSpec, stderr io.Writer, log logr.Logger) (*lab.Lab, error) {
+// config is the session's lab configuration for clusters (none: a
+// vCenter simulator alone). It routes the libraries' loggers: main's
+// business, done once per process.
+func (f *labFlags) config(log logr.Logger, clusters ...lab.ClusterSpec) (session.LabConfig, error) {
 	p, err := lab.ProfileNamed(f.profile)
 	if err != nil {
-		return nil, usageErr("--profile: %v", err)
+		return session.LabConfig{}, usageErr("--profile: %v", err)
 	}
-	if _, err := lab.FindAssets(f.assets); err != nil {
-		return nil, usageErr("%v", err)
-	}
-	started := time.Now()
-	fmt.Fprintf(stderr, "lab: starting cluster %s (%d control planes, %d workers, %s time profile)\n", cluster.Name, cluster.ControlPlanes, cluster.Workers, p.Name)
 	// The controllers log what they do at level 0 and their transient
 	// errors often; users see them from -v 2 on.
 	labLog := logr.Discard()
@@ -50,15 +46,5 @@ func (f *labFlags) start(ctx context.Context, cluster lab.ClusterSpec, stderr io
 		stdlog.SetOutput(io.Discard)
 	}
 	lab.RouteLibraryLogs(labLog)
-	l, err := lab.Start(ctx, lab.Input{Assets: f.assets, Profile: p, Clusters: []lab.ClusterSpec{cluster}, Log: labLog})
-	if err != nil {
-		return nil, infraErr(err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, labStartTimeout)
-	defer cancel()
-	if err := l.WaitReady(wctx); err != nil {
-		return nil, infraErr(fmt.Errorf("%w (stop: %v)", err, l.Stop(context.WithoutCancel(ctx))))
-	}
-	fmt.Fprintf(stderr, "lab: all Machines Running in %s\n", time.Since(started).Round(100*time.Millisecond))
-	return l, nil
+	return session.LabConfig{Clusters: clusters, Profile: p, Assets: f.assets, Wait: labStartTimeout, Log: labLog}, nil
 }

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/faultline-dev/faultline/providers/session"
+
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 	"k8s.io/utils/ptr"
@@ -66,9 +68,9 @@ another shell. Everything listens on 127.0.0.1.`,
 			if st, err := readLabState(stateFile); err == nil && processAlive(st.PID) {
 				return usageErr("a lab is already running (pid %d, %s); stop it with 'faultline lab down'", st.PID, st.Dir)
 			}
-			p, err := lab.ProfileNamed(flags.profile)
+			cfg, err := flags.config(newLogger(cmd.ErrOrStderr(), 0))
 			if err != nil {
-				return usageErr("--profile: %v", err)
+				return err
 			}
 			if _, err := lab.FindAssets(flags.assets); err != nil {
 				return usageErr("%v", err)
@@ -85,7 +87,7 @@ another shell. Everything listens on 127.0.0.1.`,
 
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			in := lab.Input{Assets: flags.assets, Dir: dir, Profile: p}
+			in := lab.Input{Assets: flags.assets, Dir: dir, Profile: cfg.Profile}
 			for i := 1; i <= clusters; i++ {
 				in.Clusters = append(in.Clusters, lab.ClusterSpec{
 					Name: fmt.Sprintf("lab-%d", i),
@@ -98,7 +100,8 @@ another shell. Everything listens on 127.0.0.1.`,
 			if err := in.Validate(); err != nil {
 				return usageErr("%v", err)
 			}
-			return runLabUp(ctx, in, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			cfg.Clusters, cfg.Dir = in.Clusters, dir
+			return runLabUp(ctx, cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fs := cmd.Flags()
@@ -111,35 +114,30 @@ another shell. Everything listens on 127.0.0.1.`,
 	return cmd
 }
 
-func runLabUp(ctx context.Context, in lab.Input, stdout, stderr io.Writer) error {
+func runLabUp(ctx context.Context, cfg session.LabConfig, stdout, stderr io.Writer) error {
 	started := time.Now()
-	lab.RouteLibraryLogs(in.Log)
-	l, err := lab.Start(ctx, in)
+	sess, err := session.Open(ctx, session.Config{Provider: session.ProviderLab, Lab: cfg})
 	if err != nil {
-		return infraErr(err)
-	}
-	defer func() {
-		fmt.Fprintln(stderr, "lab: stopping")
-		if err := l.Stop(context.Background()); err != nil {
-			fmt.Fprintln(stderr, "faultline:", err)
-		}
-	}()
-	wctx, cancel := context.WithTimeout(ctx, labStartTimeout)
-	defer cancel()
-	if err := l.WaitReady(wctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // interrupted while starting
 		}
-		return infraErr(err)
+		return sessionErr(err)
 	}
+	defer func() {
+		fmt.Fprintln(stderr, "lab: stopping")
+		if err := sess.Close(context.Background()); err != nil {
+			fmt.Fprintln(stderr, "faultline:", err)
+		}
+	}()
+	l := sess.Lab
 	paths, err := l.WriteKubeconfigs(ctx)
 	if err != nil {
 		return infraErr(err)
 	}
 	vc := l.Sim().Config()
-	fmt.Fprintf(stdout, "lab up in %s (%s time profile), folder %s\n", time.Since(started).Round(100*time.Millisecond), in.Profile.Name, l.Dir())
+	fmt.Fprintf(stdout, "lab up in %s (%s time profile), folder %s\n", time.Since(started).Round(100*time.Millisecond), cfg.Profile.Name, l.Dir())
 	fmt.Fprintf(stdout, "management kubeconfig: %s\n", paths[0])
-	for i, c := range in.Clusters {
+	for i, c := range cfg.Clusters {
 		fmt.Fprintf(stdout, "workload cluster %s kubeconfig: %s\n", c.Name, paths[i+1])
 	}
 	fmt.Fprintf(stdout, "GOVC_URL=%s\nGOVC_USERNAME=%s\nGOVC_PASSWORD=%s\nGOVC_TLS_CA_CERTS=%s\n", vc.URL, vc.Username, vc.Password, vc.CAFile)

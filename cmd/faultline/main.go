@@ -12,6 +12,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/faultline-dev/faultline/providers/session"
+
 	"github.com/spf13/cobra"
 
 	"github.com/faultline-dev/faultline/framework/engine"
@@ -90,4 +92,15 @@ Exit codes: 0 pass (or skipped), 1 scenario failed, 2 invalid input or usage,
 	}
 	root.AddCommand(newRunCommand(), newValidateCommand(), newListCommand(), newRecoverCommand(), newVersionCommand(), newLabCommand(), newCheckCommand(), newReportCommand(), newHistoryCommand(), newKindCommand())
 	return root
+}
+
+// sessionErr maps an error of session.Open to an exit code: a
+// configuration that cannot work is a usage error, anything else a
+// failure to reach the infrastructure.
+func sessionErr(err error) error {
+	var ce *session.ConfigError
+	if errors.As(err, &ce) {
+		return &exitError{code: engine.ExitUsage, err: err}
+	}
+	return infraErr(err)
 }

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/faultline-dev/faultline/providers/session"
+
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
@@ -18,9 +20,7 @@ import (
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
-	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/lab"
-	"github.com/faultline-dev/faultline/providers/vsphere"
 	"github.com/faultline-dev/faultline/scenarios"
 )
 
@@ -133,14 +133,14 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	provider, profile, closeProvider, err := o.openProvider(ctx, sc, stderr, log)
+	sess, err := o.openSession(ctx, sc, stderr, log)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if err := closeProvider(cctx); err != nil {
+		if err := sess.Close(cctx); err != nil {
 			log.Error(err, "closing provider")
 		}
 	}()
@@ -150,11 +150,11 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 		dir = artifacts.RunDir(sc.Metadata.Name, time.Now())
 	}
 	progress := newProgressPrinter(stderr)
-	res, err := artifacts.Execute(ctx, artifacts.ExecuteInput{
-		Dir: dir, Profile: profile, Log: log, History: history, Gate: o.gate,
+	res, err := session.Execute(ctx, session.ExecuteInput{
+		Dir: dir, Profile: sess.Profile, Log: log, History: history, Gate: o.gate,
 		Run: engine.RunInput{
 			Scenario:   sc,
-			Provider:   provider,
+			Provider:   sess.Provider,
 			Parameters: sets,
 			Retain:     o.retain,
 			Progress:   progress.print,
@@ -183,51 +183,38 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 	return nil
 }
 
-// openProvider connects the chosen provider and returns it, the lab's time
-// profile (empty elsewhere) and how to close it.
-func (o *runOptions) openProvider(ctx context.Context, sc *scenario.Scenario, stderr io.Writer, log logr.Logger) (providers.Provider, string, func(context.Context) error, error) {
+// openSession opens the chosen provider for sc.
+func (o *runOptions) openSession(ctx context.Context, sc *scenario.Scenario, stderr io.Writer, log logr.Logger) (*session.Session, error) {
+	cfg := session.Config{Provider: o.provider, Log: log, Out: stderr, Kind: session.KindConfig{Cluster: o.kind.cluster}}
+	cfg.Management = o.cluster.config()
+	var err error
 	switch o.provider {
-	case "lab":
-		if sc.Spec.Lab == nil {
-			l, err := lab.StartVCenter(ctx, vsphere.WithLogger(log))
-			if err != nil {
-				return nil, "", nil, infraErr(err)
+	case session.ProviderLab:
+		if sc.Spec.Lab != nil {
+			if cfg.Lab, err = o.lab.config(log, lab.SpecFor("lab", *sc.Spec.Lab)); err != nil {
+				return nil, err
 			}
-			return l, "", l.Close, nil
 		}
-		l, err := o.lab.start(ctx, lab.SpecFor("lab", *sc.Spec.Lab), stderr, log)
-		if err != nil {
-			return nil, "", nil, err
+	case session.ProviderVSphere:
+		if cfg.VCenter, err = o.vcenter.sessionConfig(log); err != nil {
+			return nil, err
 		}
-		return l.Provider(), l.Profile().Name, l.Stop, nil
-	case "capi":
-		p, closeFn, err := o.cluster.open(ctx, &o.vcenter, log)
-		return p, "", closeFn, err
-	case "vsphere":
-		cfg, err := o.vcenter.config()
-		if err != nil {
-			return nil, "", nil, err
+		if _, err := cfg.VCenter.Endpoint(); err != nil {
+			return nil, usageErr("%v", err)
 		}
-		if err := o.vcenter.checkAllowed(cfg); err != nil {
-			return nil, "", nil, err
+	case session.ProviderCAPI:
+		if cfg.VCenter, err = o.vcenter.sessionConfig(log); err != nil {
+			return nil, err
 		}
-		if cfg.Insecure {
-			log.Info("WARNING: TLS verification of vCenter is disabled (--vcenter-insecure / GOVC_INSECURE)")
-		}
-		vopts, err := o.vcenter.options(log)
-		if err != nil {
-			return nil, "", nil, err
-		}
-		p, err := vsphere.New(ctx, cfg, vopts...)
-		if err != nil {
-			return nil, "", nil, infraErr(err)
-		}
-		return p, "", p.Close, nil
-	case "kind":
-		p, err := o.kind.open(ctx, &o.cluster)
-		return p, "", func(context.Context) error { return nil }, err
+	case session.ProviderKind:
+	default:
+		return nil, usageErr("--provider %q: expected lab, capi, vsphere or kind", o.provider)
 	}
-	return nil, "", nil, usageErr("--provider %q: expected lab, capi, vsphere or kind", o.provider)
+	s, err := session.Open(ctx, cfg)
+	if err != nil {
+		return nil, sessionErr(err)
+	}
+	return s, nil
 }
 
 func newLogger(w io.Writer, verbosity int) logr.Logger {

@@ -1,19 +1,16 @@
 package main
 
 import (
-	"net"
 	"os"
 	"strings"
+
+	"github.com/faultline-dev/faultline/providers/session"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 
 	"github.com/faultline-dev/faultline/providers/vsphere"
 )
-
-// envAllowedVCenters lists vCenters destructive runs may touch, comma
-// separated, like repeated --allow-vcenter flags.
-const envAllowedVCenters = "FAULTLINE_ALLOWED_VCENTERS"
 
 // vcenterFlags are the vSphere connection flags; each falls back to govc's
 // environment variable.
@@ -35,7 +32,7 @@ func (f *vcenterFlags) register(fs *pflag.FlagSet, withAllow bool) {
 	fs.StringVar(&f.passwordFile, "vcenter-password-file", "", "file holding the vCenter password (default $GOVC_PASSWORD)")
 	fs.BoolVar(&f.insecure, "vcenter-insecure", false, "skip TLS verification of vCenter (default $GOVC_INSECURE); not for production")
 	if withAllow {
-		fs.StringSliceVar(&f.allowed, "allow-vcenter", nil, "vCenter host (or host:port) a destructive run may touch; repeatable (also $"+envAllowedVCenters+")")
+		fs.StringSliceVar(&f.allowed, "allow-vcenter", nil, "vCenter host (or host:port) a destructive run may touch; repeatable (also $"+session.EnvAllowedVCenters+")")
 	}
 }
 
@@ -115,22 +112,18 @@ func (f *vcenterFlags) merged() (vsphere.Config, error) {
 	return c, nil
 }
 
-// checkAllowed refuses a destructive run against a vCenter the user did not
-// name in --allow-vcenter or FAULTLINE_ALLOWED_VCENTERS.
-func (f *vcenterFlags) checkAllowed(c vsphere.Config) error {
-	u, err := c.Endpoint()
+// sessionConfig is the session's vCenter: the flags merged over the govc
+// environment, the allow-list and the provider's options. The URL may be
+// empty (a management cluster without a vCenter, or recover's journal).
+func (f *vcenterFlags) sessionConfig(log logr.Logger) (session.VCenterConfig, error) {
+	c, err := f.merged()
 	if err != nil {
-		return usageErr("%v", err)
+		return session.VCenterConfig{}, err
 	}
-	allowed := append([]string(nil), f.allowed...)
-	if env := os.Getenv(envAllowedVCenters); env != "" {
-		allowed = append(allowed, strings.Split(env, ",")...)
+	opts, err := f.options(log)
+	if err != nil {
+		return session.VCenterConfig{}, err
 	}
-	for _, a := range allowed {
-		a = strings.TrimSpace(a)
-		if a == u.Host || a == u.Hostname() || (net.ParseIP(a) == nil && strings.EqualFold(a, u.Hostname())) {
-			return nil
-		}
-	}
-	return usageErr("refusing a destructive run against vCenter %s: it is not in --allow-vcenter or $%s", u.Host, envAllowedVCenters)
+	// options leads with the logger; the session sets its own.
+	return session.VCenterConfig{Config: c, Allowed: f.allowed, Options: opts[1:]}, nil
 }

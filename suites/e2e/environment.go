@@ -8,11 +8,12 @@ import (
 	stdlog "log"
 	"os"
 
+	"github.com/faultline-dev/faultline/providers/session"
+
 	"github.com/go-logr/logr"
 
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
-	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/vsphere"
@@ -53,17 +54,17 @@ func Setup(ctx context.Context, cfg *Config, log logr.Logger) (*Environment, err
 		// vcsim's HTTP server reports CAPV's REST clients' failed TLS
 		// handshakes through the standard logger.
 		stdlog.SetOutput(io.Discard)
-		l, err := e.startLab(ctx, lab.SpecFor(LabCluster, cfg.Lab.Cluster))
+		s, err := e.openLab(ctx, lab.SpecFor(LabCluster, cfg.Lab.Cluster))
 		if err != nil {
 			return nil, err
 		}
-		e.shared, e.sharedLab, e.closeFn = l.Provider(), l, l.Stop
+		e.shared, e.sharedLab, e.closeFn = s.Provider, s.Lab, s.Close
 	case ProviderVSphere:
-		p, closeFn, err := connect(ctx, cfg, log)
+		s, err := connect(ctx, cfg, log)
 		if err != nil {
 			return nil, err
 		}
-		e.shared, e.closeFn = p, closeFn
+		e.shared, e.closeFn = s.Provider, s.Close
 	case ProviderKind:
 		p, closeFn, err := startKind(ctx, cfg.Kind, log)
 		if err != nil {
@@ -87,12 +88,11 @@ func startKind(ctx context.Context, cfg KindConfig, log logr.Logger) (providers.
 		return nil, nil, err
 	}
 	if cfg.Existing {
-		kubeconfig := ""
-		if kind.IsRecorded(state, cfg.Name) {
-			kubeconfig = kind.KubeconfigPath(state, cfg.Name)
+		s, err := session.Open(ctx, session.Config{Provider: session.ProviderKind, Kind: session.KindConfig{Cluster: cfg.Name}, Log: log, OptedIn: true})
+		if err != nil {
+			return nil, nil, err
 		}
-		p, err := kind.Open(cfg.Name, kubeconfig, kind.WithLogger(log))
-		return p, func(context.Context) error { return nil }, err
+		return s.Provider, s.Close, nil
 	}
 	p, _, err := kind.Up(ctx, kind.UpOptions{Name: cfg.Name, ControlPlanes: cfg.ControlPlanes, Workers: cfg.Workers, Image: cfg.Image, State: state, Log: log})
 	down := func(ctx context.Context) error { return kind.Down(ctx, state, cfg.Name, nil, log) }
@@ -125,24 +125,24 @@ func (e *Environment) ProviderFor(ctx context.Context, sc *scenario.Scenario) (p
 	if e.sharedLab == nil {
 		return e.shared, keep, nil
 	}
+	var clusters []lab.ClusterSpec // none for a VM scenario: a vCenter simulator alone
 	switch {
 	case sc.Spec.Lab == nil:
-		v, err := lab.StartVCenter(ctx, vsphere.WithLogger(e.log))
-		if err != nil {
-			return nil, nil, err
-		}
-		return v, v.Close, nil
 	case sc.Metadata.Labels[LabelOwnCluster] != "true" && lab.SpecFor(LabCluster, e.Config.Lab.Cluster).Serves(*sc.Spec.Lab):
 		return e.shared, keep, nil
+	default:
+		clusters = append(clusters, lab.SpecFor(LabCluster, *sc.Spec.Lab))
 	}
-	l, err := e.startLab(ctx, lab.SpecFor(LabCluster, *sc.Spec.Lab))
+	s, err := e.openLab(ctx, clusters...)
 	if err != nil {
 		return nil, nil, err
 	}
-	return l.Provider(), l.Stop, nil
+	return s.Provider, s.Close, nil
 }
 
-func (e *Environment) startLab(ctx context.Context, spec lab.ClusterSpec) (*lab.Lab, error) {
+// openLab opens a lab of the clusters (none: a vCenter simulator alone)
+// and waits for their Machines.
+func (e *Environment) openLab(ctx context.Context, clusters ...lab.ClusterSpec) (*session.Session, error) {
 	name := e.Config.Lab.Profile
 	if name == "" {
 		name = lab.DefaultProfile
@@ -158,44 +158,38 @@ func (e *Environment) startLab(ctx context.Context, spec lab.ClusterSpec) (*lab.
 		labLog = e.log.WithName("lab")
 	}
 	lab.RouteLibraryLogs(labLog)
-	l, err := lab.Start(ctx, lab.Input{Profile: p, Clusters: []lab.ClusterSpec{spec}, Log: labLog})
+	wait, _, err := e.Config.interval("default/wait-lab")
 	if err != nil {
 		return nil, err
 	}
-	timeout, _, err := e.Config.interval("default/wait-lab")
-	if err != nil {
-		return nil, err
-	}
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if err := l.WaitReady(wctx); err != nil {
-		return nil, fmt.Errorf("lab %s: %w (stop: %v)", spec.Name, err, l.Stop(context.WithoutCancel(ctx)))
-	}
-	return l, nil
+	return session.Open(ctx, session.Config{
+		Provider: session.ProviderLab,
+		Lab:      session.LabConfig{Clusters: clusters, Profile: p, Wait: wait, Log: labLog},
+		Log:      e.log,
+	})
 }
 
 // connect reaches the management cluster and vCenter of the config; the
 // vCenter's credentials come from GOVC_USERNAME and GOVC_PASSWORD. The
 // config naming them is the opt-in to destructive runs there.
-func connect(ctx context.Context, cfg *Config, log logr.Logger) (providers.Provider, func(context.Context) error, error) {
-	opts := []capi.Option{capi.WithLogger(log), capi.WithKubeconfig(cfg.Management.Kubeconfig, cfg.Management.Context)}
-	c, _, _, err := capi.NewClient(cfg.Management.Kubeconfig, cfg.Management.Context)
-	if err != nil {
-		return nil, nil, fmt.Errorf("e2e config management: %w", err)
+func connect(ctx context.Context, cfg *Config, log logr.Logger) (*session.Session, error) {
+	sc := session.Config{
+		Provider:   session.ProviderCAPI,
+		Management: session.ManagementConfig{Kubeconfig: cfg.Management.Kubeconfig, Context: cfg.Management.Context},
+		Log:        log,
+		OptedIn:    true,
 	}
-	closeFn := func(context.Context) error { return nil }
 	if cfg.VCenter.URL != "" {
 		vcfg, err := vsphere.ConfigFromEnv(os.Getenv)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		vcfg.URL, vcfg.CAFile, vcfg.Datacenter = cfg.VCenter.URL, cfg.VCenter.CAFile, cfg.VCenter.Datacenter
-		vc, err := vsphere.New(ctx, vcfg, vsphere.WithLogger(log))
-		if err != nil {
-			return nil, nil, err
-		}
-		opts = append(opts, capi.WithVCenter(vc))
-		closeFn = vc.Close
+		sc.VCenter = session.VCenterConfig{Config: vcfg}
 	}
-	return capi.New(c, opts...), closeFn, nil
+	s, err := session.Open(ctx, sc)
+	if err != nil {
+		return nil, fmt.Errorf("e2e config management: %w", err)
+	}
+	return s, nil
 }

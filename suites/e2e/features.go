@@ -5,11 +5,12 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/faultline-dev/faultline/providers/session"
+
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
-	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
@@ -70,7 +71,7 @@ func Feature(name string, provider ProviderFunc, params map[string]string, dir s
 		}).
 		Assess("reaches every phase within budget and holds every assertion", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			p, _ := ctx.Value(providerKey{name}).(providers.Provider)
-			res, err := artifacts.Execute(ctx, artifacts.ExecuteInput{
+			res, err := session.Execute(ctx, session.ExecuteInput{
 				Dir: filepath.Join(dir, name),
 				Run: engine.RunInput{Scenario: sc, Provider: p, Parameters: params},
 			})

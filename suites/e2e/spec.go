@@ -6,12 +6,13 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/faultline-dev/faultline/providers/session"
+
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL, as Cluster API's specs use it
 	. "github.com/onsi/gomega"    //nolint:revive
 
 	"github.com/go-logr/logr"
 
-	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
@@ -77,7 +78,7 @@ func ScenarioSpec(ctx context.Context, inputGetter func() ScenarioSpecInput) {
 		defer cancel()
 		dir := filepath.Join(input.ArtifactFolder, input.Scenario)
 		Expect(os.MkdirAll(input.ArtifactFolder, 0o750)).To(Succeed())
-		res, err := artifacts.Execute(rctx, artifacts.ExecuteInput{
+		res, err := session.Execute(rctx, session.ExecuteInput{
 			Dir: dir, Profile: input.Environment.Profile(), Log: input.Environment.log,
 			Run: engine.RunInput{Scenario: sc, Provider: provider, Parameters: params, Log: logr.Discard()},
 		})

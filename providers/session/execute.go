@@ -1,4 +1,4 @@
-package artifacts
+package session
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/providers"
 )
@@ -23,8 +24,8 @@ type ExecuteInput struct {
 	Log     logr.Logger
 	// History, when set, receives the result; the report shows each phase
 	// against it, and with Gate a passing run whose phase regressed
-	// against it fails (see ApplyGate).
-	History *History
+	// against it fails (see artifacts.ApplyGate).
+	History *artifacts.History
 	Gate    bool
 }
 
@@ -33,12 +34,12 @@ type ExecuteInput struct {
 // when it fails or errs. An error means the run could not be carried out
 // or its evidence not kept; a failed run is a result.
 func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
-	out, err := Open(in.Dir)
+	out, err := artifacts.Open(in.Dir)
 	if err != nil {
 		return nil, err
 	}
 	defer out.Close()
-	journal, err := engine.OpenJournal(filepath.Join(in.Dir, JournalFile))
+	journal, err := engine.OpenJournal(filepath.Join(in.Dir, artifacts.JournalFile))
 	if err != nil {
 		return nil, err
 	}
@@ -51,13 +52,13 @@ func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 		return nil, err
 	}
 	res.Profile = in.Profile
-	var stats map[string]PhaseStats
+	var stats map[string]artifacts.PhaseStats
 	if in.History != nil {
 		if stats, err = in.History.Stats(res.Scenario, res.Provider, res.Profile); err != nil {
 			return res, err
 		}
 		if in.Gate {
-			ApplyGate(res, stats)
+			artifacts.ApplyGate(res, stats)
 		}
 		if err := in.History.Add(res); err != nil {
 			return res, err
@@ -75,7 +76,7 @@ func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 	}
 	// The timeline is evidence; a run that lost it did not fully work.
 	if err := timeline.Err(); err != nil {
-		return res, fmt.Errorf("timeline %s is incomplete: %w", filepath.Join(in.Dir, TimelineFile), err)
+		return res, fmt.Errorf("timeline %s is incomplete: %w", filepath.Join(in.Dir, artifacts.TimelineFile), err)
 	}
 	return res, nil
 }
@@ -101,7 +102,7 @@ func dumpFailed(ctx context.Context, p providers.Provider, res *engine.Result, d
 			scope = obj
 		}
 	}
-	files, err := Dump(ctx, o, scope, dir, res.StartedAt)
+	files, err := artifacts.Dump(ctx, o, scope, dir, res.StartedAt)
 	if err != nil {
 		log.Error(err, "dumps are incomplete")
 	}

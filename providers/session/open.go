@@ -1,0 +1,327 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/faultline-dev/faultline/providers"
+	"github.com/faultline-dev/faultline/providers/capi"
+	"github.com/faultline-dev/faultline/providers/kind"
+	"github.com/faultline-dev/faultline/providers/lab"
+	"github.com/faultline-dev/faultline/providers/vsphere"
+)
+
+// The providers Open knows.
+const (
+	ProviderLab     = "lab"
+	ProviderCAPI    = "capi"
+	ProviderVSphere = "vsphere"
+	ProviderKind    = "kind"
+)
+
+// Environment variables that extend the allow-lists, comma separated.
+const (
+	EnvAllowedContexts = "FAULTLINE_ALLOWED_CONTEXTS"
+	EnvAllowedVCenters = "FAULTLINE_ALLOWED_VCENTERS"
+)
+
+// DefaultLabWait bounds a lab's start: envtest, the controllers and the
+// first Machines Running.
+const DefaultLabWait = 5 * time.Minute
+
+// Config says which provider to open and how.
+type Config struct {
+	// Provider is ProviderLab, ProviderCAPI, ProviderVSphere or
+	// ProviderKind.
+	Provider   string
+	Lab        LabConfig
+	Management ManagementConfig
+	VCenter    VCenterConfig
+	Kind       KindConfig
+	Log        logr.Logger
+	// Out, when set, receives lines for people: a lab's start and the
+	// time it took.
+	Out io.Writer
+	// OptedIn says the configuration itself is the opt-in to destructive
+	// runs (a suite's e2e config names its cluster and vCenter): the
+	// allow-lists are not consulted.
+	OptedIn bool
+}
+
+// LabConfig is the embedded lab's.
+type LabConfig struct {
+	// Clusters are the workload clusters to start (the session's provider
+	// reaches them all); none starts only a vCenter simulator (a
+	// scenario without spec.lab).
+	Clusters []lab.ClusterSpec
+	Profile  lab.Profile
+	// Assets is the folder of kube-apiserver and etcd ("" finds them);
+	// Dir the lab's folder ("" a temporary one).
+	Assets, Dir string
+	// Wait bounds the start until every Machine runs; DefaultLabWait
+	// when zero.
+	Wait time.Duration
+	// Log receives the lab's controllers' logs.
+	Log logr.Logger
+}
+
+// ManagementConfig reaches a Cluster API management cluster.
+type ManagementConfig struct {
+	// Kubeconfig and Context, kubectl style ("" is $KUBECONFIG, then
+	// ~/.kube/config, and the current context).
+	Kubeconfig, Context string
+	// Allowed are the contexts a destructive session may touch (with
+	// $FAULTLINE_ALLOWED_CONTEXTS); ignored when ReadOnly.
+	Allowed []string
+	// ReadOnly opens a provider that refuses every write, for checks.
+	ReadOnly bool
+}
+
+// VCenterConfig reaches a vCenter: the vSphere provider's, or the one
+// behind a management cluster's VMs (when URL is set).
+type VCenterConfig struct {
+	vsphere.Config
+	// Allowed are the vCenter hosts (or host:port) a destructive session
+	// may touch (with $FAULTLINE_ALLOWED_VCENTERS); ignored when ReadOnly.
+	Allowed []string
+	// Options are the provider's options (a guest login).
+	Options []vsphere.Option
+}
+
+// KindConfig names a kind cluster. One faultline created needs no opt-in;
+// any other must be allowed by its context, kind-NAME, in
+// ManagementConfig.Allowed.
+type KindConfig struct {
+	Cluster string
+}
+
+// ConfigError is a configuration that cannot work, as opposed to a
+// provider that cannot be reached: the CLI exits 2 for it, not 3.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func configErr(format string, args ...any) error {
+	return &ConfigError{Err: fmt.Errorf(format, args...)}
+}
+
+// Session is an open provider and what it takes to close it.
+type Session struct {
+	Provider providers.Provider
+	// Lab is the lab behind Provider, when it is a lab cluster.
+	Lab *lab.Lab
+	// Profile is the lab's time profile name, "" elsewhere.
+	Profile string
+	closers []func(context.Context) error
+}
+
+// Close releases what Open made: a lab stops, a vCenter session logs out.
+func (s *Session) Close(ctx context.Context) error {
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		errs = append(errs, s.closers[i](ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// Open opens the provider cfg names. A destructive session against
+// anything but the lab or a kind cluster faultline created needs the
+// cluster or vCenter in its allow-list.
+func Open(ctx context.Context, cfg Config) (*Session, error) {
+	s := &Session{}
+	var err error
+	switch cfg.Provider {
+	case ProviderLab:
+		err = s.openLab(ctx, cfg)
+	case ProviderCAPI:
+		s.Provider, err = s.openManagement(ctx, cfg)
+	case ProviderVSphere:
+		s.Provider, err = s.openVCenter(ctx, cfg.VCenter, cfg.Log, cfg.OptedIn || cfg.Management.ReadOnly)
+	case ProviderKind:
+		s.Provider, err = openKind(ctx, cfg)
+	default:
+		err = configErr("provider %q: expected %s, %s, %s or %s", cfg.Provider, ProviderLab, ProviderCAPI, ProviderVSphere, ProviderKind)
+	}
+	if err != nil {
+		return nil, errors.Join(err, s.Close(context.WithoutCancel(ctx)))
+	}
+	return s, nil
+}
+
+func (s *Session) openLab(ctx context.Context, cfg Config) error {
+	if len(cfg.Lab.Clusters) == 0 {
+		l, err := lab.StartVCenter(ctx, vsphere.WithLogger(cfg.Log))
+		if err != nil {
+			return err
+		}
+		s.Provider, s.closers = l, append(s.closers, l.Close)
+		return nil
+	}
+	if _, err := lab.FindAssets(cfg.Lab.Assets); err != nil {
+		return &ConfigError{Err: err}
+	}
+	p := cfg.Lab.Profile
+	started := time.Now()
+	for _, c := range cfg.Lab.Clusters {
+		s.say(cfg, "lab: starting cluster %s (%d control planes, %d workers, %s time profile)\n", c.Name, c.ControlPlanes, c.Workers, p.Name)
+	}
+	l, err := lab.Start(ctx, lab.Input{Assets: cfg.Lab.Assets, Dir: cfg.Lab.Dir, Profile: p, Clusters: cfg.Lab.Clusters, Log: cfg.Lab.Log})
+	if err != nil {
+		return err
+	}
+	s.closers = append(s.closers, l.Stop)
+	wait := cfg.Lab.Wait
+	if wait == 0 {
+		wait = DefaultLabWait
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := l.WaitReady(wctx); err != nil {
+		return fmt.Errorf("lab %s: %w", cfg.Lab.Clusters[0].Name, err)
+	}
+	s.say(cfg, "lab: all Machines Running in %s\n", time.Since(started).Round(100*time.Millisecond))
+	s.Provider, s.Lab, s.Profile = l.Provider(), l, p.Name
+	return nil
+}
+
+func (s *Session) say(cfg Config, format string, args ...any) {
+	if cfg.Out != nil {
+		fmt.Fprintf(cfg.Out, format, args...)
+	}
+}
+
+// openManagement reaches the management cluster and, when a vCenter is
+// configured, the vCenter behind it for VM faults.
+func (s *Session) openManagement(ctx context.Context, cfg Config) (providers.Provider, error) {
+	c, source, name, err := ManagementClient(cfg.Management, "--kubeconfig")
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.OptedIn && !cfg.Management.ReadOnly && !Allowed(cfg.Management.Allowed, EnvAllowedContexts, name) {
+		return nil, configErr("refusing a destructive run against context %q: it is not in --allow-context or $%s", name, EnvAllowedContexts)
+	}
+	opts := []capi.Option{capi.WithLogger(cfg.Log), capi.WithKubeconfig(source, name)}
+	if cfg.Management.ReadOnly {
+		opts = append(opts, capi.WithReadOnly())
+	}
+	if cfg.VCenter.URL != "" {
+		vc, err := s.openVCenter(ctx, cfg.VCenter, cfg.Log, cfg.OptedIn || cfg.Management.ReadOnly)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, capi.WithVCenter(vc))
+	}
+	return capi.New(c, opts...), nil
+}
+
+// ManagementClient is a client of the cluster m names, with the
+// kubeconfig source and context it came from; flag names the kubeconfig
+// in errors. It checks no allow-list: Open does, for destructive sessions.
+func ManagementClient(m ManagementConfig, flag string) (client.Client, string, string, error) {
+	c, source, name, err := capi.NewClient(m.Kubeconfig, m.Context)
+	switch {
+	case capi.IsKubeconfigError(err) && m.Kubeconfig != "" && errors.Is(err, fs.ErrNotExist):
+		return nil, "", "", configErr("%s %s: %v", flag, m.Kubeconfig, err)
+	case capi.IsKubeconfigError(err) && flag != "--kubeconfig":
+		return nil, "", "", configErr("%s: %v", flag, err)
+	case capi.IsKubeconfigError(err):
+		return nil, "", "", &ConfigError{Err: err}
+	case err != nil:
+		return nil, "", "", err
+	}
+	return c, source, name, nil
+}
+
+// openVCenter logs in to the vCenter v names; unless allowed already (a
+// read-only or opted-in session), it must be in the allow-list. The
+// vSphere provider's Close goes with the session's.
+func (s *Session) openVCenter(ctx context.Context, v VCenterConfig, log logr.Logger, allowed bool) (*vsphere.Provider, error) {
+	u, err := v.Endpoint()
+	if err != nil {
+		return nil, &ConfigError{Err: err}
+	}
+	if !allowed && !allowedVCenter(v.Allowed, u.Host, u.Hostname()) {
+		return nil, configErr("refusing a destructive run against vCenter %s: it is not in --allow-vcenter or $%s", u.Host, EnvAllowedVCenters)
+	}
+	if v.Insecure {
+		log.Info("WARNING: TLS verification of vCenter is disabled (--vcenter-insecure / GOVC_INSECURE)")
+	}
+	p, err := vsphere.New(ctx, v.Config, append([]vsphere.Option{vsphere.WithLogger(log)}, v.Options...)...)
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, p.Close)
+	return p, nil
+}
+
+// openKind connects to a kind cluster: one faultline created is a test
+// cluster and needs no opt-in; any other must be allowed by its context
+// name, kind-NAME.
+func openKind(ctx context.Context, cfg Config) (providers.Provider, error) {
+	name := cfg.Kind.Cluster
+	if name == "" {
+		return nil, configErr("--provider kind needs --kind-cluster NAME (create one with 'faultline kind up')")
+	}
+	state, err := kind.DefaultState()
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig := ""
+	if kind.IsRecorded(state, name) {
+		kubeconfig = kind.KubeconfigPath(state, name)
+	} else if !cfg.OptedIn && !Allowed(cfg.Management.Allowed, EnvAllowedContexts, "kind-"+name) {
+		return nil, configErr("refusing a destructive run against kind cluster %s: faultline did not create it, and context kind-%s is not in --allow-context or $%s", name, name, EnvAllowedContexts)
+	}
+	if err := kind.Available(ctx, kind.ExecDocker{}); err != nil {
+		return nil, err
+	}
+	p, err := kind.Open(name, kubeconfig, kind.WithLogger(cfg.Log))
+	if err != nil {
+		return nil, configErr("--kind-cluster %s: %v", name, err)
+	}
+	return p, nil
+}
+
+// Allowed tells whether name is in list or in the comma-separated
+// environment variable env.
+func Allowed(list []string, env, name string) bool {
+	for _, a := range withEnv(list, env) {
+		if a == name {
+			return true
+		}
+	}
+	return false
+}
+
+func allowedVCenter(list []string, host, hostname string) bool {
+	for _, a := range withEnv(list, EnvAllowedVCenters) {
+		if a == host || a == hostname || (net.ParseIP(a) == nil && strings.EqualFold(a, hostname)) {
+			return true
+		}
+	}
+	return false
+}
+
+func withEnv(list []string, env string) []string {
+	out := make([]string, 0, len(list))
+	for _, a := range list {
+		out = append(out, strings.TrimSpace(a))
+	}
+	if v := os.Getenv(env); v != "" {
+		for _, a := range strings.Split(v, ",") {
+			out = append(out, strings.TrimSpace(a))
+		}
+	}
+	return out
+}
