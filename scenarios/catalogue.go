@@ -1,5 +1,3 @@
-// Package scenarios is faultline's catalogue: every scenario file in this
-// folder, embedded so an installed binary carries them.
 package scenarios
 
 import (

@@ -1,6 +1,3 @@
-// Package fake is an in-memory provider for unit tests of the engine: it
-// keeps VMs as plain state, records every call, fails on demand, and can
-// apply a fault's effect after a delay, as a slow vCenter would.
 package fake
 
 import (

@@ -10,4 +10,8 @@
 // through the Docker interface with argument slices; on a docker host that
 // cannot run --privileged containers, WriteShim adapts kind's commands
 // (DetectQuirks finds what to adapt). PodNetwork stands in for kindnetd.
+//
+// It imports the contract (providers), capi (kind's clusters are read as a
+// workload cluster) and internal packages; it must not import framework,
+// session, cmd or suites.
 package kind

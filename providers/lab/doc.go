@@ -5,4 +5,9 @@
 //
 // vcsim-only code lives here so that production providers never import the
 // simulator.
+//
+// It imports the contract (providers), the scenario language (the spec.lab
+// shape, scenario.LabSpec), capi and vsphere (the lab is a Cluster API
+// management cluster with a vCenter) and internal packages; it must not
+// import the engine, the checks, session, cmd or suites.
 package lab

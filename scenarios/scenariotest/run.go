@@ -1,4 +1,3 @@
-// Package scenariotest runs catalogue scenarios in providers' tests.
 package scenariotest
 
 import (

@@ -1,5 +1,3 @@
-// Package examples shows faultline's scenarios in a user's own go test
-// suite, through sigs.k8s.io/e2e-framework.
 package examples
 
 import (

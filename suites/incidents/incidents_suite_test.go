@@ -1,6 +1,3 @@
-// Package incidents reproduces each seed incident: one spec per scenario
-// that reproduces one (label incident), labelled with its seed
-// (GINKGO_LABEL_FILTER=seed-003).
 package incidents
 
 import (

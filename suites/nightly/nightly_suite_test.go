@@ -1,6 +1,3 @@
-// Package nightly is the nightly resilience suite: the whole catalogue,
-// each scenario a spec labelled with its scenario's labels. It must go red
-// when recovery regresses.
 package nightly
 
 import (

@@ -1,4 +1,3 @@
-// Package labtest holds what tests that start the Cluster API lab share.
 package labtest
 
 import (

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The layering each package's doc.go states, checked on what `go list` says
+# it imports (tests may import more). A row: a package (a trailing /...
+# covers the folder and everything under it), then the faultline packages
+# it must not import; a forbidden entry ending in / covers what is under
+# it, one without covers that package and what is under it.
+source "$(dirname "$0")/lib.sh"
+module="$(go list -m)"
+rules='
+providers                   artifacts cmd framework internal providers/ scenarios suites
+framework/scenario          artifacts cmd framework/engine framework/check providers/ scenarios suites
+framework/check             artifacts cmd framework/engine framework/scenario providers/ scenarios suites
+framework/engine            artifacts cmd providers/ scenarios suites
+internal/...                artifacts cmd framework internal/ providers scenarios suites
+providers/vsphere           artifacts cmd framework providers/capi providers/kind providers/lab providers/session providers/fake scenarios suites
+providers/capi              artifacts cmd framework providers/kind providers/lab providers/session providers/fake scenarios suites
+providers/kind              artifacts cmd framework providers/lab providers/session providers/fake scenarios suites
+providers/lab               artifacts cmd framework/engine framework/check providers/kind providers/session providers/fake scenarios suites
+providers/lab/labtest       artifacts cmd framework/engine framework/check providers/session scenarios suites
+providers/fake              artifacts cmd framework providers/ scenarios suites
+artifacts                   cmd providers/ scenarios suites
+providers/session           cmd suites
+scenarios                   artifacts cmd framework internal providers suites
+scenarios/scenariotest      artifacts cmd providers/ suites
+suites/...                  cmd
+'
+forbidden() { # PACKAGE: the forbidden list of its most specific row
+  local pkg="$1" best="" bestlen=-1 row p
+  while read -r p row; do
+    [[ -z "${p}" ]] && continue
+    if [[ "${p}" == */... ]]; then
+      [[ "${pkg}" == "${p%/...}" || "${pkg}" == "${p%/...}"/* ]] || continue
+    else
+      [[ "${pkg}" == "${p}" ]] || continue
+    fi
+    if (( ${#p} > bestlen )); then best="${row}"; bestlen=${#p}; fi
+  done <<<"${rules}"
+  echo "${best}"
+}
+bad=0
+while read -r pkg imports; do
+  pkg="${pkg#"${module}"}"; pkg="${pkg#/}"
+  for imp in ${imports}; do
+    [[ "${imp}" == "${module}"/* ]] || continue
+    imp="${imp#"${module}"/}"
+    for f in $(forbidden "${pkg}"); do
+      if [[ "${f}" == */ && "${imp}" == "${f}"* ]] || [[ "${f}" != */ && ( "${imp}" == "${f}" || "${imp}" == "${f}"/* ) ]]; then
+        echo "${pkg} imports ${imp}, which its doc.go forbids (${f})" >&2
+        bad=1
+      fi
+    done
+  done
+done < <(go list -f '{{.ImportPath}} {{join .Imports " "}}' ./...)
+exit "${bad}"
