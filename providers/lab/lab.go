@@ -31,7 +31,6 @@ import (
 	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
 	"sigs.k8s.io/cluster-api/util/secret"
 
-	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/vsphere"
 )
@@ -267,87 +266,6 @@ func deref(p *int32) int32 {
 		return 0
 	}
 	return *p
-}
-
-// Provider is the lab's provider, named "lab": the Cluster API provider
-// over the lab's management cluster (targets resolve to Machines, VM faults
-// go to vcsim through the vSphere API), plus what only the lab can do to a
-// node (stop its kubelet).
-func (l *Lab) Provider() *Provider { return l.provider }
-
-// Provider is the lab's provider; see Lab.Provider.
-type Provider struct {
-	*capi.Provider
-	nodes *nodeSim
-}
-
-var (
-	_ providers.NodeKubelet         = (*Provider)(nil)
-	_ providers.NodeStaticPods      = (*Provider)(nil)
-	_ providers.EtcdLeadership      = (*Provider)(nil)
-	_ providers.CapabilityCondition = (*Provider)(nil)
-)
-
-// CapabilityUnavailable implements providers.CapabilityCondition: the lab
-// simulates its nodes, so every capability it implements is there (the
-// embedded capi.Provider's conditions on vCenter guest logins are not the
-// lab's).
-func (p *Provider) CapabilityUnavailable(providers.Capability) error { return nil }
-
-// machineNode returns the name of m's node. what, when not empty, is what
-// only a control plane runs ("static pods", "etcd"), and m must be one.
-func machineNode(m providers.Object, what string) (string, error) {
-	node := m.Attributes[providers.AttrNode]
-	if node == "" {
-		return "", fmt.Errorf("machine %s has no node yet: %w", m.Name, providers.ErrNotFound)
-	}
-	if what != "" {
-		if err := providers.RequireControlPlane(m, what); err != nil {
-			return "", err
-		}
-	}
-	return node, nil
-}
-
-// SetKubelet implements providers.NodeKubelet on the Machine's node.
-func (p *Provider) SetKubelet(_ context.Context, m providers.Object, running bool) error {
-	node, err := machineNode(m, "")
-	if err != nil {
-		return err
-	}
-	p.nodes.setKubelet(node, running)
-	return nil
-}
-
-// SetStaticPod implements providers.NodeStaticPods on the Machine's node.
-func (p *Provider) SetStaticPod(_ context.Context, m providers.Object, component string, running bool) error {
-	node, err := machineNode(m, "static pods")
-	if err != nil {
-		return err
-	}
-	p.nodes.setStaticPod(node, component, running)
-	return nil
-}
-
-// StaticPodRunning implements providers.NodeStaticPods: the component runs
-// while the node's VM is up, booted and the component not stopped.
-func (p *Provider) StaticPodRunning(_ context.Context, m providers.Object, component string) (bool, error) {
-	node, err := machineNode(m, "static pods")
-	if err != nil {
-		return false, err
-	}
-	return p.nodes.staticPodRunning(node, component, time.Now()), nil
-}
-
-// SetLeaderStuck implements providers.EtcdLeadership on the Machine's
-// node: stuck, its member takes leadership and keeps it, and no new
-// control plane can join; freed, leadership moves to another member.
-func (p *Provider) SetLeaderStuck(_ context.Context, m providers.Object, stuck bool) error {
-	node, err := machineNode(m, "etcd")
-	if err != nil {
-		return err
-	}
-	return p.nodes.setLeaderStuck(node, stuck)
 }
 
 // SetCNI makes the CNI of a node initialised or not: without it the
