@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -42,38 +43,81 @@ type cniState struct {
 	backoff  time.Duration
 }
 
+// cniAgents are the nodes' CNI agents. Their pods are created in the
+// background (a webhook may take its whole timeout to answer), so they
+// have a lock of their own, never held across an API call.
+type cniAgents struct {
+	mu sync.Mutex
+	m  map[string]*cniState
+}
+
+// up tells whether the node's agent pod runs.
+func (a *cniAgents) up(node string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := a.m[node]
+	return st != nil && st.up
+}
+
+// start tells whether to try creating the node's agent pod now, and if so
+// marks the attempt in flight.
+func (a *cniAgents) start(node string, now time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := a.m[node]
+	if st == nil {
+		st = &cniState{backoff: cniRetryFirst}
+		a.m[node] = st
+	}
+	if st.up || st.inFlight || now.Before(st.nextTry) {
+		return false
+	}
+	st.inFlight = true
+	return true
+}
+
+// done records an attempt's outcome: up, or a retry after a backoff.
+func (a *cniAgents) done(node string, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := a.m[node]
+	st.inFlight = false
+	if err == nil {
+		st.up = true
+		return
+	}
+	st.nextTry = time.Now().Add(st.backoff)
+	st.backoff = min(2*st.backoff, cniRetryMax)
+}
+
+// forget drops a destroyed node's agent, unless an attempt is in flight.
+func (a *cniAgents) forget(node string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if st := a.m[node]; st != nil && !st.inFlight {
+		delete(a.m, node)
+	}
+}
+
 // cniDown tells whether a node's kubelet reports its network not ready:
 // the CNI was broken on purpose, or its agent pod is not running yet.
-func (s *nodeSim) cniDown(node string) bool {
-	st := s.cni[node]
-	return s.cniBroken[node] || st == nil || !st.up
+func (s *nodeSim) cniDown(node string, f faultsNow) bool {
+	return f.cniBroken[node] || !s.cni.up(node)
 }
 
 // reconcileCNI plays the DaemonSet controller for a node whose kubelet
 // runs: it asks for the CNI agent pod until admission lets it through, in
 // the background, because a webhook may take its whole timeout to answer.
 func (s *nodeSim) reconcileCNI(ctx context.Context, vm *simVM, now time.Time) {
-	st := s.cni[vm.name]
-	if st == nil {
-		st = &cniState{backoff: cniRetryFirst}
-		s.cni[vm.name] = st
-	}
-	if st.up || st.inFlight || now.Before(st.nextTry) {
+	if !s.cni.start(vm.name, now) {
 		return
 	}
-	st.inFlight = true
 	go func() {
 		err := s.createCNIPod(ctx, vm.cluster, vm.name)
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		st.inFlight = false
-		if err == nil {
-			st.up = true
-			return
+		s.cni.done(vm.name, err)
+		if err != nil {
+			s.log.V(1).Info("CNI pod not created", "node", vm.name, "error", err.Error())
 		}
-		st.nextTry = time.Now().Add(st.backoff)
-		st.backoff = min(2*st.backoff, cniRetryMax)
-		s.log.V(1).Info("CNI pod not created", "node", vm.name, "error", err.Error())
 	}()
 }
 
@@ -148,12 +192,42 @@ func (s *nodeSim) recordFailedCreate(ctx context.Context, c inmemoryclient.Clien
 	return fmt.Errorf("%s", msg)
 }
 
+// admitters are the clusters' admitters, made on first use; the workload
+// API servers ask for them from their own goroutines.
+type admitters struct {
+	mu sync.Mutex
+	m  map[string]*admitter
+	// runCtx is the simulator's run: admitters live as long as it.
+	runCtx context.Context
+}
+
+func (a *admitters) setRunContext(ctx context.Context) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.runCtx = ctx
+}
+
+func (a *admitters) get(cluster string) (*admitter, context.Context) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.m[cluster], a.runCtx
+}
+
+// add keeps made unless another caller made one first, and returns the
+// one kept.
+func (a *admitters) add(cluster string, made *admitter) *admitter {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m[cluster] == nil {
+		a.m[cluster] = made
+	}
+	return a.m[cluster]
+}
+
 // admitterFor returns the cluster's admitter, made on first use from the
 // kubeconfig Cluster API keeps for it.
 func (s *nodeSim) admitterFor(ctx context.Context, cluster string) (*admitter, error) {
-	s.mu.Lock()
-	a := s.admitters[cluster]
-	s.mu.Unlock()
+	a, runCtx := s.admitters.get(cluster)
 	if a != nil {
 		return a, nil
 	}
@@ -169,16 +243,11 @@ func (s *nodeSim) admitterFor(ctx context.Context, cluster string) (*admitter, e
 	if err := corev1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	a, err = newAdmitter(s.runCtx, cfg, s.workloads[cluster].client(), scheme, s.refused)
+	a, err = newAdmitter(runCtx, cfg, s.workloads[cluster].client(), scheme, s.refused)
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.admitters[cluster] == nil {
-		s.admitters[cluster] = a
-	}
-	return s.admitters[cluster], nil
+	return s.admitters.add(cluster, a), nil
 }
 
 // ensureCNIDaemonSet creates the cluster's CNI DaemonSet, the object the

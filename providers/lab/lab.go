@@ -162,8 +162,10 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	for _, cs := range in.Clusters {
 		specs[cs.Name] = cs
 	}
-	l.nodes = newNodeSim(l.vc.Client(), l.sim.SetGuestIP, c, l.mem, l.workloads, specs, refused, in.Profile, in.Log.WithName("nodes"))
-	l.nodes.dir = l.dir
+	l.nodes = newNodeSim(nodeSimConfig{
+		vc: l.vc.Client(), setIP: l.sim.SetGuestIP, mc: c, mem: l.mem, workloads: l.workloads, specs: specs,
+		refused: refused, profile: in.Profile, log: in.Log.WithName("nodes"), dir: l.dir,
+	})
 	for name, w := range l.workloads {
 		w.admitter = func(ctx context.Context) (*admitter, error) { return l.nodes.admitterFor(ctx, name) }
 	}
@@ -271,7 +273,7 @@ func deref(p *int32) int32 {
 // SetCNI makes the CNI of a node initialised or not: without it the
 // kubelet reports Ready=False with seed 000's "cni plugin not initialized"
 // message and the node carries the not-ready taint.
-func (l *Lab) SetCNI(node string, ok bool) { l.nodes.setCNI(node, ok) }
+func (l *Lab) SetCNI(node string, ok bool) { l.nodes.faults.setCNI(node, ok) }
 
 // Client reads and writes the management cluster.
 func (l *Lab) Client() client.Client { return l.mgmt.mgr.GetClient() }

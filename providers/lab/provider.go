@@ -55,7 +55,7 @@ func (p *Provider) SetKubelet(_ context.Context, m providers.Object, running boo
 	if err != nil {
 		return err
 	}
-	p.nodes.setKubelet(node, running)
+	p.nodes.faults.setKubelet(node, running)
 	return nil
 }
 
@@ -65,7 +65,7 @@ func (p *Provider) SetStaticPod(_ context.Context, m providers.Object, component
 	if err != nil {
 		return err
 	}
-	p.nodes.setStaticPod(node, component, running)
+	p.nodes.faults.setStaticPod(node, component, running)
 	return nil
 }
 

@@ -1,0 +1,187 @@
+package lab
+
+import (
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/faultline-dev/faultline/providers"
+)
+
+// nodeFaults is what faultline has done to the lab's nodes: kubelets
+// stopped, static pods stopped, CNIs broken, etcd leaders stuck or to be
+// moved. The provider's fault calls write it from the engine's goroutines;
+// the node simulator reads a copy at the start of each tick, so its lock
+// is never held across an API call.
+type nodeFaults struct {
+	mu             sync.Mutex
+	kubeletStopped map[string]bool
+	// podsStopped: the static pods stopped on a node, by component;
+	// podsGen counts a node's static-pod changes, so the simulator writes
+	// their status once per change.
+	podsStopped map[string]map[string]bool
+	podsGen     map[string]int
+	cniBroken   map[string]bool
+	// stuckLeader is, by cluster, the node whose etcd member holds
+	// leadership cut off from its peers (seed 003); moveLeader, by
+	// cluster, the node whose member is to hand leadership over
+	// (etcdctl move-leader).
+	stuckLeader map[string]string
+	moveLeader  map[string]string
+}
+
+func newNodeFaults() *nodeFaults {
+	return &nodeFaults{
+		kubeletStopped: map[string]bool{}, podsStopped: map[string]map[string]bool{}, podsGen: map[string]int{},
+		cniBroken: map[string]bool{}, stuckLeader: map[string]string{}, moveLeader: map[string]string{},
+	}
+}
+
+// faultsNow is one tick's copy of nodeFaults (moveLeader excepted: a tick
+// takes it, see takeMoveLeader).
+type faultsNow struct {
+	kubeletStopped map[string]bool
+	podsStopped    map[string]map[string]bool
+	podsGen        map[string]int
+	cniBroken      map[string]bool
+	stuckLeader    map[string]string
+}
+
+func (f *nodeFaults) now() faultsNow {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := faultsNow{
+		kubeletStopped: maps.Clone(f.kubeletStopped), podsStopped: make(map[string]map[string]bool, len(f.podsStopped)),
+		podsGen: maps.Clone(f.podsGen), cniBroken: maps.Clone(f.cniBroken), stuckLeader: maps.Clone(f.stuckLeader),
+	}
+	for node, stopped := range f.podsStopped {
+		out.podsStopped[node] = maps.Clone(stopped)
+	}
+	return out
+}
+
+// setKubelet stops or starts a node's kubelet.
+func (f *nodeFaults) setKubelet(node string, running bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if running {
+		delete(f.kubeletStopped, node)
+	} else {
+		f.kubeletStopped[node] = true
+	}
+}
+
+// setStaticPod stops or starts one static pod of a control-plane node.
+func (f *nodeFaults) setStaticPod(node, component string, running bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.podsStopped[node] == nil {
+		f.podsStopped[node] = map[string]bool{}
+	}
+	if running {
+		delete(f.podsStopped[node], component)
+	} else {
+		f.podsStopped[node][component] = true
+	}
+	f.podsGen[node]++
+}
+
+func (f *nodeFaults) podStopped(node, component string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.podsStopped[node][component]
+}
+
+// setCNI makes a node's CNI initialised or not.
+func (f *nodeFaults) setCNI(node string, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if ok {
+		delete(f.cniBroken, node)
+	} else {
+		f.cniBroken[node] = true
+	}
+}
+
+// setLeaderStuck makes a control-plane node's etcd member a stuck leader,
+// or has it hand leadership to another member; v is what the simulator
+// last saw of the node, nil when its VM is gone.
+func (f *nodeFaults) setLeaderStuck(node string, v *nodeView, stuck bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if v == nil && !stuck {
+		// The VM is gone, and its member with it.
+		for cluster, n := range f.stuckLeader {
+			if n == node {
+				delete(f.stuckLeader, cluster)
+			}
+		}
+		return nil
+	}
+	if v == nil || !v.controlPlane {
+		return fmt.Errorf("no control-plane VM %s in the lab: %w", node, providers.ErrNotFound)
+	}
+	if stuck {
+		f.stuckLeader[v.cluster] = node
+		return nil
+	}
+	if f.stuckLeader[v.cluster] == node {
+		delete(f.stuckLeader, v.cluster)
+	}
+	f.moveLeader[v.cluster] = node
+	return nil
+}
+
+// takeMoveLeader returns, once, the node of cluster whose member is to
+// hand leadership over.
+func (f *nodeFaults) takeMoveLeader(cluster string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	from := f.moveLeader[cluster]
+	delete(f.moveLeader, cluster)
+	return from
+}
+
+// nodeView is what the simulator last saw of a node, for the provider's
+// probes and faults: the tick publishes it as it reads the VMs.
+type nodeView struct {
+	cluster      string
+	controlPlane bool
+	on           bool
+	// upAt is when its kubelet and static pods start after the last
+	// power-on.
+	upAt time.Time
+}
+
+// podsStarted tells whether the node has booted far enough to run its
+// kubelet and, on a control plane, its static pods.
+func (v nodeView) podsStarted(now time.Time) bool { return v.on && !now.Before(v.upAt) }
+
+// nodeViews holds the nodeView of every VM the simulator knows.
+type nodeViews struct {
+	mu sync.Mutex
+	m  map[string]nodeView
+}
+
+func (n *nodeViews) set(name string, v nodeView) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.m[name] = v
+}
+
+func (n *nodeViews) forget(name string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.m, name)
+}
+
+func (n *nodeViews) get(name string) *nodeView {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	v, ok := n.m[name]
+	if !ok {
+		return nil
+	}
+	return &v
+}
