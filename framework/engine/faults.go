@@ -44,6 +44,17 @@ type faultDef struct {
 	takesEtcd func(params map[string]string) bool
 }
 
+// vmPowerFault is a fault of a VM's power; it takes down the etcd member
+// the VM may host.
+func vmPowerFault(summary string, undo func(providers.Object, map[string]string) UndoAction, f func(context.Context, providers.VMPower, providers.Object) error) faultDef {
+	return faultDef{
+		capability: providers.CapVMPower, summary: summary, undo: undo, takesEtcd: takesEtcdMember,
+		inject: using(providers.CapVMPower, func(ctx context.Context, v providers.VMPower, obj providers.Object, _ map[string]string) error {
+			return f(ctx, v, obj)
+		}),
+	}
+}
+
 func powerOnUndo(obj providers.Object, _ map[string]string) UndoAction {
 	return UndoAction{Action: "vm.power-on", Target: obj}
 }
@@ -67,59 +78,36 @@ func mergeMaps[V any](sets ...map[string]V) map[string]V {
 
 // nodeAndVMFaults are the faults on VMs and on nodes' processes.
 var nodeAndVMFaults = map[string]faultDef{
-	"vm.power-off": {
-		takesEtcd:  takesEtcdMember,
-		capability: providers.CapVMPower, summary: "hard power-off of a VM; undo powers it on",
-		inject: withVMPower(func(ctx context.Context, v providers.VMPower, obj providers.Object) error {
+	"vm.power-off": vmPowerFault("hard power-off of a VM; undo powers it on", powerOnUndo,
+		func(ctx context.Context, v providers.VMPower, obj providers.Object) error {
 			return v.PowerOff(ctx, obj)
 		}),
-		undo: powerOnUndo,
-	},
-	"vm.shutdown-guest": {
-		takesEtcd:  takesEtcdMember,
-		capability: providers.CapVMPower, summary: "guest OS shutdown of a VM; undo powers it on",
-		inject: withVMPower(func(ctx context.Context, v providers.VMPower, obj providers.Object) error {
+	"vm.shutdown-guest": vmPowerFault("guest OS shutdown of a VM; undo powers it on", powerOnUndo,
+		func(ctx context.Context, v providers.VMPower, obj providers.Object) error {
 			return v.ShutdownGuest(ctx, obj)
 		}),
-		undo: powerOnUndo,
-	},
-	"vm.suspend": {
-		takesEtcd:  takesEtcdMember,
-		capability: providers.CapVMPower, summary: "suspend a VM; undo powers it on",
-		inject: withVMPower(func(ctx context.Context, v providers.VMPower, obj providers.Object) error { return v.Suspend(ctx, obj) }),
-		undo:   powerOnUndo,
-	},
-	"vm.reset": {
-		takesEtcd:  takesEtcdMember,
-		capability: providers.CapVMPower, summary: "hard reset of a VM; nothing to undo",
-		inject: withVMPower(func(ctx context.Context, v providers.VMPower, obj providers.Object) error { return v.Reset(ctx, obj) }),
-		undo: func(obj providers.Object, _ map[string]string) UndoAction {
+	"vm.suspend": vmPowerFault("suspend a VM; undo powers it on", powerOnUndo,
+		func(ctx context.Context, v providers.VMPower, obj providers.Object) error { return v.Suspend(ctx, obj) }),
+	"vm.reset": vmPowerFault("hard reset of a VM; nothing to undo",
+		func(obj providers.Object, _ map[string]string) UndoAction {
 			return UndoAction{Action: UndoNone, Target: obj, Note: "a reset is over once the VM has restarted"}
 		},
-	},
+		func(ctx context.Context, v providers.VMPower, obj providers.Object) error { return v.Reset(ctx, obj) }),
 	"vm.destroy": {
 		takesEtcd:  takesEtcdMember,
 		capability: providers.CapVMLifecycle, summary: "power off and delete a VM from disk; cannot be undone",
-		inject: func(ctx context.Context, p providers.Provider, obj providers.Object, _ map[string]string) error {
-			v, err := providers.As[providers.VMLifecycle](p, providers.CapVMLifecycle)
-			if err != nil {
-				return err
-			}
+		inject: using(providers.CapVMLifecycle, func(ctx context.Context, v providers.VMLifecycle, obj providers.Object, _ map[string]string) error {
 			return v.Destroy(ctx, obj)
-		},
+		}),
 		undo: func(obj providers.Object, _ map[string]string) UndoAction {
 			return UndoAction{Action: UndoNone, Target: obj, Note: "the VM is deleted; only its owner (CAPV, for a Machine's VM) can recreate it"}
 		},
 	},
 	"node.stop-kubelet": {
 		capability: providers.CapNodeKubelet, summary: "stop the kubelet of a Machine's node; undo starts it",
-		inject: func(ctx context.Context, p providers.Provider, obj providers.Object, _ map[string]string) error {
-			k, err := providers.As[providers.NodeKubelet](p, providers.CapNodeKubelet)
-			if err != nil {
-				return err
-			}
+		inject: using(providers.CapNodeKubelet, func(ctx context.Context, k providers.NodeKubelet, obj providers.Object, _ map[string]string) error {
 			return k.SetKubelet(ctx, obj, false)
-		},
+		}),
 		undo: func(obj providers.Object, _ map[string]string) UndoAction {
 			return UndoAction{Action: "node.start-kubelet", Target: obj}
 		},
@@ -133,13 +121,9 @@ var nodeAndVMFaults = map[string]faultDef{
 	"etcd.stuck-leader": {
 		capability: providers.CapEtcdLeadership,
 		summary:    "make the etcd member on a control-plane Machine's node the leader, cut off from its peers (no member can join); undo moves leadership to another member (etcdctl move-leader)",
-		inject: func(ctx context.Context, p providers.Provider, obj providers.Object, _ map[string]string) error {
-			e, err := providers.As[providers.EtcdLeadership](p, providers.CapEtcdLeadership)
-			if err != nil {
-				return err
-			}
+		inject: using(providers.CapEtcdLeadership, func(ctx context.Context, e providers.EtcdLeadership, obj providers.Object, _ map[string]string) error {
 			return e.SetLeaderStuck(ctx, obj, true)
-		},
+		}),
 		undo: func(obj providers.Object, _ map[string]string) UndoAction {
 			return UndoAction{Action: "etcd.move-leader", Target: obj}
 		},
@@ -159,13 +143,9 @@ var nodeAndVMFaults = map[string]faultDef{
 	"vm.disconnect-nic": {
 		takesEtcd:  takesEtcdMember,
 		capability: providers.CapVMNetwork, params: []string{"nic"}, summary: "disconnect a VM's network adapter; undo reconnects it",
-		inject: func(ctx context.Context, p providers.Provider, obj providers.Object, params map[string]string) error {
-			v, err := providers.As[providers.VMNetwork](p, providers.CapVMNetwork)
-			if err != nil {
-				return err
-			}
+		inject: using(providers.CapVMNetwork, func(ctx context.Context, v providers.VMNetwork, obj providers.Object, params map[string]string) error {
 			return v.SetNICConnected(ctx, obj, params["nic"], false)
-		},
+		}),
 		undo: func(obj providers.Object, params map[string]string) UndoAction {
 			return UndoAction{Action: "vm.nic-connect", Target: obj, Params: map[string]string{"nic": params["nic"]}}
 		},
@@ -173,11 +153,7 @@ var nodeAndVMFaults = map[string]faultDef{
 }
 
 var nodeAndVMUndos = map[string]func(ctx context.Context, p providers.Provider, u UndoAction) error{
-	"vm.power-on": func(ctx context.Context, p providers.Provider, u UndoAction) error {
-		v, err := providers.As[providers.VMPower](p, providers.CapVMPower)
-		if err != nil {
-			return err
-		}
+	"vm.power-on": undoUsing(providers.CapVMPower, func(ctx context.Context, v providers.VMPower, u UndoAction) error {
 		state, err := v.PowerState(ctx, u.Target)
 		if errors.Is(err, providers.ErrNotFound) {
 			// Deleted since (a remediated Machine's VM): nothing is left
@@ -191,35 +167,19 @@ var nodeAndVMUndos = map[string]func(ctx context.Context, p providers.Provider, 
 			return nil
 		}
 		return v.PowerOn(ctx, u.Target)
-	},
-	"node.start-kubelet": func(ctx context.Context, p providers.Provider, u UndoAction) error {
-		k, err := providers.As[providers.NodeKubelet](p, providers.CapNodeKubelet)
-		if err != nil {
-			return err
-		}
+	}),
+	"node.start-kubelet": undoUsing(providers.CapNodeKubelet, func(ctx context.Context, k providers.NodeKubelet, u UndoAction) error {
 		return k.SetKubelet(ctx, u.Target, true)
-	},
-	"node.start-static-pod": func(ctx context.Context, p providers.Provider, u UndoAction) error {
-		k, err := providers.As[providers.NodeStaticPods](p, providers.CapNodeStaticPods)
-		if err != nil {
-			return err
-		}
+	}),
+	"node.start-static-pod": undoUsing(providers.CapNodeStaticPods, func(ctx context.Context, k providers.NodeStaticPods, u UndoAction) error {
 		return k.SetStaticPod(ctx, u.Target, u.Params["component"], true)
-	},
-	"etcd.move-leader": func(ctx context.Context, p providers.Provider, u UndoAction) error {
-		e, err := providers.As[providers.EtcdLeadership](p, providers.CapEtcdLeadership)
-		if err != nil {
-			return err
-		}
+	}),
+	"etcd.move-leader": undoUsing(providers.CapEtcdLeadership, func(ctx context.Context, e providers.EtcdLeadership, u UndoAction) error {
 		return e.SetLeaderStuck(ctx, u.Target, false)
-	},
-	"vm.nic-connect": func(ctx context.Context, p providers.Provider, u UndoAction) error {
-		v, err := providers.As[providers.VMNetwork](p, providers.CapVMNetwork)
-		if err != nil {
-			return err
-		}
+	}),
+	"vm.nic-connect": undoUsing(providers.CapVMNetwork, func(ctx context.Context, v providers.VMNetwork, u UndoAction) error {
 		return v.SetNICConnected(ctx, u.Target, u.Params["nic"], true)
-	},
+	}),
 }
 
 func checkComponent(params map[string]string) []scenario.ArgError {
@@ -234,13 +194,9 @@ func checkComponent(params map[string]string) []scenario.ArgError {
 }
 
 func setStaticPod(component string, running bool) func(context.Context, providers.Provider, providers.Object, map[string]string) error {
-	return func(ctx context.Context, p providers.Provider, obj providers.Object, _ map[string]string) error {
-		k, err := providers.As[providers.NodeStaticPods](p, providers.CapNodeStaticPods)
-		if err != nil {
-			return err
-		}
+	return using(providers.CapNodeStaticPods, func(ctx context.Context, k providers.NodeStaticPods, obj providers.Object, _ map[string]string) error {
 		return k.SetStaticPod(ctx, obj, component, running)
-	}
+	})
 }
 
 func startStaticPodUndo(component string) func(providers.Object, map[string]string) UndoAction {
@@ -264,12 +220,25 @@ func RunUndo(ctx context.Context, p providers.Provider, u UndoAction) error {
 	return nil
 }
 
-func withVMPower(f func(context.Context, providers.VMPower, providers.Object) error) func(context.Context, providers.Provider, providers.Object, map[string]string) error {
-	return func(ctx context.Context, p providers.Provider, obj providers.Object, _ map[string]string) error {
-		v, err := providers.As[providers.VMPower](p, providers.CapVMPower)
+// using is a fault that needs T, the interface behind capability c, of
+// the provider.
+func using[T any](c providers.Capability, f func(ctx context.Context, t T, obj providers.Object, params map[string]string) error) func(context.Context, providers.Provider, providers.Object, map[string]string) error {
+	return func(ctx context.Context, p providers.Provider, obj providers.Object, params map[string]string) error {
+		t, err := providers.As[T](p, c)
 		if err != nil {
 			return err
 		}
-		return f(ctx, v, obj)
+		return f(ctx, t, obj, params)
+	}
+}
+
+// undoUsing is using for an undo action.
+func undoUsing[T any](c providers.Capability, f func(ctx context.Context, t T, u UndoAction) error) func(context.Context, providers.Provider, UndoAction) error {
+	return func(ctx context.Context, p providers.Provider, u UndoAction) error {
+		t, err := providers.As[T](p, c)
+		if err != nil {
+			return err
+		}
+		return f(ctx, t, u)
 	}
 }

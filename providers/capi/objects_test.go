@@ -24,20 +24,15 @@ import (
 	"github.com/faultline-dev/faultline/scenarios/scenariotest"
 )
 
-// A runbook on objects: apply a manifest that creates one ConfigMap and
-// replaces another, delete a third with a backup, then undo both; the
-// cluster ends as it began, and the backups are files.
-func TestObjectFaultsRoundTrip(t *testing.T) {
-	t.Parallel()
-	cm := func(name, v string) *corev1.ConfigMap {
-		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{"app": "x"}}, Data: map[string]string{"k": v}}
-	}
-	p := newProvider(t, machine("w-1", md, "Running"), cm("replaced", "before"), cm("runbook", "keep me"))
-	src := `apiVersion: faultline.dev/v1alpha1
+// installScenario is a scenario that requires requires and whose first
+// step, install, applies manifest to the management cluster; the caller
+// adds the steps after it.
+func installScenario(requires, manifest string) string {
+	return `apiVersion: faultline.dev/v1alpha1
 kind: Scenario
 metadata: {name: t}
 spec:
-  requires: [ClusterAPI, Objects, ObjectWrites]
+  requires: [` + requires + `]
   pollInterval: 50ms
   timeout: 20s
   targets:
@@ -51,15 +46,27 @@ spec:
         params:
           cluster: management
           manifest: |
-            apiVersion: v1
-            kind: ConfigMap
-            metadata: {name: created, namespace: ns}
-            data: {k: new}
-            ---
-            apiVersion: v1
-            kind: ConfigMap
-            metadata: {name: replaced, namespace: ns}
-            data: {k: after}
+            ` + strings.ReplaceAll(manifest, "\n", "\n            ")
+}
+
+// A runbook on objects: apply a manifest that creates one ConfigMap and
+// replaces another, delete a third with a backup, then undo both; the
+// cluster ends as it began, and the backups are files.
+func TestObjectFaultsRoundTrip(t *testing.T) {
+	t.Parallel()
+	cm := func(name, v string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{"app": "x"}}, Data: map[string]string{"k": v}}
+	}
+	p := newProvider(t, machine("w-1", md, "Running"), cm("replaced", "before"), cm("runbook", "keep me"))
+	src := installScenario("ClusterAPI, Objects, ObjectWrites", `apiVersion: v1
+kind: ConfigMap
+metadata: {name: created, namespace: ns}
+data: {k: new}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: replaced, namespace: ns}
+data: {k: after}`) + `
     - name: remove
       inject:
         fault: object.delete
@@ -158,28 +165,10 @@ func TestObjectApplyWaitsForDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := capi.New(c)
-	src := `apiVersion: faultline.dev/v1alpha1
-kind: Scenario
-metadata: {name: t}
-spec:
-  requires: [Objects, ObjectWrites]
-  pollInterval: 50ms
-  timeout: 20s
-  targets:
-    - name: scope
-      select: {role: worker}
-  steps:
-    - name: install
-      inject:
-        fault: object.apply
-        target: scope
-        params:
-          cluster: management
-          manifest: |
-            apiVersion: v1
-            kind: ConfigMap
-            metadata: {name: held, namespace: ns, finalizers: [faultline.dev/test]}
-            data: {k: new}
+	src := installScenario("Objects, ObjectWrites", `apiVersion: v1
+kind: ConfigMap
+metadata: {name: held, namespace: ns, finalizers: [faultline.dev/test]}
+data: {k: new}`) + `
     - name: installed
       observe:
         phases:
