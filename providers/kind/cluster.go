@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -171,9 +172,18 @@ func Up(ctx context.Context, o UpOptions) (*Provider, *Record, error) {
 // createNetwork creates the kind network on the first 172.N.0.0/16 (N from
 // 18 to 31) that no docker network and no host address uses.
 func createNetwork(ctx context.Context, d Docker) error {
+	_, err := CreateNetwork(ctx, d, Network)
+	return err
+}
+
+// CreateNetwork creates a bridge network named name on the first
+// 172.18-31.0.0/16 that no docker network and no host interface uses,
+// with masquerading, and returns its subnet. A subnet given by hand lets
+// a container keep its address across a disconnect or a restart.
+func CreateNetwork(ctx context.Context, d Docker, name string) (netip.Prefix, error) {
 	used, err := usedSubnets(ctx, d)
 	if err != nil {
-		return err
+		return netip.Prefix{}, err
 	}
 	for n := 18; n <= 31; n++ {
 		_, cidr, _ := net.ParseCIDR(fmt.Sprintf("172.%d.0.0/16", n))
@@ -183,14 +193,15 @@ func createNetwork(ctx context.Context, d Docker) error {
 		_, err := d.Run(ctx, "network", "create", "--driver", "bridge",
 			"--subnet", cidr.String(), "--gateway", fmt.Sprintf("172.%d.0.1", n),
 			"--opt", "com.docker.network.bridge.enable_ip_masquerade=true",
-			"--opt", "com.docker.network.driver.mtu=1500", Network)
-		return err
+			"--opt", "com.docker.network.driver.mtu=1500", name)
+		if err != nil {
+			return netip.Prefix{}, err
+		}
+		return netip.MustParsePrefix(cidr.String()), nil
 	}
-	return errors.New("no free 172.18-31.0.0/16 subnet for the kind network; create it yourself with docker network create --subnet ... kind")
+	return netip.Prefix{}, fmt.Errorf("no free 172.18-31.0.0/16 subnet for docker network %s; create it yourself with docker network create --subnet ... %s", name, name)
 }
 
-// usedSubnets are the subnets of the docker networks and of the host's
-// addresses.
 func usedSubnets(ctx context.Context, d Docker) ([]*net.IPNet, error) {
 	var used []*net.IPNet
 	out, err := d.Run(ctx, "network", "ls", "--quiet")

@@ -117,6 +117,24 @@ func DetectQuirks(ctx context.Context, d Docker, image string) (HostQuirks, erro
 	return q, nil
 }
 
+// NodeRunFlags are the `docker run` flags of a node container on a host
+// with quirks q, as kind gives its nodes: privileged (or, where the engine
+// cannot grant that, privilegedFlags), seccomp and AppArmor off, /tmp and
+// /run on tmpfs, /var a volume, and the host's /lib/modules when it has
+// one.
+func NodeRunFlags(q HostQuirks) []string {
+	flags := []string{"--privileged"}
+	if q.NoPrivileged {
+		flags = append([]string(nil), privilegedFlags...)
+	}
+	flags = append(flags, "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
+		"--tmpfs", "/tmp", "--tmpfs", "/run", "--volume", "/var", "--init=false", "--cgroupns=private")
+	if !q.NoModules {
+		flags = append(flags, "--volume", "/lib/modules:/lib/modules:ro")
+	}
+	return flags
+}
+
 // privilegedFlags stand in for --privileged where the engine cannot grant
 // every capability: all but CAP_SYS_RESOURCE, every device, /proc and /sys
 // unmasked. The node's entrypoint (hack/kind-node/entrypoint) then remounts
