@@ -26,28 +26,11 @@ import (
 // real privileged container of the kind node image: its status, its
 // address and its restarts, until the VM is destroyed and the lab closes.
 func TestIntegrationVMContainers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("vm containers integration test: skipped under -short")
-	}
-	fail := t.Skip
-	if os.Getenv("FAULTLINE_REQUIRE_KIND") != "" {
-		fail = t.Fatal
-	}
+	image, quirks := requireNodeImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	docker := kind.ExecDocker{}
-	if err := kind.Available(ctx, docker); err != nil {
-		fail("vm containers integration test: " + err.Error())
-	}
-	image, err := kind.NewestImage(ctx, docker)
-	if err != nil {
-		fail("vm containers integration test: " + err.Error())
-	}
-	quirks, err := kind.DetectQuirks(ctx, docker, image)
-	if err != nil {
-		t.Fatal(err)
-	}
-	simulator.Test(func(ctx context.Context, c *vim25.Client) {
+	simulator.Test(func(_ context.Context, c *vim25.Client) {
 		lab := fmt.Sprintf("fl-vmc-%d", time.Now().UnixNano()%100000)
 		state := filepath.Join(t.TempDir(), "containers.json")
 		log := funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{Verbosity: 1})
@@ -131,6 +114,34 @@ func TestIntegrationVMContainers(t *testing.T) {
 			t.Fatalf("network %s left after Close", lab)
 		}
 	})
+}
+
+// requireNodeImage skips the test, saying why, without a Docker engine or
+// the kind node image (FAULTLINE_REQUIRE_KIND makes that a failure), and
+// returns the image and the host's quirks.
+func requireNodeImage(t *testing.T) (string, kind.HostQuirks) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("vm containers integration test: skipped under -short")
+	}
+	fail := t.Skip
+	if os.Getenv("FAULTLINE_REQUIRE_KIND") != "" {
+		fail = t.Fatal
+	}
+	ctx := context.Background()
+	docker := kind.ExecDocker{}
+	if err := kind.Available(ctx, docker); err != nil {
+		fail("vm containers integration test: " + err.Error())
+	}
+	image, err := kind.NewestImage(ctx, docker)
+	if err != nil {
+		fail("vm containers integration test: " + err.Error())
+	}
+	quirks, err := kind.DetectQuirks(ctx, docker, image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return image, quirks
 }
 
 func read(ctx context.Context, t *testing.T, vm *object.VirtualMachine) vmcontainers.VM {

@@ -1,0 +1,130 @@
+package vmcontainers_test
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/mo"
+
+	"github.com/faultline-dev/faultline/providers/kind"
+	"github.com/faultline-dev/faultline/providers/lab/vmcontainers"
+)
+
+// initUserData is a control plane's bootstrap data in CABPK's shape
+// (controlplane_init.go), with what a node in a container needs in its
+// kubeadm configuration (kind's settings): %[1]s the node's address,
+// %[2]s its VM's UUID, %[3]s the Kubernetes version, %[4]s the kubelet's
+// cgroup v1 setting.
+const initUserData = `## template: jinja
+#cloud-config
+write_files:
+-   path: /run/kubeadm/kubeadm.yaml
+    owner: root:root
+    permissions: '0640'
+    content: |
+      ---
+      apiVersion: kubeadm.k8s.io/v1beta4
+      kind: ClusterConfiguration
+      kubernetesVersion: %[3]s
+      controlPlaneEndpoint: "%[1]s:6443"
+      networking: {podSubnet: 192.168.0.0/16, serviceSubnet: 10.128.0.0/12}
+      ---
+      apiVersion: kubeadm.k8s.io/v1beta4
+      kind: InitConfiguration
+      skipPhases: [preflight]
+      localAPIEndpoint: {advertiseAddress: "%[1]s"}
+      nodeRegistration:
+        name: '{{ local_hostname }}'
+        criSocket: unix:///run/containerd/containerd.sock
+        kubeletExtraArgs:
+          - {name: node-ip, value: "%[1]s"}
+          - {name: provider-id, value: "vsphere://%[2]s"}
+      ---
+      apiVersion: kubelet.config.k8s.io/v1beta1
+      kind: KubeletConfiguration
+      cgroupDriver: systemd
+      cgroupRoot: /kubelet
+      failSwapOn: false
+      imageGCHighThresholdPercent: 100
+      evictionHard: {nodefs.available: "0%%", nodefs.inodesFree: "0%%", imagefs.available: "0%%"}
+      %[4]s
+-   path: /run/cluster-api/placeholder
+    owner: root:root
+    permissions: '0640'
+    content: "This placeholder file is used to create the /run/cluster-api sub directory"
+runcmd:
+  - 'kubeadm init --config /run/kubeadm/kubeadm.yaml  && echo success > /run/cluster-api/bootstrap-success.complete'
+`
+
+// A VM's container boots from its guestinfo as cloud-init would: the real
+// kubeadm init of CABPK's runcmd brings up a control plane whose Node has
+// the VM's providerID, and writes CABPK's sentinel.
+func TestIntegrationBootKubeadmInit(t *testing.T) {
+	image, quirks := requireNodeImage(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	docker := kind.ExecDocker{}
+	simulator.Test(func(_ context.Context, c *vim25.Client) {
+		lab := fmt.Sprintf("fl-boot-%d", time.Now().UnixNano()%100000)
+		state := filepath.Join(t.TempDir(), "containers.json")
+		log := funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{})
+		d, err := vmcontainers.New(ctx, vmcontainers.Config{Lab: lab, Image: image, StateFile: state, Docker: docker, Quirks: quirks, Log: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := vmcontainers.Cleanup(context.Background(), docker, state); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+		})
+		vm, err := find.NewFinder(c).VirtualMachine(ctx, "DC0_H0_VM0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m mo.VirtualMachine
+		if err := vm.Properties(ctx, vm.Reference(), []string{"config.uuid"}, &m); err != nil {
+			t.Fatal(err)
+		}
+		ip, err := d.Reconcile(ctx, read(ctx, t, vm))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cgroup := ""
+		if quirks.CgroupV1 {
+			cgroup = "failCgroupV1: false"
+		}
+		version := strings.SplitN(strings.SplitN(image, ":", 2)[1], "-", 2)[0]
+		user := fmt.Sprintf(initUserData, ip, m.Config.Uuid, version, cgroup)
+		meta := "instance-id: \"lab-cp-0\"\nlocal-hostname: \"lab-cp-0\"\n"
+		cc, _, err := vmcontainers.ParseCloudConfig(vmcontainers.GuestInfo{
+			"guestinfo.userdata": base64.StdEncoding.EncodeToString([]byte(user)), "guestinfo.userdata.encoding": "base64",
+			"guestinfo.metadata": base64.StdEncoding.EncodeToString([]byte(meta)), "guestinfo.metadata.encoding": "base64",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		started := time.Now()
+		if err := d.Boot(ctx, vm.Name(), cc); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("kubeadm init done in %s", time.Since(started).Round(time.Second))
+		name := lab + "-" + vm.Name()
+		out, err := docker.Run(ctx, "exec", name, "cat", "/run/cluster-api/bootstrap-success.complete")
+		if err != nil || strings.TrimSpace(string(out)) != "success" {
+			t.Fatalf("CABPK's sentinel: %q, %v", out, err)
+		}
+		out, err = docker.Run(ctx, "exec", name, "kubectl", "--kubeconfig", "/etc/kubernetes/admin.conf", "get", "node", "lab-cp-0", "--output", "jsonpath={.spec.providerID}")
+		if err != nil || string(out) != "vsphere://"+m.Config.Uuid {
+			t.Fatalf("the Node's providerID: %q, %v; want vsphere://%s", out, err, m.Config.Uuid)
+		}
+	})
+}
