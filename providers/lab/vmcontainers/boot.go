@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Boot runs a VM's cloud-config in its container as cloud-init's stages
@@ -50,18 +52,16 @@ func (d *Driver) Boot(ctx context.Context, vm string, cc *CloudConfig) error {
 // its units ("running", or "degraded" with a unit failed).
 func (d *Driver) waitBooted(ctx context.Context, name string) error {
 	var last string
-	for {
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		// is-system-running exits non-zero until the boot is over.
 		out, _ := d.cfg.Docker.Run(ctx, "exec", name, "systemctl", "is-system-running")
 		last = strings.TrimSpace(string(out))
-		if last == "running" || last == "degraded" {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("container %s: systemd did not finish booting (last state %q): %w", name, last, ctx.Err())
-		case <-time.After(250 * time.Millisecond):
-		}
+		return last == "running" || last == "degraded", nil
+	})
+	if err != nil {
+		return fmt.Errorf("container %s: systemd did not finish booting (last state %q): %w", name, last, err)
 	}
+	return nil
 }
 
 // writeFile writes one write_files entry: copied in through a temporary

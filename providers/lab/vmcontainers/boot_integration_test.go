@@ -14,6 +14,7 @@ import (
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/mo"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/providers/lab/vmcontainers"
@@ -23,7 +24,7 @@ import (
 // (controlplane_init.go), with what a node in a container needs in its
 // kubeadm configuration (kind's settings): %[1]s the node's address,
 // %[2]s its VM's UUID, %[3]s the Kubernetes version, %[4]s the kubelet's
-// cgroup v1 setting.
+// cgroup v1 setting, %[5]s the control-plane endpoint's address.
 const initUserData = `## template: jinja
 #cloud-config
 write_files:
@@ -35,7 +36,7 @@ write_files:
       apiVersion: kubeadm.k8s.io/v1beta4
       kind: ClusterConfiguration
       kubernetesVersion: %[3]s
-      controlPlaneEndpoint: "%[1]s:6443"
+      controlPlaneEndpoint: "%[5]s:6443"
       networking: {podSubnet: 192.168.0.0/16, serviceSubnet: 10.128.0.0/12}
       ---
       apiVersion: kubeadm.k8s.io/v1beta4
@@ -66,8 +67,9 @@ runcmd:
 `
 
 // A VM's container boots from its guestinfo as cloud-init would: the real
-// kubeadm init of CABPK's runcmd brings up a control plane whose Node has
-// the VM's providerID, and writes CABPK's sentinel.
+// kubeadm init of CABPK's runcmd brings up a control plane behind the
+// lab's load balancer, whose Node has the VM's providerID, and writes
+// CABPK's sentinel. The load balancer follows its backends.
 func TestIntegrationBootKubeadmInit(t *testing.T) {
 	image, quirks := requireNodeImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -94,6 +96,10 @@ func TestIntegrationBootKubeadmInit(t *testing.T) {
 		if err := vm.Properties(ctx, vm.Reference(), []string{"config.uuid"}, &m); err != nil {
 			t.Fatal(err)
 		}
+		lb, err := d.StartLoadBalancer(ctx, 6443)
+		if err != nil {
+			t.Fatal(err)
+		}
 		ip, err := d.Reconcile(ctx, read(ctx, t, vm))
 		if err != nil {
 			t.Fatal(err)
@@ -103,7 +109,7 @@ func TestIntegrationBootKubeadmInit(t *testing.T) {
 			cgroup = "failCgroupV1: false"
 		}
 		version := strings.SplitN(strings.SplitN(image, ":", 2)[1], "-", 2)[0]
-		user := fmt.Sprintf(initUserData, ip, m.Config.Uuid, version, cgroup)
+		user := fmt.Sprintf(initUserData, ip, m.Config.Uuid, version, cgroup, lb)
 		meta := "instance-id: \"lab-cp-0\"\nlocal-hostname: \"lab-cp-0\"\n"
 		cc, _, err := vmcontainers.ParseCloudConfig(vmcontainers.GuestInfo{
 			"guestinfo.userdata": base64.StdEncoding.EncodeToString([]byte(user)), "guestinfo.userdata.encoding": "base64",
@@ -113,6 +119,10 @@ func TestIntegrationBootKubeadmInit(t *testing.T) {
 			t.Fatal(err)
 		}
 		started := time.Now()
+		// kubeadm init waits for the API server through the endpoint.
+		if err := d.SetBackends(ctx, []string{ip + ":6443"}); err != nil {
+			t.Fatal(err)
+		}
 		if err := d.Boot(ctx, vm.Name(), cc); err != nil {
 			t.Fatal(err)
 		}
@@ -125,6 +135,25 @@ func TestIntegrationBootKubeadmInit(t *testing.T) {
 		out, err = docker.Run(ctx, "exec", name, "kubectl", "--kubeconfig", "/etc/kubernetes/admin.conf", "get", "node", "lab-cp-0", "--output", "jsonpath={.spec.providerID}")
 		if err != nil || string(out) != "vsphere://"+m.Config.Uuid {
 			t.Fatalf("the Node's providerID: %q, %v; want vsphere://%s", out, err, m.Config.Uuid)
+		}
+		// admin.conf reaches the API server through the load balancer:
+		// without a backend it answers nothing, with one again it does.
+		reachable := func() bool {
+			_, err := docker.Run(ctx, "exec", name, "kubectl", "--kubeconfig", "/etc/kubernetes/admin.conf", "--request-timeout", "2s", "get", "--raw", "/healthz")
+			return err == nil
+		}
+		for _, st := range []struct {
+			backends []string
+			want     bool
+		}{{nil, false}, {[]string{ip + ":6443"}, true}} {
+			if err := d.SetBackends(ctx, st.backends); err != nil {
+				t.Fatal(err)
+			}
+			if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+				return reachable() == st.want, nil
+			}); err != nil {
+				t.Fatalf("with backends %v the API server through %s: reachable %t after 30s", st.backends, lb, !st.want)
+			}
 		}
 	})
 }

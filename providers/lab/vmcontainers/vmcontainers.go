@@ -69,6 +69,8 @@ type State struct {
 	Subnet  string `json:"subnet,omitempty"`
 	// Containers are by VM name.
 	Containers map[string]Container `json:"containers,omitempty"`
+	// LoadBalancer is the control-plane endpoint's, when started.
+	LoadBalancer *Container `json:"loadBalancer,omitempty"`
 }
 
 // Container is one VM's container.
@@ -192,7 +194,7 @@ func (d *Driver) create(ctx context.Context, vm string) (Container, error) {
 // nextIP is the first address of the subnet after the gateway's that no
 // container of the lab has; d.mu is held.
 func (d *Driver) nextIP() (netip.Addr, error) {
-	used := map[string]bool{}
+	used := map[string]bool{lastHost(d.subnet).String(): true} // the load balancer's
 	for _, c := range d.state.Containers {
 		used[c.IP] = true
 	}
@@ -275,11 +277,14 @@ func Cleanup(ctx context.Context, docker kind.Docker, stateFile string) error {
 		return fmt.Errorf("vm containers state %s: %w", stateFile, err)
 	}
 	var errs []error
-	names := make([]string, 0, len(st.Containers))
+	names := make([]string, 0, len(st.Containers)+1)
 	for _, c := range st.Containers {
 		names = append(names, c.Name)
 	}
 	sort.Strings(names)
+	if st.LoadBalancer != nil {
+		names = append(names, st.LoadBalancer.Name)
+	}
 	for _, n := range names {
 		if _, err := docker.Run(ctx, "rm", "--force", "--volumes", n); err != nil && !isNoSuchContainer(err) {
 			errs = append(errs, err)
