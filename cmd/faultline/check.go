@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"sort"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -76,7 +73,7 @@ Exit codes: 0 nothing at error severity, 1 an error finding, 2 invalid input,
 3 the cluster could not be reached.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := notifyContext(cmd.Context())
 			defer stop()
 			return o.run(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},

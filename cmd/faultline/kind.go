@@ -2,9 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -48,7 +45,7 @@ commands (see README). The cluster's kubeconfig is printed, not merged into
 			}
 			o.State = state
 			o.Log = newLogger(cmd.ErrOrStderr(), verbose)
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := notifyContext(cmd.Context())
 			defer stop()
 			started := time.Now()
 			_, rec, err := kind.Up(ctx, o)

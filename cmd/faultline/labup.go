@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -85,7 +84,7 @@ another shell. Everything listens on 127.0.0.1.`,
 			}
 			defer os.Remove(stateFile)
 
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := notifyContext(cmd.Context())
 			defer stop()
 			in := lab.Input{Assets: flags.assets, Dir: dir, Profile: cfg.Profile}
 			for i := 1; i <= clusters; i++ {

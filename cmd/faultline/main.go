@@ -7,10 +7,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/faultline-dev/faultline/providers/session"
 
@@ -103,4 +106,11 @@ func sessionErr(err error) error {
 		return &exitError{code: engine.ExitUsage, err: err}
 	}
 	return infraErr(err)
+}
+
+// notifyContext is ctx, cancelled by Ctrl-C (SIGINT), SIGTERM or a closed
+// terminal or ssh session (SIGHUP): each ends a command the same way, its
+// faults undone.
+func notifyContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 }

@@ -154,7 +154,7 @@ func TestIntegrationCrash(t *testing.T) {
 	}
 	vm := vms[0]
 
-	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGINT} {
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGINT, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
 			artifacts := t.TempDir()
 			run := exec.Command(bin, "run", scenario, "--provider", "vsphere", "--allow-vcenter", "127.0.0.1", "--artifacts", artifacts)
@@ -189,13 +189,14 @@ func TestIntegrationCrash(t *testing.T) {
 				if !strings.Contains(string(out), "off/DC0_H0_VM0 vm.power-off: undone (vm.power-on)") {
 					t.Errorf("recover printed %q", out)
 				}
-			case syscall.SIGINT:
+			case syscall.SIGINT, syscall.SIGHUP:
+				// A closed terminal undoes as Ctrl-C does.
 				if exit == nil || exit.ExitCode() != engine.ExitInfra {
 					t.Errorf("interrupted run: %v, want exit %d\n%s", err, engine.ExitInfra, runOut.String())
 				}
 				b, rerr := os.ReadFile(filepath.Join(artifacts, "result.json"))
 				if rerr != nil || !strings.Contains(string(b), `"verdict": "error"`) || !strings.Contains(string(b), "interrupted") {
-					t.Errorf("result.json after SIGINT: %v\n%s", rerr, b)
+					t.Errorf("result.json after %s: %v\n%s", sig, rerr, b)
 				}
 			}
 			if state, err := p.PowerState(t.Context(), vm); err != nil || state != providers.PoweredOn {

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/faultline-dev/faultline/providers/session"
@@ -130,7 +128,7 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 	}
 	log := newLogger(stderr, o.verbosity)
 
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifyContext(ctx)
 	defer stop()
 
 	sess, err := o.openSession(ctx, sc, stderr, log)
