@@ -30,12 +30,14 @@ type runOptions struct {
 	artifacts string
 	output    string
 	timeout   time.Duration
-	retain    bool
-	verbosity int
-	vcenter   vcenterFlags
-	kind      kindFlags
-	history   string
-	gate      bool
+	// timeoutSet: --timeout was given (0s is then an error, not "unset").
+	timeoutSet bool
+	retain     bool
+	verbosity  int
+	vcenter    vcenterFlags
+	kind       kindFlags
+	history    string
+	gate       bool
 }
 
 func newRunCommand() *cobra.Command {
@@ -48,6 +50,7 @@ on the embedded lab, which needs no vCenter and no cluster. Against a real
 vCenter (--provider vsphere) the vCenter must be named in --allow-vcenter.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.timeoutSet = cmd.Flags().Changed("timeout")
 			return o.run(cmd.Context(), args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -97,8 +100,8 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 	if o.output != "text" && o.output != "json" {
 		return usageErr("--output %q: expected text or json", o.output)
 	}
-	if o.timeout < 0 {
-		return usageErr("--timeout %s: expected a positive duration", o.timeout)
+	if o.timeoutSet && (o.timeout <= 0 || o.timeout > scenario.MaxDuration) {
+		return usageErr("--timeout %s: expected a positive duration up to %s", o.timeout, scenario.MaxDuration)
 	}
 	sets, err := parseSets(o.sets)
 	if err != nil {

@@ -135,6 +135,10 @@ func (d *decoder) decodeDuration(n *yaml.Node, path string, v reflect.Value) {
 		d.fail(n, path, "duration %s is negative; expected zero or more", n.Value)
 		return
 	}
+	if dur > MaxDuration {
+		d.fail(n, path, "duration %s is longer than %s, the longest a scenario waits", n.Value, MaxDuration)
+		return
+	}
 	v.Set(reflect.ValueOf(Duration{Duration: dur}))
 }
 

@@ -6,12 +6,15 @@ import (
 	"github.com/faultline-dev/faultline/providers"
 )
 
-// What a scenario gets when it sets no timeout or poll interval, and the
-// shortest poll interval it may set.
+// What a scenario gets when it sets no timeout or poll interval, the
+// shortest poll interval it may set, and the longest duration it may
+// write anywhere (a budget, a window, a timeout): the real profile's
+// seeds recover in minutes, and a nightly run must end.
 const (
 	DefaultTimeout      = 30 * time.Minute
 	DefaultPollInterval = 2 * time.Second
 	MinPollInterval     = 50 * time.Millisecond
+	MaxDuration         = 24 * time.Hour
 )
 
 // APIVersion and Kind identify a scenario file.
