@@ -90,6 +90,9 @@ func TestValidateExitCodes(t *testing.T) {
 		{[]string{"run", catalogueScenario, "--provider", "capi", "--kubeconfig", kubeconfig, "--context", "nope"}, 2, `kubeconfig context "nope" not found; it has: mgmt`},
 		{[]string{"run", catalogueScenario, "--provider", "capi", "--kubeconfig", kubeconfig}, 2, `refusing a destructive run against context "mgmt": it is not in --allow-context`},
 		{[]string{"run", "power-off-worker", "--profile", "slow"}, 2, `unknown lab profile "slow": expected one of compressed, real`},
+		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--profile", "bogus"}, 2, "--profile sets the lab's time profile; it does nothing with --provider vsphere"},
+		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "https://vc.example.com", "--allow-vcenter", "vc.example.com", "--vcenter-ca-file", "/no/ca.pem"}, 2, "--vcenter-ca-file: stat /no/ca.pem: no such file or directory"},
+		{[]string{"run", catalogueScenario, "--provider", "capi", "--kubeconfig", catalogueScenario}, 2, "not a kubeconfig (expected YAML with apiVersion: v1 and kind: Config)"},
 		{[]string{"run"}, 2, "accepts 1 arg"},
 		{[]string{"list"}, 0, ""},
 	}

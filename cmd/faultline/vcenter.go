@@ -102,6 +102,27 @@ func (f *vcenterFlags) merged() (vsphere.Config, error) {
 	if f.insecure {
 		c.Insecure = true
 	}
+	// A named certificate file that is not there is the user's mistake,
+	// found before anything is dialled.
+	for _, file := range []struct {
+		path      string
+		byFlag    bool
+		flag, env string
+	}{
+		{c.CAFile, f.caFile != "", "--vcenter-ca-file", "$GOVC_TLS_CA_CERTS"},
+		{c.KnownHostsFile, f.knownHosts != "", "--vcenter-known-hosts", "$GOVC_TLS_KNOWN_HOSTS"},
+	} {
+		if file.path == "" {
+			continue
+		}
+		if _, err := os.Stat(file.path); err != nil {
+			from := file.env
+			if file.byFlag {
+				from = file.flag
+			}
+			return c, usageErr("%s: %v", from, err)
+		}
+	}
 	if f.passwordFile != "" {
 		b, err := os.ReadFile(f.passwordFile)
 		if err != nil {

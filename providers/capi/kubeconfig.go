@@ -25,6 +25,20 @@ type KubeconfigError struct{ Err error }
 func (e *KubeconfigError) Error() string { return e.Err.Error() }
 func (e *KubeconfigError) Unwrap() error { return e.Err }
 
+// kubeconfigLoadError says what is wrong with a kubeconfig client-go could
+// not load, in a user's words: client-go reports a file that is not a
+// kubeconfig with the Go type it failed to decode into.
+func kubeconfigLoadError(err error) error {
+	msg := err.Error()
+	rest, loading := strings.CutPrefix(msg, "error loading config file ")
+	file, cause, ok := strings.Cut(rest, ": ")
+	if loading && ok && !strings.Contains(cause, "permission denied") && !strings.Contains(cause, "is a directory") {
+		// It was read, but does not decode as a kubeconfig.
+		return fmt.Errorf("kubeconfig %s: not a kubeconfig (expected YAML with apiVersion: v1 and kind: Config)", strings.Trim(file, `"`))
+	}
+	return fmt.Errorf("kubeconfig: %w", err)
+}
+
 // NewClient is a client of the management cluster a kubeconfig names, the
 // way kubectl finds it: kubeconfig is a file, a list of files ($KUBECONFIG
 // style, as a recovery replays it) or empty ($KUBECONFIG, then
@@ -47,7 +61,7 @@ func NewClient(kubeconfig, context string) (client.WithWatch, string, string, er
 	}
 	raw, err := rules.Load()
 	if err != nil {
-		return nil, "", "", &KubeconfigError{fmt.Errorf("kubeconfig: %w", err)}
+		return nil, "", "", &KubeconfigError{kubeconfigLoadError(err)}
 	}
 	name := context
 	if name == "" {
