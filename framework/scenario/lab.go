@@ -14,6 +14,12 @@ const (
 	CNIAntrea = "antrea"
 )
 
+// What a lab cluster's VMs are (LabSpec.Nodes).
+const (
+	NodesSimulated  = "simulated"
+	NodesContainers = "containers"
+)
+
 // Validate checks a lab cluster's shape; fld is where it stands (spec.lab
 // in a scenario file). Each error's Detail says what was found and what
 // was expected.
@@ -27,6 +33,9 @@ func (l LabSpec) Validate(fld *field.Path) field.ErrorList {
 	}
 	if l.Workers < 0 {
 		invalid(fld.Child("workers"), l.Workers, "got %d, expected 0 or more", l.Workers)
+	}
+	if l.Nodes != "" && l.Nodes != NodesSimulated && l.Nodes != NodesContainers {
+		invalid(fld.Child("nodes"), l.Nodes, "got %q, expected %s or %s", l.Nodes, NodesSimulated, NodesContainers)
 	}
 	if l.CNI != "" && l.CNI != CNICalico && l.CNI != CNIAntrea {
 		invalid(fld.Child("cni"), l.CNI, "got %q, expected %s or %s", l.CNI, CNICalico, CNIAntrea)
@@ -62,6 +71,10 @@ func (l LabSpec) HasWorkerMHC() bool { return l.WorkerMHC == nil || *l.WorkerMHC
 // HasControlPlaneMHC tells whether the control plane gets one: no unless
 // the spec says yes (as in seed 002's TKGS).
 func (l LabSpec) HasControlPlaneMHC() bool { return l.ControlPlaneMHC != nil && *l.ControlPlaneMHC }
+
+// RealNodes tells whether the cluster's VMs are containers booted by real
+// kubeadm.
+func (l LabSpec) RealNodes() bool { return l.Nodes == NodesContainers }
 
 // CNIName is the cluster's CNI, CNICalico unless the spec says otherwise.
 func (l LabSpec) CNIName() string {

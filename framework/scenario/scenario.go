@@ -105,6 +105,10 @@ type LabSpec struct {
 	// Network is the cluster's pod network; empty fields take Calico's and
 	// kubeadm's defaults.
 	Network LabNetwork `yaml:"network"`
+	// Nodes is what the cluster's VMs are: NodesSimulated (the default,
+	// the node simulator) or NodesContainers (each VM a container of the
+	// kind node image booted by real kubeadm).
+	Nodes string `yaml:"nodes"`
 }
 
 // LabNetwork is a lab cluster's pod network.

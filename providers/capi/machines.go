@@ -165,7 +165,7 @@ func (p *Provider) ownerMachines(ctx context.Context, obj providers.Object) ([]c
 
 // APIServer implements providers.ClusterAPI.
 func (p *Provider) APIServer(ctx context.Context, obj providers.Object) error {
-	c, err := p.workload(ctx, obj.Attributes[providers.AttrNamespace], obj.Attributes[providers.AttrCluster])
+	c, err := p.Workload(ctx, obj.Attributes[providers.AttrNamespace], obj.Attributes[providers.AttrCluster])
 	if err != nil {
 		return err
 	}
@@ -180,7 +180,7 @@ func (p *Provider) node(ctx context.Context, m *clusterv1.Machine) (*corev1.Node
 	if nodeName(m) == "" {
 		return nil, nil
 	}
-	c, err := p.workload(ctx, m.Namespace, m.Spec.ClusterName)
+	c, err := p.Workload(ctx, m.Namespace, m.Spec.ClusterName)
 	if err != nil {
 		return nil, err
 	}

@@ -174,13 +174,13 @@ func (p *Provider) clusterClient(ctx context.Context, scope providers.Object, cl
 	if cluster != "workload" {
 		return p.c, 0, nil
 	}
-	c, err := p.workload(ctx, scope.Attributes[providers.AttrNamespace], scope.Attributes[providers.AttrCluster])
+	c, err := p.Workload(ctx, scope.Attributes[providers.AttrNamespace], scope.Attributes[providers.AttrCluster])
 	return c, p.probeTimeout, err
 }
 
-// workload returns a client of a workload cluster, built once from the
+// Workload returns a client of a workload cluster, built once from the
 // kubeconfig Secret Cluster API keeps for it.
-func (p *Provider) workload(ctx context.Context, ns, cluster string) (client.Client, error) {
+func (p *Provider) Workload(ctx context.Context, ns, cluster string) (client.Client, error) {
 	if c := p.pairedWorkload; c != nil {
 		if p.readOnly {
 			return readOnlyClient{c}, nil

@@ -89,8 +89,7 @@ func (n PodNetwork) Ensure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	type node struct{ name, ip, cidr string }
-	var nodes []node
+	var nodes []NodeContainer
 	for _, c := range list {
 		if c.Role == "external-load-balancer" || c.State != "running" {
 			continue
@@ -99,10 +98,27 @@ func (n PodNetwork) Ensure(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if ip == "" {
-			continue
+		if ip != "" {
+			nodes = append(nodes, NodeContainer{Container: c.Name, Node: c.Name, IP: ip})
 		}
-		raw, err := n.p.docker.Run(ctx, "exec", c.Name, "cat", cniConfig)
+	}
+	return EnsurePodNetwork(ctx, n.p.docker, n.p.c, nodes)
+}
+
+// NodeContainer is a running node's container on a docker network: its
+// container's name, its Kubernetes Node's name, its address.
+type NodeContainer struct{ Container, Node, IP string }
+
+// EnsurePodNetwork is faultline's stand-in for kindnetd on nodes: on each,
+// a CNI config (ptp and host-local over the Node's spec.podCIDR, read
+// through c, which kube-controller-manager allocates) where there is none,
+// and a route to every other node's pod CIDR through that node's address.
+// Idempotent.
+func EnsurePodNetwork(ctx context.Context, d Docker, c client.Client, nodes []NodeContainer) error {
+	type node struct{ name, ip, cidr string }
+	var configured []node
+	for _, n := range nodes {
+		raw, err := d.Run(ctx, "exec", n.Container, "cat", cniConfig)
 		var de *DockerError
 		if err != nil && !errors.As(err, &de) {
 			return err
@@ -110,42 +126,42 @@ func (n PodNetwork) Ensure(ctx context.Context) error {
 		// A node with no config yet (cat failed) gets one below.
 		cidr := subnetOf(raw)
 		if cidr == "" {
-			if cidr, err = n.podCIDR(ctx, c.Name); err != nil {
+			if cidr, err = podCIDR(ctx, c, n.Node); err != nil {
 				return err
 			}
 			// Written beside, then renamed: containerd must not read half
 			// a file.
 			script := `set -e; mkdir -p "$(dirname "$1")"; printf '%s' "$2" >"$1.tmp"; mv "$1.tmp" "$1"`
-			if _, err := n.p.docker.Run(ctx, "exec", c.Name, "sh", "-c", script, "sh", cniConfig, conflist(cidr)); err != nil {
-				return fmt.Errorf("write the CNI config of node %s: %w", c.Name, err)
+			if _, err := d.Run(ctx, "exec", n.Container, "sh", "-c", script, "sh", cniConfig, conflist(cidr)); err != nil {
+				return fmt.Errorf("write the CNI config of node %s: %w", n.Node, err)
 			}
 		}
-		nodes = append(nodes, node{name: c.Name, ip: ip, cidr: cidr})
+		configured = append(configured, node{name: n.Container, ip: n.IP, cidr: cidr})
 	}
-	for _, from := range nodes {
+	for _, from := range configured {
 		args := []string{"exec", from.name, "sh", "-c", `while [ $# -gt 1 ]; do ip route replace "$1" via "$2"; shift 2; done`, "sh"}
-		for _, to := range nodes {
+		for _, to := range configured {
 			if to.name != from.name {
 				args = append(args, to.cidr, to.ip)
 			}
 		}
-		if _, err := n.p.docker.Run(ctx, args...); err != nil {
+		if _, err := d.Run(ctx, args...); err != nil {
 			return fmt.Errorf("route pod networks on node %s: %w", from.name, err)
 		}
 	}
 	return nil
 }
 
-func (n PodNetwork) podCIDR(ctx context.Context, name string) (string, error) {
+func podCIDR(ctx context.Context, c client.Client, name string) (string, error) {
 	node := &corev1.Node{}
-	if err := n.p.c.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 		return "", fmt.Errorf("read the pod CIDR of node %s: %w", name, err)
 	}
 	if node.Spec.PodCIDR == "" {
 		return "", fmt.Errorf("node %s: %w", name, ErrNoPodCIDR)
 	}
 	if strings.Contains(node.Spec.PodCIDR, ":") {
-		return "", fmt.Errorf("node %s: pod CIDR %s is IPv6; faultline's kind network is IPv4 only", name, node.Spec.PodCIDR)
+		return "", fmt.Errorf("node %s: pod CIDR %s is IPv6; faultline's pod network is IPv4 only", name, node.Spec.PodCIDR)
 	}
 	return node.Spec.PodCIDR, nil
 }

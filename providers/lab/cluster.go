@@ -57,7 +57,7 @@ func SpecFor(name string, s scenario.LabSpec) ClusterSpec {
 func (c ClusterSpec) Serves(s scenario.LabSpec) bool {
 	wpod, wnode, wblock := s.PodNetwork()
 	cpod, cnode, cblock := c.PodNetwork()
-	return c.ControlPlanes == s.ControlPlanes && c.Workers >= s.Workers && c.CNIName() == s.CNIName() &&
+	return c.ControlPlanes == s.ControlPlanes && c.Workers >= s.Workers && c.CNIName() == s.CNIName() && c.RealNodes() == s.RealNodes() &&
 		cpod == wpod && cnode == wnode && cblock == wblock && c.NodeStartupTimeout == s.NodeStartupTimeout &&
 		c.HasWorkerMHC() == s.HasWorkerMHC() && (s.ControlPlaneMHC == nil || c.HasControlPlaneMHC() == s.HasControlPlaneMHC())
 }
@@ -80,7 +80,9 @@ func (s ClusterSpec) machineDeploymentName() string { return s.Name + "-md-0" }
 
 // clusterObjects returns the Cluster API objects of one workload cluster,
 // in creation order.
-func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpointPort int32, p Profile) []client.Object {
+// realNodes, when set, is the kubeadm configuration of a cluster whose
+// VMs are real nodes; endpoint is its control-plane endpoint.
+func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infrav1.APIEndpoint, p Profile, realNodes *bootstrapv1.KubeadmConfigSpec) []client.Object {
 	podCIDR, _, _ := s.PodNetwork()
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: map[string]string{clusterv1.ClusterNameLabel: s.Name}}
@@ -102,12 +104,18 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpointPort 
 	cpTemplate := machineTemplate(s.Name + "-control-plane")
 	workerTemplate := machineTemplate(s.Name + "-worker")
 
+	var kcp controlplanev1.KubeadmControlPlaneSpec
+	workerConfig := &bootstrapv1.KubeadmConfigTemplate{ObjectMeta: meta(s.Name + "-worker")}
+	if realNodes != nil {
+		kcp.KubeadmConfigSpec = *realNodes
+		workerConfig.Spec.Template.Spec = *realNodes
+	}
 	objs := []client.Object{
 		&infrav1.VSphereCluster{
 			ObjectMeta: meta(s.Name),
 			Spec: infrav1.VSphereClusterSpec{
 				Server: vc.Host, Thumbprint: thumbprint,
-				ControlPlaneEndpoint: infrav1.APIEndpoint{Host: "127.0.0.1", Port: endpointPort},
+				ControlPlaneEndpoint: endpoint,
 				DisableClusterModule: ptrTo(true),
 			},
 		},
@@ -120,7 +128,8 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpointPort 
 				// A bounded retry, as a cluster configured after seed 003
 				// has: a replacement that cannot join is not recreated
 				// forever.
-				Remediation: controlplanev1.KubeadmControlPlaneRemediationSpec{MaxRetry: ptrTo(int32(5))},
+				Remediation:       controlplanev1.KubeadmControlPlaneRemediationSpec{MaxRetry: ptrTo(int32(5))},
+				KubeadmConfigSpec: kcp.KubeadmConfigSpec,
 				MachineTemplate: controlplanev1.KubeadmControlPlaneMachineTemplate{
 					Spec: controlplanev1.KubeadmControlPlaneMachineTemplateSpec{
 						InfrastructureRef: clusterv1.ContractVersionedObjectReference{
@@ -130,7 +139,7 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpointPort 
 				},
 			},
 		},
-		&bootstrapv1.KubeadmConfigTemplate{ObjectMeta: meta(s.Name + "-worker")},
+		workerConfig,
 		&clusterv1.Cluster{
 			ObjectMeta: meta(s.Name),
 			Spec: clusterv1.ClusterSpec{

@@ -6,9 +6,13 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/kind"
+	"github.com/faultline-dev/faultline/providers/lab/vmcontainers"
 	"io"
 	"os"
 	"path/filepath"
+	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	"strings"
 	"time"
 
@@ -55,7 +59,11 @@ func (in Input) Validate() error {
 		errs = append(errs, errors.New("at least one cluster is required"))
 	}
 	seen := map[string]bool{}
+	real := 0
 	for _, c := range in.Clusters {
+		if c.RealNodes() {
+			real++
+		}
 		if err := c.Validate(); err != nil {
 			errs = append(errs, err)
 		}
@@ -63,6 +71,9 @@ func (in Input) Validate() error {
 			errs = append(errs, fmt.Errorf("cluster %s: named twice", c.Name))
 		}
 		seen[c.Name] = true
+	}
+	if real > 1 {
+		errs = append(errs, fmt.Errorf("%d clusters with real nodes: a lab runs one (it has one control-plane endpoint)", real))
 	}
 	if in.Profile.Name == "" {
 		errs = append(errs, fmt.Errorf("profile is required: one of %s", strings.Join(ProfileNames(), ", ")))
@@ -84,9 +95,12 @@ type Lab struct {
 	mem       inmemoryruntime.Manager
 	workloads map[string]*workloadServer
 	nodes     *nodeSim
-	provider  *Provider
-	cancel    context.CancelFunc
-	done      chan struct{}
+	// real runs the VMs of the cluster whose nodes are containers.
+	real     *realNodes
+	realDone chan struct{}
+	provider *Provider
+	cancel   context.CancelFunc
+	done     chan struct{}
 }
 
 // Start brings the lab up and returns once its clusters' objects are
@@ -133,6 +147,9 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 		return l, err
 	}
 	for _, c := range in.Clusters {
+		if c.RealNodes() {
+			continue
+		}
 		l.mem.AddResourceGroup(resourceGroup(c.Name))
 		w, err := newWorkloadServer(l.mem, resourceGroup(c.Name), in.Log.WithName("workload"))
 		if err != nil {
@@ -149,7 +166,16 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	}
 	c := l.mgmt.mgr.GetClient()
 	for _, cs := range in.Clusters {
-		objs := clusterObjects(cs, l.sim.URL(), thumbprint, int32(l.workloads[cs.Name].Addr().Port), in.Profile)
+		var objs []client.Object
+		if cs.RealNodes() {
+			endpoint, kubeadm, err := l.startRealNodes(ctx, cs)
+			if err != nil {
+				return l, err
+			}
+			objs = clusterObjects(cs, l.sim.URL(), thumbprint, endpoint, in.Profile, &kubeadm)
+		} else {
+			objs = clusterObjects(cs, l.sim.URL(), thumbprint, infrav1.APIEndpoint{Host: "127.0.0.1", Port: int32(l.workloads[cs.Name].Addr().Port)}, in.Profile, nil)
+		}
 		if err := createCluster(ctx, c, objs); err != nil {
 			return l, fmt.Errorf("create cluster %s: %w", cs.Name, err)
 		}
@@ -180,6 +206,17 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 		return l, fmt.Errorf("management cluster client: %w", err)
 	}
 	l.provider = &Provider{Provider: capi.New(wc, capi.WithName("lab"), capi.WithVCenter(l.vc), capi.WithLogger(in.Log)), nodes: l.nodes}
+	if l.real != nil {
+		l.real.mc, l.real.vc, l.real.setIP = c, l.vc.Client(), l.sim.SetGuestIP
+		l.real.workload = func(ctx context.Context) (client.Client, error) {
+			return l.provider.Workload(ctx, Namespace, l.real.cluster)
+		}
+		l.realDone = make(chan struct{})
+		go func() {
+			defer close(l.realDone)
+			l.real.run(sctx, 500*time.Millisecond)
+		}()
+	}
 	return l, nil
 }
 
@@ -348,6 +385,12 @@ func (l *Lab) Stop(ctx context.Context) error {
 	if l.cancel != nil {
 		l.cancel()
 		<-l.done
+		if l.realDone != nil {
+			<-l.realDone
+		}
+	}
+	if l.real != nil {
+		errs = append(errs, l.real.driver.Close(ctx))
 	}
 	if l.mgmt != nil {
 		errs = append(errs, l.mgmt.stop())
@@ -400,3 +443,36 @@ func certThumbprint(file string) (string, error) {
 }
 
 var _ = simulator.VPX // vcsim-only code stays in this package
+
+// startRealNodes makes the docker network and the load balancer of the
+// cluster whose nodes are real, before its objects exist: its control-plane
+// endpoint must be valid before KCP creates a Machine. It returns the
+// endpoint and the nodes' kubeadm configuration.
+func (l *Lab) startRealNodes(ctx context.Context, cs ClusterSpec) (infrav1.APIEndpoint, bootstrapv1.KubeadmConfigSpec, error) {
+	var none infrav1.APIEndpoint
+	docker := kind.ExecDocker{}
+	if err := kind.Available(ctx, docker); err != nil {
+		return none, bootstrapv1.KubeadmConfigSpec{}, fmt.Errorf("cluster %s has real nodes: %w", cs.Name, err)
+	}
+	image, err := kind.NewestImage(ctx, docker)
+	if err != nil {
+		return none, bootstrapv1.KubeadmConfigSpec{}, fmt.Errorf("cluster %s has real nodes: %w", cs.Name, err)
+	}
+	quirks, err := kind.DetectQuirks(ctx, docker, image)
+	if err != nil {
+		return none, bootstrapv1.KubeadmConfigSpec{}, err
+	}
+	driver, err := vmcontainers.New(ctx, vmcontainers.Config{
+		Lab: filepath.Base(l.dir), Image: image, StateFile: filepath.Join(l.dir, "vmcontainers.json"),
+		Docker: docker, Quirks: quirks, Log: l.in.Log.WithName("vmcontainers"),
+	})
+	if err != nil {
+		return none, bootstrapv1.KubeadmConfigSpec{}, err
+	}
+	l.real = &realNodes{driver: driver, docker: docker, cluster: cs.Name, booted: map[string]bool{}, log: l.in.Log.WithName("realnodes")}
+	lb, err := driver.StartLoadBalancer(ctx, apiServerPort)
+	if err != nil {
+		return none, bootstrapv1.KubeadmConfigSpec{}, err
+	}
+	return infrav1.APIEndpoint{Host: lb, Port: apiServerPort}, realKubeadmConfig(l.in.Profile, quirks), nil
+}

@@ -242,6 +242,9 @@ func (s *nodeSim) tick(ctx context.Context) error {
 			continue // not cloned yet
 		}
 		m := owner[v.Name]
+		if m != nil && s.specs[m.Spec.ClusterName].RealNodes() {
+			continue // real nodes run it
+		}
 		if _, ok := s.vms[v.Name]; !ok && m != nil {
 			_, isCP := m.Labels[clusterv1.MachineControlPlaneLabel]
 			s.vms[v.Name] = &simVM{name: v.Name, cluster: m.Spec.ClusterName, controlPlane: isCP, uuid: v.Spec.BiosUUID}

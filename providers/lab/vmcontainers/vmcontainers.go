@@ -112,6 +112,21 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 	return d, nil
 }
 
+// ContainerName is the name of vm's container.
+func (d *Driver) ContainerName(vm string) string { return d.cfg.Lab + "-" + vm }
+
+// VMs lists, sorted, the VMs that have a container.
+func (d *Driver) VMs() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]string, 0, len(d.state.Containers))
+	for vm := range d.state.Containers {
+		out = append(out, vm)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Subnet is the lab's docker network.
 func (d *Driver) Subnet() netip.Prefix { return d.subnet }
 
@@ -171,7 +186,7 @@ func (d *Driver) Reconcile(ctx context.Context, vm VM) (string, error) {
 func (d *Driver) create(ctx context.Context, vm string) (Container, error) {
 	d.mu.Lock()
 	ip, err := d.nextIP()
-	c := Container{Name: d.cfg.Lab + "-" + vm, IP: ip.String()}
+	c := Container{Name: d.ContainerName(vm), IP: ip.String()}
 	if err == nil {
 		d.state.Containers[vm] = c
 		err = d.saveLocked()

@@ -1,0 +1,306 @@
+package lab
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/vmware/govmomi/view"
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/faultline-dev/faultline/providers"
+	"github.com/faultline-dev/faultline/providers/kind"
+	"github.com/faultline-dev/faultline/providers/lab/vmcontainers"
+)
+
+// apiServerPort is the real nodes' API server port, behind the load
+// balancer on the same port.
+const apiServerPort = 6443
+
+// realNodes runs the VMs of a cluster whose nodes are real: each VM's
+// container follows its power state (vmcontainers), boots once from the
+// bootstrap data CAPV put in its extraConfig, gets its address reported
+// as the VM's guest IP, and, as the vSphere cloud provider would, its
+// Node's providerID; the load balancer sends the control-plane endpoint
+// to the control planes that run, and every running node gets the pod
+// network. Nothing of the node simulator runs for such a cluster.
+type realNodes struct {
+	driver  *vmcontainers.Driver
+	docker  kind.Docker
+	vc      *vim25.Client
+	setIP   func(types.ManagedObjectReference, string) error
+	mc      client.Client
+	cluster string
+	// workload reaches the cluster's API server, through the endpoint.
+	workload func(ctx context.Context) (client.Client, error)
+	log      logr.Logger
+
+	// Owned by the ticking goroutine.
+	view     *view.ContainerView
+	backends []string
+	boots    sync.WaitGroup
+	mu       sync.Mutex
+	booted   map[string]bool // VMs whose cloud-config ran
+}
+
+type realVM struct {
+	ref      types.ManagedObjectReference
+	uuid     string
+	power    providers.PowerState
+	bootTime time.Time
+	ip       string
+	guest    vmcontainers.GuestInfo
+}
+
+// run ticks until ctx ends.
+func (r *realNodes) run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := r.tick(ctx); err != nil && ctx.Err() == nil {
+			r.log.V(1).Info("real nodes tick", "error", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			if r.view != nil {
+				_ = r.view.Destroy(context.WithoutCancel(ctx))
+			}
+			r.boots.Wait()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// inventory reads every VM's UUID, power state, boot time, IP and
+// guestinfo in one call.
+func (r *realNodes) inventory(ctx context.Context) (map[string]realVM, error) {
+	if r.view == nil {
+		v, err := view.NewManager(r.vc).CreateContainerView(ctx, r.vc.ServiceContent.RootFolder, []string{"VirtualMachine"}, true)
+		if err != nil {
+			return nil, fmt.Errorf("create VM view: %w", err)
+		}
+		r.view = v
+	}
+	var vms []mo.VirtualMachine
+	if err := r.view.Retrieve(ctx, []string{"VirtualMachine"}, []string{"config.uuid", "config.extraConfig", "runtime.powerState", "summary.runtime.bootTime", "guest.ipAddress"}, &vms); err != nil {
+		return nil, fmt.Errorf("read VMs: %w", err)
+	}
+	out := make(map[string]realVM, len(vms))
+	for _, vm := range vms {
+		if vm.Config == nil {
+			continue
+		}
+		st := realVM{ref: vm.Reference(), uuid: vm.Config.Uuid, power: providers.PowerState(vm.Runtime.PowerState), guest: vmcontainers.GuestInfo{}}
+		if vm.Guest != nil {
+			st.ip = vm.Guest.IpAddress
+		}
+		if bt := vm.Summary.Runtime.BootTime; bt != nil {
+			st.bootTime = *bt
+		}
+		for _, o := range vm.Config.ExtraConfig {
+			if kv := o.GetOptionValue(); kv != nil && strings.HasPrefix(kv.Key, "guestinfo.") {
+				st.guest[kv.Key] = fmt.Sprint(kv.Value)
+			}
+		}
+		out[vm.Config.Uuid] = st
+	}
+	return out, nil
+}
+
+func (r *realNodes) tick(ctx context.Context) error {
+	inv, err := r.inventory(ctx)
+	if err != nil {
+		return err
+	}
+	var vsvms infrav1.VSphereVMList
+	if err := r.mc.List(ctx, &vsvms, client.InNamespace(Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: r.cluster}); err != nil {
+		return fmt.Errorf("list VSphereVMs: %w", err)
+	}
+	var machines clusterv1.MachineList
+	if err := r.mc.List(ctx, &machines, client.InNamespace(Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: r.cluster}); err != nil {
+		return fmt.Errorf("list Machines: %w", err)
+	}
+	controlPlane := map[string]bool{} // by VSphereMachine (and VSphereVM) name
+	dataSecret := map[string]string{}
+	for _, m := range machines.Items {
+		if _, ok := m.Labels[clusterv1.MachineControlPlaneLabel]; ok {
+			controlPlane[m.Spec.InfrastructureRef.Name] = true
+		}
+		if m.Spec.Bootstrap.DataSecretName != nil {
+			dataSecret[m.Spec.InfrastructureRef.Name] = *m.Spec.Bootstrap.DataSecretName
+		}
+	}
+	var errs []error
+	var backends []string
+	var running []kind.NodeContainer
+	seen := map[string]bool{}
+	for _, v := range vsvms.Items {
+		if v.Spec.BiosUUID == "" {
+			continue // not cloned yet
+		}
+		seen[v.Name] = true
+		st, exists := inv[v.Spec.BiosUUID]
+		ip, err := r.driver.Reconcile(ctx, vmcontainers.VM{Name: v.Name, Exists: exists, Power: st.power, BootTime: st.bootTime})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !exists || st.power != providers.PoweredOn || ip == "" {
+			continue
+		}
+		if st.ip != ip {
+			errs = append(errs, r.setIP(st.ref, ip))
+		}
+		if _, ok := st.guest["guestinfo.userdata"]; !ok && dataSecret[v.Name] != "" {
+			// vcsim does not keep the extraConfig of a clone spec, where
+			// CAPV puts the userdata (it keeps the metadata CAPV sets
+			// afterwards): read it where CAPV read it, the Machine's
+			// bootstrap data Secret.
+			if err := r.userDataFromSecret(ctx, dataSecret[v.Name], st.guest); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		r.boot(ctx, v.Name, st)
+		if controlPlane[v.Name] {
+			backends = append(backends, net.JoinHostPort(ip, fmt.Sprint(apiServerPort)))
+		}
+		running = append(running, kind.NodeContainer{Container: r.driver.ContainerName(v.Name), Node: v.Name, IP: ip})
+	}
+	for _, name := range r.driver.VMs() {
+		if !seen[name] {
+			// Its VSphereVM is gone: so is the VM.
+			_, err := r.driver.Reconcile(ctx, vmcontainers.VM{Name: name})
+			errs = append(errs, err)
+		}
+	}
+	sort.Strings(backends)
+	if strings.Join(backends, ",") != strings.Join(r.backends, ",") {
+		if err := r.driver.SetBackends(ctx, backends); err != nil {
+			errs = append(errs, err)
+		} else {
+			r.backends = backends
+		}
+	}
+	errs = append(errs, r.podNetwork(ctx, running))
+	return errors.Join(errs...)
+}
+
+// boot runs a VM's cloud-config once, at its first power-on, in the
+// background (kubeadm takes its time), as cloud-init does. The kubelet
+// gets the VM's providerID first, as the vSphere cloud provider would set
+// it.
+func (r *realNodes) boot(ctx context.Context, vm string, st realVM) {
+	r.mu.Lock()
+	done := r.booted[vm]
+	r.mu.Unlock()
+	if done {
+		return
+	}
+	cc, _, err := vmcontainers.ParseCloudConfig(st.guest)
+	if err != nil {
+		// CAPV may still be writing the bootstrap data: the next tick
+		// tries again, as cloud-init waits for its datasource.
+		r.log.V(1).Info("vm bootstrap data not readable yet", "vm", vm, "error", err.Error())
+		return
+	}
+	r.mu.Lock()
+	r.booted[vm] = true
+	r.mu.Unlock()
+	r.boots.Add(1)
+	go func() {
+		defer r.boots.Done()
+		started := time.Now()
+		kubelet, err := r.kubeletArgs(ctx, vm, "--provider-id=vsphere://"+st.uuid)
+		if err != nil {
+			r.log.Error(err, "vm bootstrap", "vm", vm)
+			return
+		}
+		cc.WriteFiles = append([]vmcontainers.WriteFile{kubelet}, cc.WriteFiles...)
+		if err := r.driver.Boot(ctx, vm, cc); err != nil {
+			r.log.Error(err, "vm bootstrap", "vm", vm)
+			return
+		}
+		r.log.V(1).Info("vm bootstrapped", "vm", vm, "took", time.Since(started).Round(time.Millisecond).String())
+	}()
+}
+
+// userDataFromSecret puts the bootstrap data Secret's value in guest as
+// CAPV would have: base64, with its encoding.
+func (r *realNodes) userDataFromSecret(ctx context.Context, name string, guest vmcontainers.GuestInfo) error {
+	sec := &corev1.Secret{}
+	if err := r.mc.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: name}, sec); err != nil {
+		return fmt.Errorf("bootstrap data Secret %s: %w", name, err)
+	}
+	guest["guestinfo.userdata"] = base64.StdEncoding.EncodeToString(sec.Data["value"])
+	guest["guestinfo.userdata.encoding"] = "base64"
+	return nil
+}
+
+// kubeletDefaults is where the kubelet's extra flags are, beside the ones
+// kubeadm writes: the node image's, which must be kept.
+const kubeletDefaults = "/etc/default/kubelet"
+
+// kubeletArgs is the node's kubeletDefaults with flag added to
+// KUBELET_EXTRA_ARGS.
+func (r *realNodes) kubeletArgs(ctx context.Context, vm, flag string) (vmcontainers.WriteFile, error) {
+	out, err := r.docker.Run(ctx, "exec", r.driver.ContainerName(vm), "cat", kubeletDefaults)
+	var de *kind.DockerError
+	if err != nil && !errors.As(err, &de) {
+		return vmcontainers.WriteFile{}, err
+	}
+	var lines []string
+	found := false
+	for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		if rest, ok := strings.CutPrefix(l, "KUBELET_EXTRA_ARGS="); ok {
+			l, found = "KUBELET_EXTRA_ARGS="+strings.TrimSpace(strings.Trim(rest, `"`)+" "+flag), true
+		}
+		if l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if !found {
+		lines = append(lines, "KUBELET_EXTRA_ARGS="+flag)
+	}
+	return vmcontainers.WriteFile{Path: kubeletDefaults, Permissions: "0644", Content: strings.Join(lines, "\n") + "\n"}, nil
+}
+
+// podNetwork configures the pod network on the running nodes whose Node
+// has its pod CIDR.
+func (r *realNodes) podNetwork(ctx context.Context, nodes []kind.NodeContainer) error {
+	if len(nodes) == 0 {
+		return nil
+	}
+	c, err := r.workload(ctx)
+	if err != nil {
+		return err
+	}
+	var ready []kind.NodeContainer
+	for _, n := range nodes {
+		if err := c.Get(ctx, client.ObjectKey{Name: n.Node}, &corev1.Node{}); err == nil {
+			ready = append(ready, n)
+		} else if !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	err = kind.EnsurePodNetwork(ctx, r.docker, c, ready)
+	if errors.Is(err, kind.ErrNoPodCIDR) {
+		return nil // kube-controller-manager allocates it soon
+	}
+	return err
+}
