@@ -15,7 +15,8 @@ internal/...                artifacts cmd framework internal/ providers scenario
 providers/vsphere           artifacts cmd framework providers/capi providers/kind providers/lab providers/session providers/fake scenarios suites
 providers/capi              artifacts cmd framework providers/kind providers/lab providers/session providers/fake scenarios suites
 providers/kind              artifacts cmd framework providers/lab providers/session providers/fake scenarios suites
-providers/lab               artifacts cmd framework/engine framework/check providers/kind providers/session providers/fake scenarios suites
+providers/lab               artifacts cmd framework/engine framework/check providers/session providers/fake scenarios suites
+providers/lab/vmcontainers  artifacts cmd framework providers/capi providers/lab providers/session providers/fake providers/vsphere scenarios suites
 providers/lab/labtest       artifacts cmd framework/engine framework/check providers/session scenarios suites
 providers/fake              artifacts cmd framework providers/ scenarios suites
 artifacts                   cmd providers/ scenarios suites

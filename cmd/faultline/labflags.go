@@ -4,12 +4,12 @@ import (
 	"io"
 	stdlog "log"
 
-	"github.com/faultline-dev/faultline/providers/session"
-
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 
+	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers/lab"
+	"github.com/faultline-dev/faultline/providers/session"
 )
 
 // labStartTimeout bounds the lab's start: envtest, the controllers and the
@@ -20,10 +20,13 @@ const labStartTimeout = session.DefaultLabWait
 type labFlags struct {
 	profile string
 	assets  string
+	// nodes, when set, replaces the clusters' spec.lab.nodes.
+	nodes string
 }
 
 func (f *labFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.profile, "profile", lab.DefaultProfile, "lab time profile: compressed (seconds) or real (upstream defaults)")
+	fs.StringVar(&f.nodes, "nodes", "", "what the lab's VMs are: simulated (the node simulator, seconds-fast) or containers (real nodes: containers of the kind node image booted by real kubeadm; needs docker and hack/kind-image.sh) (default the scenario's spec.lab.nodes, then simulated)")
 	fs.StringVar(&f.assets, "assets", "", "folder with kube-apiserver and etcd for the lab (default $"+lab.AssetsEnv+", setup-envtest's cache, ./bin/envtest, ~/.cache/faultline/envtest)")
 }
 
@@ -34,6 +37,16 @@ func (f *labFlags) config(log logr.Logger, clusters ...lab.ClusterSpec) (session
 	p, err := lab.ProfileNamed(f.profile)
 	if err != nil {
 		return session.LabConfig{}, usageErr("--profile: %v", err)
+	}
+	switch f.nodes {
+	case "", scenario.NodesSimulated, scenario.NodesContainers:
+	default:
+		return session.LabConfig{}, usageErr("--nodes %q: expected %s or %s", f.nodes, scenario.NodesSimulated, scenario.NodesContainers)
+	}
+	if f.nodes != "" {
+		for i := range clusters {
+			clusters[i].Nodes = f.nodes
+		}
 	}
 	// The controllers log what they do at level 0 and their transient
 	// errors often; users see them from -v 2 on.

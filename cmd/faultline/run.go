@@ -51,8 +51,10 @@ vCenter (--provider vsphere) the vCenter must be named in --allow-vcenter.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.timeoutSet = cmd.Flags().Changed("timeout")
-			if cmd.Flags().Changed("profile") && o.provider != session.ProviderLab {
-				return usageErr("--profile sets the lab's time profile; it does nothing with --provider %s", o.provider)
+			for _, f := range []string{"profile", "nodes"} {
+				if cmd.Flags().Changed(f) && o.provider != session.ProviderLab {
+					return usageErr("--%s sets how the lab runs; it does nothing with --provider %s", f, o.provider)
+				}
 			}
 			return o.run(cmd.Context(), args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},

@@ -8,6 +8,7 @@
 //
 // It imports the contract (providers), the scenario language (the spec.lab
 // shape, scenario.LabSpec), capi and vsphere (the lab is a Cluster API
-// management cluster with a vCenter) and internal packages; it must not
-// import the engine, the checks, session, cmd or suites.
+// management cluster with a vCenter), kind's docker code (for real nodes)
+// and internal packages; it must not import the engine, the checks,
+// session, cmd or suites.
 package lab

@@ -205,7 +205,7 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	if err != nil {
 		return l, fmt.Errorf("management cluster client: %w", err)
 	}
-	l.provider = &Provider{Provider: capi.New(wc, capi.WithName("lab"), capi.WithVCenter(l.vc), capi.WithLogger(in.Log)), nodes: l.nodes}
+	l.provider = &Provider{Provider: capi.New(wc, capi.WithName("lab"), capi.WithVCenter(l.vc), capi.WithLogger(in.Log)), nodes: l.nodes, real: l.real}
 	if l.real != nil {
 		l.real.mc, l.real.vc, l.real.setIP = c, l.vc.Client(), l.sim.SetGuestIP
 		l.real.workload = func(ctx context.Context) (client.Client, error) {
@@ -464,7 +464,7 @@ func (l *Lab) startRealNodes(ctx context.Context, cs ClusterSpec) (infrav1.APIEn
 	}
 	driver, err := vmcontainers.New(ctx, vmcontainers.Config{
 		Lab: filepath.Base(l.dir), Image: image, StateFile: filepath.Join(l.dir, "vmcontainers.json"),
-		Docker: docker, Quirks: quirks, Log: l.in.Log.WithName("vmcontainers"),
+		Docker: docker, Quirks: quirks, RebootDelay: l.in.Profile.Reboot, Log: l.in.Log.WithName("vmcontainers"),
 	})
 	if err != nil {
 		return none, bootstrapv1.KubeadmConfigSpec{}, err

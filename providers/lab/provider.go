@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/faultline-dev/faultline/internal/nodecmd"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 )
@@ -19,6 +20,9 @@ func (l *Lab) Provider() *Provider { return l.provider }
 type Provider struct {
 	*capi.Provider
 	nodes *nodeSim
+	// real runs the cluster whose nodes are containers; its node faults
+	// run in the containers, as kind's do.
+	real *realNodes
 }
 
 var (
@@ -49,8 +53,25 @@ func machineNode(m providers.Object, what string) (string, error) {
 	return node, nil
 }
 
+// realExec runs cmd in the container of m's node, when m's cluster has
+// real nodes (ok false otherwise).
+func (p *Provider) realExec(ctx context.Context, m providers.Object, cmd ...string) (out []byte, ok bool, err error) {
+	if p.real == nil || m.Attributes[providers.AttrCluster] != p.real.cluster {
+		return nil, false, nil
+	}
+	node, err := machineNode(m, "")
+	if err != nil {
+		return nil, true, err
+	}
+	out, err = p.real.docker.Run(ctx, append([]string{"exec", p.real.driver.ContainerName(node)}, cmd...)...)
+	return out, true, err
+}
+
 // SetKubelet implements providers.NodeKubelet on the Machine's node.
-func (p *Provider) SetKubelet(_ context.Context, m providers.Object, running bool) error {
+func (p *Provider) SetKubelet(ctx context.Context, m providers.Object, running bool) error {
+	if _, real, err := p.realExec(ctx, m, nodecmd.Kubelet(running)...); real {
+		return err
+	}
 	node, err := machineNode(m, "")
 	if err != nil {
 		return err
@@ -60,9 +81,12 @@ func (p *Provider) SetKubelet(_ context.Context, m providers.Object, running boo
 }
 
 // SetStaticPod implements providers.NodeStaticPods on the Machine's node.
-func (p *Provider) SetStaticPod(_ context.Context, m providers.Object, component string, running bool) error {
+func (p *Provider) SetStaticPod(ctx context.Context, m providers.Object, component string, running bool) error {
 	node, err := machineNode(m, "static pods")
 	if err != nil {
+		return err
+	}
+	if _, real, err := p.realExec(ctx, m, nodecmd.StaticPod(component, running)...); real {
 		return err
 	}
 	p.nodes.faults.setStaticPod(node, component, running)
@@ -70,11 +94,15 @@ func (p *Provider) SetStaticPod(_ context.Context, m providers.Object, component
 }
 
 // StaticPodRunning implements providers.NodeStaticPods: the component runs
-// while the node's VM is up, booted and the component not stopped.
-func (p *Provider) StaticPodRunning(_ context.Context, m providers.Object, component string) (bool, error) {
+// while the node's VM is up, booted and the component not stopped (on a
+// real node: a process of its name runs).
+func (p *Provider) StaticPodRunning(ctx context.Context, m providers.Object, component string) (bool, error) {
 	node, err := machineNode(m, "static pods")
 	if err != nil {
 		return false, err
+	}
+	if out, real, err := p.realExec(ctx, m, nodecmd.ProcessNames...); real {
+		return err == nil && nodecmd.Running(out, component), err
 	}
 	return p.nodes.staticPodRunning(node, component, time.Now()), nil
 }
@@ -82,10 +110,14 @@ func (p *Provider) StaticPodRunning(_ context.Context, m providers.Object, compo
 // SetLeaderStuck implements providers.EtcdLeadership on the Machine's
 // node: stuck, its member takes leadership and keeps it, and no new
 // control plane can join; freed, leadership moves to another member.
+// Real nodes do not play it yet.
 func (p *Provider) SetLeaderStuck(_ context.Context, m providers.Object, stuck bool) error {
 	node, err := machineNode(m, "etcd")
 	if err != nil {
 		return err
+	}
+	if p.real != nil && m.Attributes[providers.AttrCluster] == p.real.cluster {
+		return fmt.Errorf("a stuck etcd leader on real nodes: %w", providers.ErrUnsupported)
 	}
 	return p.nodes.setLeaderStuck(node, stuck)
 }

@@ -6,36 +6,42 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
+	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
+	"github.com/faultline-dev/faultline/scenarios/scenariotest"
 )
 
-// The real-node tier: every VM CAPV clones in vcsim is a container of the
-// kind node image that boots from its bootstrap data with real kubeadm,
-// behind the lab's load balancer; the Machines run and their Nodes are
-// real and Ready.
-func TestIntegrationRealNodes(t *testing.T) {
+// startRealLab starts a lab whose cluster "lab" (the catalogue's default)
+// has real nodes, and waits for its Machines; it skips without a Docker
+// engine.
+func startRealLab(t *testing.T, ctx context.Context, shape scenario.LabSpec) *lab.Lab {
+	t.Helper()
 	labtest.Require(t)
-	if err := kind.Available(context.Background(), kind.ExecDocker{}); err != nil {
+	if err := kind.Available(ctx, kind.ExecDocker{}); err != nil {
 		if os.Getenv("FAULTLINE_REQUIRE_KIND") != "" {
 			t.Fatal(err)
 		}
 		t.Skip("real nodes: " + err.Error())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
 	p, err := lab.ProfileNamed(lab.DefaultProfile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{Verbosity: 1})
-	lab.RouteLibraryLogs(funcr.New(func(string, string) {}, funcr.Options{}))
-	spec := lab.ClusterSpec{Name: "real", LabSpec: scenario.LabSpec{ControlPlanes: 1, Workers: 1, Nodes: scenario.NodesContainers}}
+	log := logr.Discard()
+	if os.Getenv("LAB_DEBUG") != "" {
+		log = funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{Verbosity: 1})
+	}
+	lab.RouteLibraryLogs(log)
+	shape.Nodes = scenario.NodesContainers
+	spec := lab.ClusterSpec{Name: "lab", LabSpec: shape}
 	started := time.Now()
 	l, err := lab.Start(ctx, lab.Input{Profile: p, Clusters: []lab.ClusterSpec{spec}, Log: log})
 	if err != nil {
@@ -49,8 +55,19 @@ func TestIntegrationRealNodes(t *testing.T) {
 	if err := l.WaitReady(ctx); err != nil {
 		t.Fatalf("after %s: %v", time.Since(started).Round(time.Second), err)
 	}
-	t.Logf("real nodes: every Machine Running in %s", time.Since(started).Round(time.Second))
-	c, err := l.Provider().Workload(ctx, lab.Namespace, "real")
+	t.Logf("real nodes: %d control planes and %d workers, every Machine Running in %s", shape.ControlPlanes, shape.Workers, time.Since(started).Round(time.Second))
+	return l
+}
+
+// The real-node tier: every VM CAPV clones in vcsim is a container of the
+// kind node image that boots from its bootstrap data with real kubeadm,
+// behind the lab's load balancer; the Machines run and their Nodes are
+// real and Ready.
+func TestIntegrationRealNodes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	l := startRealLab(t, ctx, scenario.LabSpec{ControlPlanes: 1, Workers: 1})
+	c, err := l.Provider().Workload(ctx, lab.Namespace, "lab")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,5 +82,25 @@ func TestIntegrationRealNodes(t *testing.T) {
 		if n.Spec.ProviderID == "" || n.Status.NodeInfo.KubeletVersion == "" {
 			t.Errorf("Node %s: providerID %q, kubelet %q", n.Name, n.Spec.ProviderID, n.Status.NodeInfo.KubeletVersion)
 		}
+	}
+}
+
+// The catalogue's power-off-worker and delete-cp-vm on one lab of real
+// nodes (3 control planes with a health check, 2 workers), as written:
+// the real Node goes NotReady through kube-controller-manager, the health
+// checks remediate, CAPV destroys the VM, and a new VM boots and joins
+// with real kubeadm; for a control plane KCP removes the lost etcd member
+// and the API stays available through the load balancer.
+func TestIntegrationRealNodeScenarios(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	l := startRealLab(t, ctx, scenario.LabSpec{ControlPlanes: 3, Workers: 2, ControlPlaneMHC: ptr.To(true)})
+	for _, name := range []string{"power-off-worker", "delete-cp-vm"} {
+		t.Run(name, func(t *testing.T) {
+			res := scenariotest.Run(ctx, t, l.Provider(), name, nil, nil)
+			if res.Verdict != engine.Pass {
+				t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
+			}
+		})
 	}
 }

@@ -33,7 +33,12 @@ type Config struct {
 	Docker    kind.Docker
 	// Quirks adapt the containers to the docker host (kind.DetectQuirks).
 	Quirks kind.HostQuirks
-	Log    logr.Logger
+	// RebootDelay is how long after its power-on (vCenter's boot time) a
+	// VM that has run before starts its container again: the firmware and
+	// guest OS boot that a container does not have (the time profile's
+	// reboot). Zero starts it at once.
+	RebootDelay time.Duration
+	Log         logr.Logger
 }
 
 // Validate checks the configuration.
@@ -155,16 +160,22 @@ func (d *Driver) Reconcile(ctx context.Context, vm VM) (string, error) {
 	if err != nil {
 		return c.IP, err
 	}
+	booting := d.cfg.RebootDelay > 0 && time.Since(vm.BootTime) < d.cfg.RebootDelay
 	switch vm.Power {
 	case providers.PoweredOn:
 		switch {
 		case status == "paused":
 			err = d.docker(ctx, "unpause", c.Name)
-		case status != "running":
+		case status != "running" && !booting:
 			err = d.docker(ctx, "start", c.Name)
-		case !lastBoot.IsZero() && !vm.BootTime.Equal(lastBoot):
+		case status != "running":
+			// Still booting: started once RebootDelay has passed.
+		case !lastBoot.IsZero() && !vm.BootTime.Equal(lastBoot) && d.cfg.RebootDelay == 0:
 			// Powered off and on between two reads: a reset.
 			err = d.docker(ctx, "restart", "--time", "0", c.Name)
+		case !lastBoot.IsZero() && !vm.BootTime.Equal(lastBoot):
+			// A reset: down now, up once the guest has booted again.
+			err = d.docker(ctx, "kill", c.Name)
 		}
 	case providers.Suspended:
 		if status == "running" {

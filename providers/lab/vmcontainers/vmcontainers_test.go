@@ -135,6 +135,39 @@ func TestReconcileFollowsThePowerState(t *testing.T) {
 
 // A container is recorded before it is started, so Cleanup after a
 // crash removes it, and the network, and leaves nothing recorded.
+// With a reboot delay, a VM that powers on again starts its container
+// only once the delay since its boot time has passed; a reset kills it
+// and starts it the same way.
+func TestReconcileRebootDelay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	docker := &fakeDocker{status: map[string]string{}}
+	d, err := New(ctx, Config{Lab: "fl-lab", Image: "node:v1", StateFile: filepath.Join(t.TempDir(), "s.json"), Docker: docker, RebootDelay: time.Hour, Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, now := time.Now().Add(-2*time.Hour), time.Now()
+	for _, st := range []struct {
+		name  string
+		vm    VM
+		verbs string
+	}{
+		{"first power-on", VM{Name: "w", Exists: true, Power: providers.PoweredOn, BootTime: old}, "run"},
+		{"power-off", VM{Name: "w", Exists: true, Power: providers.PoweredOff}, "kill"},
+		{"powered on, still booting", VM{Name: "w", Exists: true, Power: providers.PoweredOn, BootTime: now}, ""},
+		{"booted", VM{Name: "w", Exists: true, Power: providers.PoweredOn, BootTime: old}, "start"},
+		{"reset", VM{Name: "w", Exists: true, Power: providers.PoweredOn, BootTime: now}, "kill"},
+		{"reset, still booting", VM{Name: "w", Exists: true, Power: providers.PoweredOn, BootTime: now}, ""},
+	} {
+		if _, err := d.Reconcile(ctx, st.vm); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if verbs := strings.Join(docker.took(), " "); verbs != st.verbs {
+			t.Fatalf("%s: docker %q, want %q", st.name, verbs, st.verbs)
+		}
+	}
+}
+
 func TestCleanupAfterCrash(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
