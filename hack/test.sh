@@ -35,8 +35,7 @@ cat "${kind_log}"
 rm -f "${kind_log}"
 # 3. The lab's real-node tier: clusters of kind node containers under the
 #    real Cluster API, after the kind cluster is gone (two sets of real
-#    nodes on two cores would make both late). The rest of the catalogue
-#    on real nodes is the nightly suite's (make test-e2e NODES=containers).
+#    nodes on two cores would make both late).
 real=0
 FAULTLINE_REQUIRE_LAB=1 go test -count=1 -p 1 -timeout 40m -v -run 'TestIntegrationRealNode' ./providers/lab/ 2>&1 | grep -v 'TLS handshake error' || real=$?
 [[ "${lab}" == 0 && "${kind}" == 0 && "${real}" == 0 ]]
