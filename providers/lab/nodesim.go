@@ -11,9 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/vmware/govmomi/view"
 	"github.com/vmware/govmomi/vim25"
-	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -47,7 +45,7 @@ type nodeSim struct {
 	admitters *admitters
 
 	// Owned by the ticking goroutine.
-	view   *view.ContainerView
+	vmView vmView
 	vms    map[string]*simVM // by VM (and Node) name
 	addons map[string]bool   // clusters whose kubeadm objects exist
 	// podsWritten is, by node, the nodeFaults.podsGen whose static pod
@@ -132,9 +130,7 @@ func (s *nodeSim) run(ctx context.Context, every time.Duration) {
 		}
 		select {
 		case <-ctx.Done():
-			if s.view != nil {
-				_ = s.view.Destroy(context.WithoutCancel(ctx))
-			}
+			s.vmView.close(ctx)
 			for key, hook := range s.webhooks {
 				if err := hook.close(); err != nil {
 					s.log.V(1).Info("stop policy webhook", "service", key, "error", err.Error())
@@ -189,16 +185,9 @@ type vmState struct {
 // inventory reads every VM's BIOS UUID, power state, boot time and IP in
 // one call.
 func (s *nodeSim) inventory(ctx context.Context) (map[string]vmState, error) {
-	if s.view == nil {
-		v, err := view.NewManager(s.vc).CreateContainerView(ctx, s.vc.ServiceContent.RootFolder, []string{"VirtualMachine"}, true)
-		if err != nil {
-			return nil, fmt.Errorf("create VM view: %w", err)
-		}
-		s.view = v
-	}
-	var vms []mo.VirtualMachine
-	if err := s.view.Retrieve(ctx, []string{"VirtualMachine"}, []string{"config.uuid", "runtime.powerState", "summary.runtime.bootTime", "guest.ipAddress"}, &vms); err != nil {
-		return nil, fmt.Errorf("read VMs: %w", err)
+	vms, err := s.vmView.read(ctx, s.vc, "config.uuid", "runtime.powerState", "summary.runtime.bootTime", "guest.ipAddress")
+	if err != nil {
+		return nil, err
 	}
 	out := make(map[string]vmState, len(vms))
 	for _, vm := range vms {

@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/vmware/govmomi/view"
 	"github.com/vmware/govmomi/vim25"
-	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,7 +48,7 @@ type realNodes struct {
 	log      logr.Logger
 
 	// Owned by the ticking goroutine.
-	view     *view.ContainerView
+	vms      vmView
 	backends []string
 	boots    sync.WaitGroup
 	mu       sync.Mutex
@@ -76,9 +74,7 @@ func (r *realNodes) run(ctx context.Context, every time.Duration) {
 		}
 		select {
 		case <-ctx.Done():
-			if r.view != nil {
-				_ = r.view.Destroy(context.WithoutCancel(ctx))
-			}
+			r.vms.close(ctx)
 			r.boots.Wait()
 			return
 		case <-t.C:
@@ -89,16 +85,9 @@ func (r *realNodes) run(ctx context.Context, every time.Duration) {
 // inventory reads every VM's UUID, power state, boot time, IP and
 // guestinfo in one call.
 func (r *realNodes) inventory(ctx context.Context) (map[string]realVM, error) {
-	if r.view == nil {
-		v, err := view.NewManager(r.vc).CreateContainerView(ctx, r.vc.ServiceContent.RootFolder, []string{"VirtualMachine"}, true)
-		if err != nil {
-			return nil, fmt.Errorf("create VM view: %w", err)
-		}
-		r.view = v
-	}
-	var vms []mo.VirtualMachine
-	if err := r.view.Retrieve(ctx, []string{"VirtualMachine"}, []string{"config.uuid", "config.extraConfig", "runtime.powerState", "summary.runtime.bootTime", "guest.ipAddress"}, &vms); err != nil {
-		return nil, fmt.Errorf("read VMs: %w", err)
+	vms, err := r.vms.read(ctx, r.vc, "config.uuid", "config.extraConfig", "runtime.powerState", "summary.runtime.bootTime", "guest.ipAddress")
+	if err != nil {
+		return nil, err
 	}
 	out := make(map[string]realVM, len(vms))
 	for _, vm := range vms {
