@@ -190,6 +190,13 @@ func labDown(st labState, out io.Writer) error {
 		fmt.Fprintf(out, "killing leftover process %d\n", pid)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
+	// Its real nodes' containers and network, recorded in the folder as
+	// they were made.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := lab.RemoveRealNodes(ctx, st.Dir); err != nil {
+		return fmt.Errorf("remove the lab's real nodes: %w", err)
+	}
 	if err := os.RemoveAll(st.Dir); err != nil {
 		return fmt.Errorf("remove lab folder %s: %w", st.Dir, err)
 	}

@@ -463,7 +463,7 @@ func (l *Lab) startRealNodes(ctx context.Context, cs ClusterSpec) (infrav1.APIEn
 		return none, bootstrapv1.KubeadmConfigSpec{}, err
 	}
 	driver, err := vmcontainers.New(ctx, vmcontainers.Config{
-		Lab: filepath.Base(l.dir), Image: image, StateFile: filepath.Join(l.dir, "vmcontainers.json"),
+		Lab: filepath.Base(l.dir), Image: image, StateFile: realNodesState(l.dir),
 		Docker: docker, Quirks: quirks, RebootDelay: l.in.Profile.Reboot, Log: l.in.Log.WithName("vmcontainers"),
 	})
 	if err != nil {
@@ -475,4 +475,15 @@ func (l *Lab) startRealNodes(ctx context.Context, cs ClusterSpec) (infrav1.APIEn
 		return none, bootstrapv1.KubeadmConfigSpec{}, err
 	}
 	return infrav1.APIEndpoint{Host: lb, Port: apiServerPort}, realKubeadmConfig(l.in.Profile, quirks), nil
+}
+
+// realNodesState is where a lab records its real nodes' containers and
+// network, in the lab's folder.
+func realNodesState(dir string) string { return filepath.Join(dir, "vmcontainers.json") }
+
+// RemoveRealNodes removes the containers and the network of the real nodes
+// of the lab whose folder is dir, as its state file records them: what a
+// lab that crashed left. A lab without real nodes has nothing to remove.
+func RemoveRealNodes(ctx context.Context, dir string) error {
+	return vmcontainers.Cleanup(ctx, nil, realNodesState(dir))
 }
