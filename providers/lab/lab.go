@@ -6,15 +6,12 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"github.com/faultline-dev/faultline/providers/kind"
-	"github.com/faultline-dev/faultline/providers/lab/vmcontainers"
 	"io"
 	"os"
-	"path/filepath"
-	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
-	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	"strings"
 	"time"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
 
 	"github.com/go-logr/logr"
 	"github.com/vmware/govmomi/simulator"
@@ -24,8 +21,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -33,7 +28,6 @@ import (
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
-	"sigs.k8s.io/cluster-api/util/secret"
 
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/vsphere"
@@ -327,57 +321,6 @@ func (l *Lab) Profile() Profile { return l.in.Profile }
 // Dir is the lab's folder.
 func (l *Lab) Dir() string { return l.dir }
 
-// WriteKubeconfigs writes the management cluster's kubeconfig and each
-// workload cluster's into the lab folder and returns their paths, the
-// management one first.
-func (l *Lab) WriteKubeconfigs(ctx context.Context) ([]string, error) {
-	mgmt := filepath.Join(l.dir, "management.kubeconfig")
-	if err := writeRESTKubeconfig(mgmt, l.mgmt); err != nil {
-		return nil, err
-	}
-	paths := []string{mgmt}
-	for _, cs := range l.in.Clusters {
-		s, err := secret.GetFromNamespacedName(ctx, l.Client(), client.ObjectKey{Namespace: Namespace, Name: cs.Name}, secret.Kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("kubeconfig of cluster %s: %w", cs.Name, err)
-		}
-		p := filepath.Join(l.dir, cs.Name+".kubeconfig")
-		if err := os.WriteFile(p, s.Data[secret.KubeconfigDataName], 0o600); err != nil {
-			return nil, fmt.Errorf("write %s: %w", p, err)
-		}
-		paths = append(paths, p)
-	}
-	return paths, nil
-}
-
-func writeRESTKubeconfig(path string, m *management) error {
-	user, err := m.env.AddUser(envtestAdmin(), nil)
-	if err != nil {
-		return fmt.Errorf("management cluster admin user: %w", err)
-	}
-	b, err := user.KubeConfig()
-	if err != nil {
-		return fmt.Errorf("management cluster kubeconfig: %w", err)
-	}
-	cfg, err := clientcmd.Load(b)
-	if err != nil {
-		return fmt.Errorf("management cluster kubeconfig: %w", err)
-	}
-	renameContext(cfg, "faultline-lab")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-func renameContext(cfg *clientcmdapi.Config, name string) {
-	for old, ctx := range cfg.Contexts {
-		delete(cfg.Contexts, old)
-		cfg.Contexts[name] = ctx
-	}
-	cfg.CurrentContext = name
-}
-
 // Stop stops the node simulator, the controllers, the management cluster,
 // the workload endpoints and vcsim, and removes the lab folder it made.
 func (l *Lab) Stop(ctx context.Context) error {
@@ -443,47 +386,3 @@ func certThumbprint(file string) (string, error) {
 }
 
 var _ = simulator.VPX // vcsim-only code stays in this package
-
-// startRealNodes makes the docker network and the load balancer of the
-// cluster whose nodes are real, before its objects exist: its control-plane
-// endpoint must be valid before KCP creates a Machine. It returns the
-// endpoint and the nodes' kubeadm configuration.
-func (l *Lab) startRealNodes(ctx context.Context, cs ClusterSpec) (infrav1.APIEndpoint, bootstrapv1.KubeadmConfigSpec, error) {
-	var none infrav1.APIEndpoint
-	docker := kind.ExecDocker{}
-	if err := kind.Available(ctx, docker); err != nil {
-		return none, bootstrapv1.KubeadmConfigSpec{}, fmt.Errorf("cluster %s has real nodes: %w", cs.Name, err)
-	}
-	image, err := kind.NewestImage(ctx, docker)
-	if err != nil {
-		return none, bootstrapv1.KubeadmConfigSpec{}, fmt.Errorf("cluster %s has real nodes: %w", cs.Name, err)
-	}
-	quirks, err := kind.DetectQuirks(ctx, docker, image)
-	if err != nil {
-		return none, bootstrapv1.KubeadmConfigSpec{}, err
-	}
-	driver, err := vmcontainers.New(ctx, vmcontainers.Config{
-		Lab: filepath.Base(l.dir), Image: image, StateFile: realNodesState(l.dir),
-		Docker: docker, Quirks: quirks, RebootDelay: l.in.Profile.Reboot, Log: l.in.Log.WithName("vmcontainers"),
-	})
-	if err != nil {
-		return none, bootstrapv1.KubeadmConfigSpec{}, err
-	}
-	l.real = &realNodes{driver: driver, docker: docker, cluster: cs.Name, booted: map[string]bool{}, log: l.in.Log.WithName("realnodes")}
-	lb, err := driver.StartLoadBalancer(ctx, apiServerPort)
-	if err != nil {
-		return none, bootstrapv1.KubeadmConfigSpec{}, err
-	}
-	return infrav1.APIEndpoint{Host: lb, Port: apiServerPort}, realKubeadmConfig(l.in.Profile, quirks), nil
-}
-
-// realNodesState is where a lab records its real nodes' containers and
-// network, in the lab's folder.
-func realNodesState(dir string) string { return filepath.Join(dir, "vmcontainers.json") }
-
-// RemoveRealNodes removes the containers and the network of the real nodes
-// of the lab whose folder is dir, as its state file records them: what a
-// lab that crashed left. A lab without real nodes has nothing to remove.
-func RemoveRealNodes(ctx context.Context, dir string) error {
-	return vmcontainers.Cleanup(ctx, nil, realNodesState(dir))
-}

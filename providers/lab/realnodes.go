@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -292,4 +294,48 @@ func (r *realNodes) podNetwork(ctx context.Context, nodes []kind.NodeContainer) 
 		return nil // kube-controller-manager allocates it soon
 	}
 	return err
+}
+
+// startRealNodes makes the docker network and the load balancer of the
+// cluster whose nodes are real, before its objects exist: its control-plane
+// endpoint must be valid before KCP creates a Machine. It returns the
+// endpoint and the nodes' kubeadm configuration.
+func (l *Lab) startRealNodes(ctx context.Context, cs ClusterSpec) (infrav1.APIEndpoint, bootstrapv1.KubeadmConfigSpec, error) {
+	var none infrav1.APIEndpoint
+	docker := kind.ExecDocker{}
+	if err := kind.Available(ctx, docker); err != nil {
+		return none, bootstrapv1.KubeadmConfigSpec{}, fmt.Errorf("cluster %s has real nodes: %w", cs.Name, err)
+	}
+	image, err := kind.NewestImage(ctx, docker)
+	if err != nil {
+		return none, bootstrapv1.KubeadmConfigSpec{}, fmt.Errorf("cluster %s has real nodes: %w", cs.Name, err)
+	}
+	quirks, err := kind.DetectQuirks(ctx, docker, image)
+	if err != nil {
+		return none, bootstrapv1.KubeadmConfigSpec{}, err
+	}
+	driver, err := vmcontainers.New(ctx, vmcontainers.Config{
+		Lab: filepath.Base(l.dir), Image: image, StateFile: realNodesState(l.dir),
+		Docker: docker, Quirks: quirks, RebootDelay: l.in.Profile.Reboot, Log: l.in.Log.WithName("vmcontainers"),
+	})
+	if err != nil {
+		return none, bootstrapv1.KubeadmConfigSpec{}, err
+	}
+	l.real = &realNodes{driver: driver, docker: docker, cluster: cs.Name, booted: map[string]bool{}, log: l.in.Log.WithName("realnodes")}
+	lb, err := driver.StartLoadBalancer(ctx, apiServerPort)
+	if err != nil {
+		return none, bootstrapv1.KubeadmConfigSpec{}, err
+	}
+	return infrav1.APIEndpoint{Host: lb, Port: apiServerPort}, realKubeadmConfig(l.in.Profile, quirks), nil
+}
+
+// realNodesState is where a lab records its real nodes' containers and
+// network, in the lab's folder.
+func realNodesState(dir string) string { return filepath.Join(dir, "vmcontainers.json") }
+
+// RemoveRealNodes removes the containers and the network of the real nodes
+// of the lab whose folder is dir, as its state file records them: what a
+// lab that crashed left. A lab without real nodes has nothing to remove.
+func RemoveRealNodes(ctx context.Context, dir string) error {
+	return vmcontainers.Cleanup(ctx, nil, realNodesState(dir))
 }

@@ -1,0 +1,64 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/cluster-api/util/secret"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// WriteKubeconfigs writes the management cluster's kubeconfig and each
+// workload cluster's into the lab folder and returns their paths, the
+// management one first.
+func (l *Lab) WriteKubeconfigs(ctx context.Context) ([]string, error) {
+	mgmt := filepath.Join(l.dir, "management.kubeconfig")
+	if err := writeRESTKubeconfig(mgmt, l.mgmt); err != nil {
+		return nil, err
+	}
+	paths := []string{mgmt}
+	for _, cs := range l.in.Clusters {
+		s, err := secret.GetFromNamespacedName(ctx, l.Client(), client.ObjectKey{Namespace: Namespace, Name: cs.Name}, secret.Kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig of cluster %s: %w", cs.Name, err)
+		}
+		p := filepath.Join(l.dir, cs.Name+".kubeconfig")
+		if err := os.WriteFile(p, s.Data[secret.KubeconfigDataName], 0o600); err != nil {
+			return nil, fmt.Errorf("write %s: %w", p, err)
+		}
+		paths = append(paths, p)
+	}
+	return paths, nil
+}
+
+func writeRESTKubeconfig(path string, m *management) error {
+	user, err := m.env.AddUser(envtestAdmin(), nil)
+	if err != nil {
+		return fmt.Errorf("management cluster admin user: %w", err)
+	}
+	b, err := user.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("management cluster kubeconfig: %w", err)
+	}
+	cfg, err := clientcmd.Load(b)
+	if err != nil {
+		return fmt.Errorf("management cluster kubeconfig: %w", err)
+	}
+	renameContext(cfg, "faultline-lab")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func renameContext(cfg *clientcmdapi.Config, name string) {
+	for old, ctx := range cfg.Contexts {
+		delete(cfg.Contexts, old)
+		cfg.Contexts[name] = ctx
+	}
+	cfg.CurrentContext = name
+}
