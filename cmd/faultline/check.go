@@ -24,7 +24,6 @@ import (
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/providers/lab"
-	"github.com/faultline-dev/faultline/providers/vsphere"
 )
 
 type checkOptions struct {
@@ -122,17 +121,17 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 		defer cleanup()
 		o.workload.kubeconfig = path
 	}
-	var c client.Client
+	var c, wc client.Client
+	var p *capi.Provider
 	opts := []capi.Option{capi.WithReadOnly()}
 	var workloadName string
 	if o.workload.kubeconfig != "" {
 		o.workload.flag = "--workload-kubeconfig"
-		wc, _, name, err := o.workload.client()
-		if err != nil {
+		var err error
+		if wc, _, workloadName, err = o.workload.client(); err != nil {
 			return err
 		}
 		opts = append(opts, capi.WithWorkloadClient(wc))
-		workloadName = name
 	}
 	target := "the embedded lab"
 	switch {
@@ -154,32 +153,28 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 			}
 		}()
 		c = s.Lab.Client()
-		opts = append(opts, capi.WithVCenter(s.Lab.VCenter()))
+		p = capi.New(c, append(opts, capi.WithVCenter(s.Lab.VCenter()))...)
 	default:
-		var err error
-		var name string
-		if c, _, name, err = o.cluster.client(); err != nil {
-			return err
+		cfg := session.Config{
+			Provider:   session.ProviderCAPI,
+			Management: session.ManagementConfig{Kubeconfig: o.cluster.kubeconfig, Context: o.cluster.context, ReadOnly: true, Workload: wc},
+			Log:        newLogger(stderr, 0),
 		}
-		target = "context " + name
 		// The inventory check reads the vCenter, when one is named.
 		vcfg, err := o.vcenter.merged()
-		if err == nil && vcfg.URL != "" {
-			vcfg, err = o.vcenter.config()
-		}
 		if err != nil {
 			return err
 		}
 		if vcfg.URL != "" {
-			vc, err := vsphere.New(ctx, vcfg, vsphere.WithLogger(newLogger(stderr, 0)))
-			if err != nil {
-				return infraErr(err)
-			}
-			defer func() { _ = vc.Close(context.WithoutCancel(ctx)) }()
-			opts = append(opts, capi.WithVCenter(vc))
+			cfg.VCenter = session.VCenterConfig{Config: vcfg}
 		}
+		s, err := session.Open(ctx, cfg)
+		if err != nil {
+			return sessionErr(err)
+		}
+		defer func() { _ = s.Close(context.WithoutCancel(ctx)) }()
+		c, p, target = s.Client, s.Provider.(*capi.Provider), "context "+s.Context
 	}
-	p := capi.New(c, opts...)
 	rctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	checked, err := checkClusters(rctx, c, p, o.only)

@@ -24,7 +24,6 @@ import (
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
-	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/vsphere"
 	"github.com/faultline-dev/faultline/scenarios"
@@ -243,7 +242,15 @@ func (c *recoverConns) provider(ctx context.Context, e engine.JournalEntry) (pro
 	case "kind":
 		// The run was allowed to touch the cluster; undoing needs no new
 		// opt-in.
-		return kind.Open(e.Provider.Config["cluster"], e.Provider.Config["kubeconfig"])
+		s, err := session.Open(ctx, session.Config{
+			Provider: session.ProviderKind, OptedIn: true, Log: logr.Discard(),
+			Kind: session.KindConfig{Cluster: e.Provider.Config["cluster"], Kubeconfig: e.Provider.Config["kubeconfig"]},
+		})
+		if err != nil {
+			return nil, err
+		}
+		c.closers = append(c.closers, s.Close)
+		return s.Provider, nil
 	}
 	if e.Provider.Config[capi.RefKubeconfig] != "" {
 		// A Cluster API management cluster: reached again with the same

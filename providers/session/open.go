@@ -85,6 +85,9 @@ type ManagementConfig struct {
 	Allowed []string
 	// ReadOnly opens a provider that refuses every write, for checks.
 	ReadOnly bool
+	// Workload, when set, reaches every workload cluster instead of its
+	// kubeconfig Secret (a check's --workload-kubeconfig).
+	Workload client.Client
 }
 
 // VCenterConfig reaches a vCenter: the vSphere provider's, or the one
@@ -103,6 +106,10 @@ type VCenterConfig struct {
 // ManagementConfig.Allowed.
 type KindConfig struct {
 	Cluster string
+	// Kubeconfig, when set, is the kubeconfig to reach it with (the one a
+	// journal recorded); otherwise faultline's record of the cluster, or
+	// kind's own.
+	Kubeconfig string
 }
 
 // ConfigError is a configuration that cannot work, as opposed to a
@@ -123,6 +130,10 @@ type Session struct {
 	Lab *lab.Lab
 	// Profile is the lab's time profile name, "" elsewhere.
 	Profile string
+	// Client and Context are a management cluster's client and the
+	// kubeconfig context it came from (capi sessions).
+	Client  client.Client
+	Context string
 	closers []func(context.Context) error
 }
 
@@ -208,12 +219,16 @@ func (s *Session) openManagement(ctx context.Context, cfg Config) (providers.Pro
 	if err != nil {
 		return nil, err
 	}
+	s.Client, s.Context = c, name
 	if !cfg.OptedIn && !cfg.Management.ReadOnly && !Allowed(cfg.Management.Allowed, EnvAllowedContexts, name) {
 		return nil, configErr("refusing a destructive run against context %q: it is not in --allow-context or $%s", name, EnvAllowedContexts)
 	}
 	opts := []capi.Option{capi.WithLogger(cfg.Log), capi.WithKubeconfig(source, name)}
 	if cfg.Management.ReadOnly {
 		opts = append(opts, capi.WithReadOnly())
+	}
+	if cfg.Management.Workload != nil {
+		opts = append(opts, capi.WithWorkloadClient(cfg.Management.Workload))
 	}
 	if cfg.VCenter.URL != "" {
 		vc, err := s.openVCenter(ctx, cfg.VCenter, cfg.Log, cfg.OptedIn || cfg.Management.ReadOnly)
@@ -277,10 +292,12 @@ func openKind(ctx context.Context, cfg Config) (providers.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	kubeconfig := ""
-	if kind.IsRecorded(state, name) {
+	recorded := kind.IsRecorded(state, name)
+	kubeconfig := cfg.Kind.Kubeconfig
+	if kubeconfig == "" && recorded {
 		kubeconfig = kind.KubeconfigPath(state, name)
-	} else if !cfg.OptedIn && !Allowed(cfg.Management.Allowed, EnvAllowedContexts, "kind-"+name) {
+	}
+	if !recorded && !cfg.OptedIn && !Allowed(cfg.Management.Allowed, EnvAllowedContexts, "kind-"+name) {
 		return nil, configErr("refusing a destructive run against kind cluster %s: faultline did not create it, and context kind-%s is not in --allow-context or $%s", name, name, EnvAllowedContexts)
 	}
 	if err := kind.Available(ctx, kind.ExecDocker{}); err != nil {
