@@ -201,16 +201,14 @@ func (o *runOptions) openSession(ctx context.Context, sc *scenario.Scenario, std
 				return nil, err
 			}
 		}
-	case session.ProviderVSphere:
+	case session.ProviderVSphere, session.ProviderCAPI:
+		// A management cluster may have no vCenter; the vSphere provider
+		// needs one.
 		if cfg.VCenter, err = o.vcenter.sessionConfig(log); err != nil {
 			return nil, err
 		}
-		if _, err := cfg.VCenter.Endpoint(); err != nil {
+		if _, err := cfg.VCenter.Endpoint(); o.provider == session.ProviderVSphere && err != nil {
 			return nil, usageErr("%v", err)
-		}
-	case session.ProviderCAPI:
-		if cfg.VCenter, err = o.vcenter.sessionConfig(log); err != nil {
-			return nil, err
 		}
 	case session.ProviderKind:
 	default:

@@ -53,7 +53,6 @@ type realNodes struct {
 	vms      vmView
 	backends []string
 	boots    sync.WaitGroup
-	mu       sync.Mutex
 	booted   map[string]bool // VMs whose cloud-config ran
 }
 
@@ -197,10 +196,7 @@ func (r *realNodes) tick(ctx context.Context) error {
 // gets the VM's providerID first, as the vSphere cloud provider would set
 // it.
 func (r *realNodes) boot(ctx context.Context, vm string, st realVM) {
-	r.mu.Lock()
-	done := r.booted[vm]
-	r.mu.Unlock()
-	if done {
+	if r.booted[vm] {
 		return
 	}
 	cc, _, err := vmcontainers.ParseCloudConfig(st.guest)
@@ -210,9 +206,7 @@ func (r *realNodes) boot(ctx context.Context, vm string, st realVM) {
 		r.log.V(1).Info("vm bootstrap data not readable yet", "vm", vm, "error", err.Error())
 		return
 	}
-	r.mu.Lock()
 	r.booted[vm] = true
-	r.mu.Unlock()
 	r.boots.Add(1)
 	go func() {
 		defer r.boots.Done()

@@ -4,13 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
-	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/mo"
@@ -76,22 +73,7 @@ func TestIntegrationBootKubeadmInit(t *testing.T) {
 	defer cancel()
 	docker := kind.ExecDocker{}
 	simulator.Test(func(_ context.Context, c *vim25.Client) {
-		lab := fmt.Sprintf("fl-boot-%d", time.Now().UnixNano()%100000)
-		state := filepath.Join(t.TempDir(), "containers.json")
-		log := funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{})
-		d, err := vmcontainers.New(ctx, vmcontainers.Config{Lab: lab, Image: image, StateFile: state, Docker: docker, Quirks: quirks, Log: log})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := vmcontainers.Cleanup(context.Background(), docker, state); err != nil {
-				t.Errorf("cleanup: %v", err)
-			}
-		})
-		vm, err := find.NewFinder(c).VirtualMachine(ctx, "DC0_H0_VM0")
-		if err != nil {
-			t.Fatal(err)
-		}
+		d, vm, _ := newDriver(ctx, t, c, "fl-boot", image, quirks)
 		var m mo.VirtualMachine
 		if err := vm.Properties(ctx, vm.Reference(), []string{"config.uuid"}, &m); err != nil {
 			t.Fatal(err)
@@ -127,7 +109,7 @@ func TestIntegrationBootKubeadmInit(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("kubeadm init done in %s", time.Since(started).Round(time.Second))
-		name := lab + "-" + vm.Name()
+		name := d.ContainerName(vm.Name())
 		out, err := docker.Run(ctx, "exec", name, "cat", "/run/cluster-api/bootstrap-success.complete")
 		if err != nil || strings.TrimSpace(string(out)) != "success" {
 			t.Fatalf("CABPK's sentinel: %q, %v", out, err)

@@ -31,23 +31,8 @@ func TestIntegrationVMContainers(t *testing.T) {
 	defer cancel()
 	docker := kind.ExecDocker{}
 	simulator.Test(func(_ context.Context, c *vim25.Client) {
-		lab := fmt.Sprintf("fl-vmc-%d", time.Now().UnixNano()%100000)
-		state := filepath.Join(t.TempDir(), "containers.json")
-		log := funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{Verbosity: 1})
-		d, err := vmcontainers.New(ctx, vmcontainers.Config{Lab: lab, Image: image, StateFile: state, Docker: docker, Quirks: quirks, Log: log})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := vmcontainers.Cleanup(context.Background(), docker, state); err != nil {
-				t.Errorf("cleanup: %v", err)
-			}
-		})
-		vm, err := find.NewFinder(c).VirtualMachine(ctx, "DC0_H0_VM0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := lab + "-" + vm.Name()
+		d, vm, lab := newDriver(ctx, t, c, "fl-vmc", image, quirks)
+		name := d.ContainerName(vm.Name())
 		reconcile := func(step string) string {
 			t.Helper()
 			ip, err := d.Reconcile(ctx, read(ctx, t, vm))
@@ -142,6 +127,30 @@ func requireNodeImage(t *testing.T) (string, kind.HostQuirks) {
 		t.Fatal(err)
 	}
 	return image, quirks
+}
+
+// newDriver starts a Driver on a lab network named after prefix, removed
+// when the test ends, and finds vcsim's first VM; it returns the lab's
+// name too.
+func newDriver(ctx context.Context, t *testing.T, c *vim25.Client, prefix, image string, quirks kind.HostQuirks) (*vmcontainers.Driver, *object.VirtualMachine, string) {
+	t.Helper()
+	lab := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%100000)
+	state := filepath.Join(t.TempDir(), "containers.json")
+	log := funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{Verbosity: 1})
+	d, err := vmcontainers.New(ctx, vmcontainers.Config{Lab: lab, Image: image, StateFile: state, Docker: kind.ExecDocker{}, Quirks: quirks, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := vmcontainers.Cleanup(context.Background(), kind.ExecDocker{}, state); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	vm, err := find.NewFinder(c).VirtualMachine(ctx, "DC0_H0_VM0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, vm, lab
 }
 
 func read(ctx context.Context, t *testing.T, vm *object.VirtualMachine) vmcontainers.VM {
