@@ -143,6 +143,9 @@ if [[ ! -f "${small_bin}/.stamp" ]]; then
   go_module "${small_bin}/src-policy-webhook"
   sed "/^\/\/go:build ignore/d" hack/kind-node/policy-webhook.go >"${small_bin}/src-policy-webhook/main.go"
   (cd "${small_bin}/src-policy-webhook" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${small_bin}/policy-webhook" .)
+  go_module "${small_bin}/src-cni-agent"
+  sed "/^\/\/go:build ignore/d" hack/kind-node/cni-agent.go >"${small_bin}/src-cni-agent/main.go"
+  (cd "${small_bin}/src-cni-agent" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${small_bin}/cni-agent" .)
   go_module "${small_bin}/src-pause"
   sed "/^\/\/go:build ignore/d" hack/kind-node/pause.go >"${small_bin}/src-pause/main.go"
   (cd "${small_bin}/src-pause" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${small_bin}/pause" .)
@@ -161,8 +164,9 @@ fi
 
 images="${build}/images-${key}"
 # The images the node's containerd holds; the load balancer's stays in docker.
-node_images=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd coredns pause policy-webhook)
+node_images=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd coredns pause policy-webhook cni-agent)
 policy_image=faultline.dev/policy-webhook:v1
+cni_agent_image=faultline.dev/cni-agent:v1
 
 # with_libraries ROOT FILE... prints SRC=PATH for each FILE of the rootfs at
 # ROOT and for each shared library it links (ldd in a chroot).
@@ -230,6 +234,7 @@ if [[ ! -f "${images}/.stamp" ]]; then
   component_image coredns "$(image_for coredns)" /coredns "${small_bin}/coredns=/coredns"
   component_image pause "$(image_for pause)" /pause "${small_bin}/pause=/pause"
   component_image policy-webhook "${policy_image}" /policy-webhook "${small_bin}/policy-webhook=/policy-webhook"
+  component_image cni-agent "${cni_agent_image}" /cni-agent "${small_bin}/cni-agent=/cni-agent"
   # kube-proxy runs iptables and conntrack: its image takes them from the
   # rootfs with the libraries they link, and iptables' names as links.
   # Files listed twice (a library two tools link) are copied twice.
@@ -322,6 +327,8 @@ for name in "${node_images[@]}"; do
   # Only the node's containerd keeps it.
   if [[ "${name}" == policy-webhook ]]; then
     docker rmi "${policy_image}" >/dev/null
+  elif [[ "${name}" == cni-agent ]]; then
+    docker rmi "${cni_agent_image}" >/dev/null
   else
     docker rmi "$(image_for "${name}")" >/dev/null
   fi

@@ -2,6 +2,10 @@
 # Runs a Ginkgo suite (make test-e2e). Settings, all optional:
 #   PROVIDER            lab (default), kind or vsphere
 #   SUITE               nightly (default), preupgrade or incidents
+#   NODES               the lab's nodes: simulated (default) or containers
+#                       (the real-node tier: kind node containers booted
+#                       by real kubeadm; needs docker, hack/docker.sh, and
+#                       the node image, hack/kind-image.sh)
 #   E2E_CONFIG          the e2e config (default suites/config/$PROVIDER.yaml)
 #   GINKGO_LABEL_FILTER e.g. 'tier:core && !seed-003'
 #   GINKGO_FOCUS        a regular expression over spec names

@@ -200,6 +200,12 @@ func (o *runOptions) openSession(ctx context.Context, sc *scenario.Scenario, std
 			if cfg.Lab, err = o.lab.config(log, lab.SpecFor("lab", *sc.Spec.Lab)); err != nil {
 				return nil, err
 			}
+			// The scenario runs on the nodes --nodes chose; one that
+			// cannot run on real nodes is skipped before any is started.
+			sc.Spec.Lab.Nodes = cfg.Lab.Clusters[0].Nodes
+			if sc.Spec.Lab.RealNodes() && sc.Spec.Lab.SimulatedOnly != "" {
+				cfg.Lab.Clusters = nil
+			}
 		}
 	case session.ProviderVSphere, session.ProviderCAPI:
 		// A management cluster may have no vCenter; the vSphere provider

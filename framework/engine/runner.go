@@ -133,6 +133,10 @@ func Run(ctx context.Context, in RunInput) (*Result, error) {
 
 func (r *run) execute(ctx context.Context) {
 	sc := r.in.Scenario
+	if l := sc.Spec.Lab; l != nil && l.RealNodes() && l.SimulatedOnly != "" {
+		r.res.Verdict, r.res.Reason = Skipped, "the lab's real-node tier: "+l.SimulatedOnly
+		return
+	}
 	for _, c := range sc.Spec.Requires {
 		if !providers.HasCapability(r.in.Provider, c) {
 			r.res.Verdict, r.res.Reason = Skipped, providers.Unsupported(r.in.Provider, c).Error()

@@ -360,6 +360,28 @@ func TestRunSkipsWithoutCapability(t *testing.T) {
 	}
 }
 
+// A scenario that says it cannot run on real nodes, run on a lab cluster
+// whose nodes are real, is skipped with its reason before anything is
+// touched.
+func TestRunSkipsSimulatedOnlyOnRealNodes(t *testing.T) {
+	t.Parallel()
+	s := parseScenario(t, "[VMPower]", `
+  lab:
+    controlPlanes: 1
+    simulatedOnly: Calico's IPAM is simulated`, `
+    - name: victim
+      select: {vm: vm-a}`, powerCycle)
+	s.Spec.Lab.Nodes = scenario.NodesContainers // as --nodes containers sets it
+	p := fake.New("vm-a")
+	res, _ := run(t, context.Background(), s, p)
+	if res.Verdict != engine.Skipped || res.Reason != "the lab's real-node tier: Calico's IPAM is simulated" {
+		t.Errorf("verdict = %s (%s)", res.Verdict, res.Reason)
+	}
+	if p.VM("vm-a").State != providers.PoweredOn {
+		t.Error("the skipped run powered the VM off")
+	}
+}
+
 func TestRunTargetNotFound(t *testing.T) {
 	t.Parallel()
 	res, _ := run(t, context.Background(), newScenario(t, powerCycle), fake.New("vm-z"))

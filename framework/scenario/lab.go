@@ -37,6 +37,9 @@ func (l LabSpec) Validate(fld *field.Path) field.ErrorList {
 	if l.Nodes != "" && l.Nodes != NodesSimulated && l.Nodes != NodesContainers {
 		invalid(fld.Child("nodes"), l.Nodes, "got %q, expected %s or %s", l.Nodes, NodesSimulated, NodesContainers)
 	}
+	if l.SimulatedOnly != "" && l.RealNodes() {
+		invalid(fld.Child("nodes"), l.Nodes, "got %s, but spec.lab.simulatedOnly says the scenario cannot run on real nodes: %s", l.Nodes, l.SimulatedOnly)
+	}
 	if l.CNI != "" && l.CNI != CNICalico && l.CNI != CNIAntrea {
 		invalid(fld.Child("cni"), l.CNI, "got %q, expected %s or %s", l.CNI, CNICalico, CNIAntrea)
 	}

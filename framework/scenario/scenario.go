@@ -109,6 +109,11 @@ type LabSpec struct {
 	// the node simulator) or NodesContainers (each VM a container of the
 	// kind node image booted by real kubeadm).
 	Nodes string `yaml:"nodes"`
+	// SimulatedOnly, when set, says why the scenario cannot run on real
+	// nodes (what only the simulated tier provides); a run whose cluster
+	// has real nodes (nodes: containers, --nodes containers, a suite's
+	// NODES=containers) ends as skipped with that reason.
+	SimulatedOnly string `yaml:"simulatedOnly"`
 }
 
 // LabNetwork is a lab cluster's pod network.

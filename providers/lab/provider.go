@@ -32,11 +32,17 @@ var (
 	_ providers.CapabilityCondition = (*Provider)(nil)
 )
 
-// CapabilityUnavailable implements providers.CapabilityCondition: the lab
-// simulates its nodes, so every capability it implements is there (the
-// embedded capi.Provider's conditions on vCenter guest logins are not the
-// lab's).
-func (p *Provider) CapabilityUnavailable(providers.Capability) error { return nil }
+// CapabilityUnavailable implements providers.CapabilityCondition: every
+// capability the lab implements is there (the embedded capi.Provider's
+// conditions on vCenter guest logins are not the lab's), except a stuck
+// etcd leader in a lab with real nodes: their etcd is the real one, whose
+// leader faultline cannot hold.
+func (p *Provider) CapabilityUnavailable(c providers.Capability) error {
+	if c == providers.CapEtcdLeadership && p.real != nil {
+		return fmt.Errorf("a stuck etcd leader is played by the node simulator only, and cluster %s has real nodes: %w", p.real.cluster, providers.ErrUnsupported)
+	}
+	return nil
+}
 
 // machineNode returns the name of m's node. what, when not empty, is what
 // only a control plane runs ("static pods", "etcd"), and m must be one.
@@ -110,7 +116,7 @@ func (p *Provider) StaticPodRunning(ctx context.Context, m providers.Object, com
 // SetLeaderStuck implements providers.EtcdLeadership on the Machine's
 // node: stuck, its member takes leadership and keeps it, and no new
 // control plane can join; freed, leadership moves to another member.
-// Real nodes do not play it yet.
+// Real nodes do not play it (CapabilityUnavailable).
 func (p *Provider) SetLeaderStuck(_ context.Context, m providers.Object, stuck bool) error {
 	node, err := machineNode(m, "etcd")
 	if err != nil {

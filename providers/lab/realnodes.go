@@ -16,7 +16,6 @@ import (
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/types"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -36,8 +35,8 @@ const apiServerPort = 6443
 // bootstrap data CAPV put in its extraConfig, gets its address reported
 // as the VM's guest IP, and, as the vSphere cloud provider would, its
 // Node's providerID; the load balancer sends the control-plane endpoint
-// to the control planes that run, and every running node gets the pod
-// network. Nothing of the node simulator runs for such a cluster.
+// to the control planes that run, and the cluster gets its CNI agent
+// (realcni.go). Nothing of the node simulator runs for such a cluster.
 type realNodes struct {
 	driver  *vmcontainers.Driver
 	docker  kind.Docker
@@ -45,6 +44,9 @@ type realNodes struct {
 	setIP   func(types.ManagedObjectReference, string) error
 	mc      client.Client
 	cluster string
+	cni     string // the CNI its agent's DaemonSet is named after
+	// endpoint is the control-plane endpoint, host:port.
+	endpoint string
 	// workload reaches the cluster's API server, through the endpoint.
 	workload func(ctx context.Context) (client.Client, error)
 	log      logr.Logger
@@ -54,6 +56,8 @@ type realNodes struct {
 	backends []string
 	boots    sync.WaitGroup
 	booted   map[string]bool // VMs whose cloud-config ran
+	// cniInstalled: the CNI agent's objects were created.
+	cniInstalled bool
 }
 
 type realVM struct {
@@ -137,7 +141,6 @@ func (r *realNodes) tick(ctx context.Context) error {
 	}
 	var errs []error
 	var backends []string
-	var running []kind.NodeContainer
 	seen := map[string]bool{}
 	for _, v := range vsvms.Items {
 		if v.Spec.BiosUUID == "" {
@@ -170,7 +173,6 @@ func (r *realNodes) tick(ctx context.Context) error {
 		if controlPlane[v.Name] {
 			backends = append(backends, net.JoinHostPort(ip, fmt.Sprint(apiServerPort)))
 		}
-		running = append(running, kind.NodeContainer{Container: r.driver.ContainerName(v.Name), Node: v.Name, IP: ip})
 	}
 	for _, name := range r.driver.VMs() {
 		if !seen[name] {
@@ -187,7 +189,9 @@ func (r *realNodes) tick(ctx context.Context) error {
 			r.backends = backends
 		}
 	}
-	errs = append(errs, r.podNetwork(ctx, running))
+	if len(backends) > 0 {
+		errs = append(errs, r.podNetwork(ctx))
+	}
 	return errors.Join(errs...)
 }
 
@@ -217,12 +221,47 @@ func (r *realNodes) boot(ctx context.Context, vm string, st realVM) {
 			return
 		}
 		cc.WriteFiles = append([]vmcontainers.WriteFile{kubelet}, cc.WriteFiles...)
+		if err := containerKubeProxy(cc); err != nil {
+			r.log.Error(err, "vm bootstrap", "vm", vm)
+			return
+		}
 		if err := r.driver.Boot(ctx, vm, cc); err != nil {
 			r.log.Error(err, "vm bootstrap", "vm", vm)
 			return
 		}
 		r.log.V(1).Info("vm bootstrapped", "vm", vm, "took", time.Since(started).Round(time.Millisecond).String())
 	}()
+}
+
+// kubeadmInitConfig is where CABPK writes kubeadm init's configuration.
+const kubeadmInitConfig = "/run/kubeadm/kubeadm.yaml"
+
+// kubeProxyInContainer is the KubeProxyConfiguration a node in a container
+// needs, as Cluster API's docker provider appends it to kubeadm init's
+// configuration: kube-proxy must not set nf_conntrack_max, a global sysctl
+// a container may not write (kube-proxy exits on the permission error).
+const kubeProxyInContainer = `
+---
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+conntrack:
+  maxPerCore: 0
+`
+
+// containerKubeProxy adds kubeProxyInContainer to kubeadm init's
+// configuration in cc, if cc has one.
+func containerKubeProxy(cc *vmcontainers.CloudConfig) error {
+	for i, f := range cc.WriteFiles {
+		if f.Path != kubeadmInitConfig {
+			continue
+		}
+		b, err := f.Bytes()
+		if err != nil {
+			return err
+		}
+		cc.WriteFiles[i].Content, cc.WriteFiles[i].Encoding = strings.TrimRight(string(b), "\n")+"\n"+kubeProxyInContainer, ""
+	}
+	return nil
 }
 
 // userDataFromSecret puts the bootstrap data Secret's value in guest as
@@ -265,29 +304,21 @@ func (r *realNodes) kubeletArgs(ctx context.Context, vm, flag string) (vmcontain
 	return vmcontainers.WriteFile{Path: kubeletDefaults, Permissions: "0644", Content: strings.Join(lines, "\n") + "\n"}, nil
 }
 
-// podNetwork configures the pod network on the running nodes whose Node
-// has its pod CIDR.
-func (r *realNodes) podNetwork(ctx context.Context, nodes []kind.NodeContainer) error {
-	if len(nodes) == 0 {
+// podNetwork installs the cluster's CNI agent once its API server answers;
+// the agent configures every node's pod network from then on.
+func (r *realNodes) podNetwork(ctx context.Context) error {
+	if r.cniInstalled {
 		return nil
 	}
 	c, err := r.workload(ctx)
 	if err != nil {
 		return err
 	}
-	var ready []kind.NodeContainer
-	for _, n := range nodes {
-		if err := c.Get(ctx, client.ObjectKey{Name: n.Node}, &corev1.Node{}); err == nil {
-			ready = append(ready, n)
-		} else if !apierrors.IsNotFound(err) {
-			return err
-		}
+	if err := ensureCNIAgent(ctx, c, r.cni, r.endpoint); err != nil {
+		return err
 	}
-	err = kind.EnsurePodNetwork(ctx, r.docker, c, ready)
-	if errors.Is(err, kind.ErrNoPodCIDR) {
-		return nil // kube-controller-manager allocates it soon
-	}
-	return err
+	r.cniInstalled = true
+	return nil
 }
 
 // startRealNodes makes the docker network and the load balancer of the
@@ -315,11 +346,12 @@ func (l *Lab) startRealNodes(ctx context.Context, cs ClusterSpec) (infrav1.APIEn
 	if err != nil {
 		return none, bootstrapv1.KubeadmConfigSpec{}, err
 	}
-	l.real = &realNodes{driver: driver, docker: docker, cluster: cs.Name, booted: map[string]bool{}, log: l.in.Log.WithName("realnodes")}
+	l.real = &realNodes{driver: driver, docker: docker, cluster: cs.Name, cni: cs.CNIName(), booted: map[string]bool{}, log: l.in.Log.WithName("realnodes")}
 	lb, err := driver.StartLoadBalancer(ctx, apiServerPort)
 	if err != nil {
 		return none, bootstrapv1.KubeadmConfigSpec{}, err
 	}
+	l.real.endpoint = net.JoinHostPort(lb, fmt.Sprint(apiServerPort))
 	return infrav1.APIEndpoint{Host: lb, Port: apiServerPort}, realKubeadmConfig(l.in.Profile, quirks), nil
 }
 

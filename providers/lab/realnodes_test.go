@@ -3,6 +3,7 @@ package lab_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
+	"github.com/faultline-dev/faultline/providers/lab/vmcontainers"
 	"github.com/faultline-dev/faultline/scenarios/scenariotest"
 )
 
@@ -35,11 +37,20 @@ func startRealLab(t *testing.T, ctx context.Context, shape scenario.LabSpec) *la
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := logr.Discard()
+	// The real nodes' own errors (a node's failed bootstrap) are always
+	// shown; LAB_DEBUG adds every cloud-init command's output and the
+	// controllers' logs.
+	log := funcr.New(func(prefix, args string) {
+		if strings.HasPrefix(prefix, "realnodes") || strings.HasPrefix(prefix, "vmcontainers") {
+			t.Log(prefix, args)
+		}
+	}, funcr.Options{Verbosity: 0})
+	library := logr.Discard()
 	if os.Getenv("LAB_DEBUG") != "" {
 		log = funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{Verbosity: 1})
+		library = log
 	}
-	lab.RouteLibraryLogs(log)
+	lab.RouteLibraryLogs(library)
 	shape.Nodes = scenario.NodesContainers
 	spec := lab.ClusterSpec{Name: "lab", LabSpec: shape}
 	started := time.Now()
@@ -50,6 +61,11 @@ func startRealLab(t *testing.T, ctx context.Context, shape scenario.LabSpec) *la
 	t.Cleanup(func() {
 		if err := l.Stop(context.Background()); err != nil {
 			t.Errorf("stop: %v", err)
+		}
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpRealNodes(t)
 		}
 	})
 	if err := l.WaitReady(ctx); err != nil {
@@ -102,5 +118,28 @@ func TestIntegrationRealNodeScenarios(t *testing.T) {
 				t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
 			}
 		})
+	}
+}
+
+// dumpRealNodes logs, for a failed test, every lab container's state,
+// bootstrap marks and last kubelet lines: what tells a node that never
+// joined from one whose kubelet cannot register.
+func dumpRealNodes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d := kind.ExecDocker{}
+	out, err := d.Run(ctx, "ps", "-a", "--filter", "label="+vmcontainers.Label, "--format", "{{.Names}}\t{{.Status}}")
+	if err != nil {
+		t.Logf("docker ps: %v", err)
+		return
+	}
+	t.Logf("lab containers:\n%s", out)
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		name, status, _ := strings.Cut(line, "\t")
+		if name == "" || !strings.HasPrefix(status, "Up") || strings.HasSuffix(name, "-lb") {
+			continue
+		}
+		out, _ := d.Run(ctx, "exec", name, "sh", "-c", "ls /run/cluster-api; ls /etc/cni/net.d; journalctl -u kubelet --no-pager -n 20")
+		t.Logf("%s:\n%s", name, out)
 	}
 }

@@ -16,6 +16,8 @@ import (
 const (
 	EnvConfig   = "E2E_CONFIG"
 	EnvProvider = "PROVIDER"
+	// EnvNodes overrides lab.nodes: simulated or containers.
+	EnvNodes = "NODES"
 )
 
 // Providers a suite runs on.
@@ -52,6 +54,18 @@ type LabConfig struct {
 	Profile string `json:"profile"`
 	// Cluster is the cluster, as a scenario's spec.lab says it.
 	Cluster scenario.LabSpec `json:"cluster"`
+	// Nodes, when set, is what every lab cluster's VMs are, whatever the
+	// scenarios' spec.lab.nodes say: simulated, or containers (the
+	// real-node tier); $NODES overrides it.
+	Nodes string `json:"nodes"`
+}
+
+// spec is s on the nodes the config chose.
+func (l LabConfig) spec(s scenario.LabSpec) scenario.LabSpec {
+	if l.Nodes != "" {
+		s.Nodes = l.Nodes
+	}
+	return s
 }
 
 // KindConfig is the kind cluster of provider kind: one the suite creates
@@ -101,7 +115,15 @@ func LoadConfig(path string) (*Config, error) {
 	if p := os.Getenv(EnvProvider); p != "" {
 		c.Provider = p
 	}
+	if n := os.Getenv(EnvNodes); n != "" {
+		c.Lab.Nodes = n
+	}
 	var errs []string
+	switch c.Lab.Nodes {
+	case "", scenario.NodesSimulated, scenario.NodesContainers:
+	default:
+		errs = append(errs, fmt.Sprintf("lab.nodes: got %q, expected %s or %s", c.Lab.Nodes, scenario.NodesSimulated, scenario.NodesContainers))
+	}
 	switch c.Provider {
 	case ProviderLab, ProviderKind, ProviderVSphere:
 	default:

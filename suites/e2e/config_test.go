@@ -12,6 +12,7 @@ import (
 func TestLoadConfig(t *testing.T) {
 	t.Setenv(EnvConfig, "")
 	t.Setenv(EnvProvider, "")
+	t.Setenv(EnvNodes, "")
 	for _, f := range []string{"lab.yaml", "vsphere.yaml", "kind.yaml"} {
 		c, err := LoadConfig(filepath.Join("..", "config", f))
 		if err != nil {
@@ -36,6 +37,7 @@ func TestLoadConfig(t *testing.T) {
 		"provider: lab\nintervals: {default/wait-lab: [soon, 1s], default/wait-baseline: [1m, 1s], default/scenario: [1m, 1s]}\n": `intervals.default/wait-lab[0]: got "soon"`,
 		"provider: lab\nintervals: {default/wait-lab: [1m, 1s], default/wait-baseline: [1m, 1s]}\n":                               "intervals.default/scenario: required",
 		"provider: lab\nlab: {cluster: {controlPlanes: 3, wokers: 2}}\n":                                                          `unknown field "wokers"`,
+		"provider: lab\nlab: {nodes: vms}\n": `lab.nodes: got "vms", expected simulated or containers`,
 	} {
 		p := filepath.Join(dir, "c.yaml")
 		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
@@ -48,5 +50,11 @@ func TestLoadConfig(t *testing.T) {
 	t.Setenv(EnvProvider, "vsphere")
 	if c, err := LoadConfig("../config/lab.yaml"); err != nil || c.Provider != "vsphere" {
 		t.Errorf("PROVIDER overrides: %v %v", c, err)
+	}
+	t.Setenv(EnvProvider, "")
+	t.Setenv(EnvNodes, "containers")
+	c, err := LoadConfig("../config/lab.yaml")
+	if err != nil || c.Lab.Nodes != "containers" || !c.Lab.spec(c.Lab.Cluster).RealNodes() {
+		t.Errorf("NODES overrides: %+v %v", c, err)
 	}
 }

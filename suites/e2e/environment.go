@@ -54,7 +54,7 @@ func Setup(ctx context.Context, cfg *Config, log logr.Logger) (*Environment, err
 		// vcsim's HTTP server reports CAPV's REST clients' failed TLS
 		// handshakes through the standard logger.
 		stdlog.SetOutput(io.Discard)
-		s, err := e.openLab(ctx, lab.SpecFor(LabCluster, cfg.Lab.Cluster))
+		s, err := e.openLab(ctx, lab.SpecFor(LabCluster, cfg.Lab.spec(cfg.Lab.Cluster)))
 		if err != nil {
 			return nil, err
 		}
@@ -126,9 +126,17 @@ func (e *Environment) ProviderFor(ctx context.Context, sc *scenario.Scenario) (p
 		return e.shared, keep, nil
 	}
 	var clusters []lab.ClusterSpec // none for a VM scenario: a vCenter simulator alone
+	if sc.Spec.Lab != nil {
+		// The scenario runs on the nodes the config chose.
+		spec := e.Config.Lab.spec(*sc.Spec.Lab)
+		sc.Spec.Lab = &spec
+	}
 	switch {
 	case sc.Spec.Lab == nil:
-	case sc.Metadata.Labels[LabelOwnCluster] != "true" && lab.SpecFor(LabCluster, e.Config.Lab.Cluster).Serves(*sc.Spec.Lab):
+	case sc.Spec.Lab.RealNodes() && sc.Spec.Lab.SimulatedOnly != "":
+		// The run skips it, touching nothing: no lab of its own.
+		return e.shared, keep, nil
+	case sc.Metadata.Labels[LabelOwnCluster] != "true" && lab.SpecFor(LabCluster, e.Config.Lab.spec(e.Config.Lab.Cluster)).Serves(*sc.Spec.Lab):
 		return e.shared, keep, nil
 	default:
 		clusters = append(clusters, lab.SpecFor(LabCluster, *sc.Spec.Lab))
