@@ -4,6 +4,13 @@
 # run and as medians: lab start to all Machines Running, the scenario's own
 # wall time, and peak RSS of faultline + kube-apiserver + etcd (sampled
 # every 200 ms from /proc).
+#
+# Then the real-node tier (REAL_RUNS times, default 1; 0 skips it; needs
+# docker and the node image): bring-up to all Machines Running of 1 control
+# plane + 1 worker (faultline lab up) and of 3 + 2 (power-off-worker's
+# cluster), power-off-worker's wall time on it, and the peak memory of
+# faultline and every node container (cgroup usage less inactive file
+# cache, as docker stats counts it, sampled every second).
 source "$(dirname "$0")/lib.sh"
 runs="${RUNS:-3}"
 hack/envtest.sh >/dev/null
@@ -48,3 +55,62 @@ for scenario in power-off-worker delete-cp-vm; do
     "$(printf '%s\n' "${starts[@]}" | median)" "$(printf '%s\n' "${walls[@]}" | median)" "$(printf '%s\n' "${peaks[@]}" | median)"
 done
 echo "targets: lab start <= 15 s; power-off-worker <= 30 s; peak RSS <= 1536 MiB"
+
+real_runs="${REAL_RUNS:-1}"
+((real_runs > 0)) || exit 0
+if ! docker info >/dev/null 2>&1; then
+  echo "real-node tier: no Docker engine (hack/docker.sh starts one); skipped" >&2
+  exit 0
+fi
+
+containers_mib() { # the lab containers' memory now (MiB), as docker stats counts it
+  local total=0 id dir usage inactive
+  for id in $(docker ps -q --no-trunc --filter label=faultline.dev/lab); do
+    for dir in "/sys/fs/cgroup/memory/docker/${id}" "/sys/fs/cgroup/system.slice/docker-${id}.scope"; do
+      [[ -d "${dir}" ]] || continue
+      if [[ -f "${dir}/memory.usage_in_bytes" ]]; then
+        usage="$(cat "${dir}/memory.usage_in_bytes")"
+        inactive="$(awk '$1 == "total_inactive_file" {print $2}' "${dir}/memory.stat")"
+      else
+        usage="$(cat "${dir}/memory.current")"
+        inactive="$(awk '$1 == "inactive_file" {print $2}' "${dir}/memory.stat")"
+      fi
+      total=$((total + usage - ${inactive:-0}))
+    done
+  done
+  echo $((total / 1048576))
+}
+
+# measure LOG CMD...: runs CMD in its own session, sampling the peak of
+# faultline's RSS plus the containers' memory until it exits or, for lab
+# up, until the lab is up (then it is interrupted).
+measure() {
+  local log="$1"; shift
+  setsid "$@" >"${log}" 2>&1 &
+  local pid=$! peak=0 m
+  while kill -0 "${pid}" 2>/dev/null; do
+    m=$(( $(rss_tree "${pid}") / 1024 + $(containers_mib) ))
+    ((m > peak)) && peak=${m}
+    if [[ "$1" == bin/faultline && "$2" == lab ]] && grep -q '^lab: all Machines Running in' "${log}"; then
+      kill -INT "${pid}"
+    fi
+    sleep 1 # sampling interval, not synchronisation
+  done
+  wait "${pid}" || true
+  echo "${peak}"
+}
+
+echo
+printf '%-30s %4s %14s %14s %14s %s\n' "real nodes" run "bring-up s" "scenario s" "peak MiB" verdict
+for i in $(seq 1 "${real_runs}"); do
+  log="$(mktemp)"
+  peak="$(measure "${log}" bin/faultline lab up --nodes containers --control-planes 1 --workers 1)"
+  start="$(sed -n 's/^lab: all Machines Running in \([0-9.ms]*\)$/\1/p' "${log}" | seconds)"
+  printf '%-30s %4d %14s %14s %14d %s\n' "lab up 1 CP + 1 worker" "${i}" "${start:-?}" - "${peak}" "$([[ -n "${start}" ]] && echo up || echo "see ${log}")"
+  log="$(mktemp)"
+  peak="$(measure "${log}" bin/faultline run power-off-worker --nodes containers --artifacts "$(mktemp -d)")"
+  start="$(sed -n 's/^lab: all Machines Running in \([0-9.ms]*\)$/\1/p' "${log}" | seconds)"
+  wall="$(sed -n 's/^scenario .*: [A-Z]* in \([0-9.ms]*\)$/\1/p' "${log}" | seconds)"
+  verdict="$(sed -n 's/^scenario .*: \([A-Z]*\) in .*/\1/p' "${log}")"
+  printf '%-30s %4d %14s %14s %14d %s\n' "power-off-worker 3 CP + 2 w" "${i}" "${start:-?}" "${wall:-?}" "${peak}" "${verdict:-see ${log}}"
+done

@@ -30,6 +30,9 @@ func printResult(w io.Writer, res *engine.Result) {
 		}
 		fmt.Fprintf(tw, "  target\t%s\t%s%s\n", t.Name, strings.Join(t.Objects, ", "), seed)
 	}
+	for _, f := range res.Planned {
+		fmt.Fprintf(tw, "  would inject\t%s\t%s on %s\n", f.Step, f.Fault, strings.Join(f.Objects, ", "))
+	}
 	for _, p := range res.Phases {
 		budget := "no budget"
 		if p.Budget != nil {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
@@ -38,6 +41,12 @@ type runOptions struct {
 	kind       kindFlags
 	history    string
 	gate       bool
+	// scope is --cluster, namespace/name.
+	scope  string
+	dryRun bool
+	seed   int64
+	// seedSet: --seed was given.
+	seedSet bool
 }
 
 func newRunCommand() *cobra.Command {
@@ -51,6 +60,10 @@ vCenter (--provider vsphere) the vCenter must be named in --allow-vcenter.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.timeoutSet = cmd.Flags().Changed("timeout")
+			o.seedSet = cmd.Flags().Changed("seed")
+			if o.scope != "" && (o.provider == session.ProviderKind || (o.provider == session.ProviderVSphere && o.cluster.kubeconfig == "")) {
+				return usageErr("--cluster names a Cluster API cluster; --provider %s has none (use --provider capi or lab)", o.provider)
+			}
 			for _, f := range []string{"profile", "nodes"} {
 				if cmd.Flags().Changed(f) && o.provider != session.ProviderLab {
 					return usageErr("--%s sets how the lab runs; it does nothing with --provider %s", f, o.provider)
@@ -68,6 +81,9 @@ vCenter (--provider vsphere) the vCenter must be named in --allow-vcenter.`,
 	fs.StringVar(&o.history, "history", "", "folder of past results: this run is added, and the report shows each phase against them (default $"+artifacts.EnvHistory+")")
 	fs.BoolVar(&o.gate, "gate", false, "with --history: fail a run whose phase took longer than its history's P95 + max(5s, 20%) (at least 5 past passing runs)")
 	fs.BoolVar(&o.retain, "retain", false, "leave injected faults in place at the end (undo later with 'faultline recover')")
+	fs.StringVar(&o.scope, "cluster", "", "keep every target inside this Cluster API cluster, namespace/name; required for a destructive run against a management cluster with several")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "resolve the targets and evaluate the blast-radius and quorum guards, print what would be injected where, and touch nothing (the lab is still started)")
+	fs.Int64Var(&o.seed, "seed", 0, "seed of every random target pick the scenario does not seed itself, to replay or fix a run's choices")
 	fs.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity on stderr (0 users, 1+ debugging)")
 	o.vcenter.register(fs, true)
 	o.vcenter.registerGuest(fs)
@@ -134,6 +150,11 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 	if o.timeout > 0 {
 		sc.Spec.Timeout = scenario.D(o.timeout)
 	}
+	if o.scope != "" {
+		if err := sc.ScopeTo(o.scope); err != nil {
+			return usageErr("--cluster: %v", err)
+		}
+	}
 	log := newLogger(stderr, o.verbosity)
 
 	ctx, stop := notifyContext(ctx)
@@ -151,6 +172,18 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 		}
 	}()
 
+	if sess.Client != nil {
+		if err := o.requireScope(ctx, sess, sc); err != nil {
+			return err
+		}
+	}
+	if o.dryRun && sess.Lab != nil {
+		fmt.Fprintln(stderr, "dry run: the lab was started to resolve the targets; nothing will be injected")
+	}
+	var seed *int64
+	if o.seedSet {
+		seed = &o.seed
+	}
 	dir := o.artifacts
 	if dir == "" {
 		dir = artifacts.RunDir(sc.Metadata.Name, time.Now())
@@ -165,6 +198,8 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 			Retain:     o.retain,
 			Progress:   progress.print,
 			Log:        log,
+			DryRun:     o.dryRun,
+			Seed:       seed,
 		},
 	})
 	if res == nil {
@@ -193,6 +228,8 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 func (o *runOptions) openSession(ctx context.Context, sc *scenario.Scenario, stderr io.Writer, log logr.Logger) (*session.Session, error) {
 	cfg := session.Config{Provider: o.provider, Log: log, Out: stderr, Kind: session.KindConfig{Cluster: o.kind.cluster}}
 	cfg.Management = o.cluster.config()
+	// A dry run's management cluster client refuses every write.
+	cfg.Management.ReadOnly = o.dryRun
 	var err error
 	switch o.provider {
 	case session.ProviderLab:
@@ -231,4 +268,36 @@ func newLogger(w io.Writer, verbosity int) logr.Logger {
 	return funcr.New(func(prefix, args string) {
 		fmt.Fprintln(w, strings.TrimSpace(prefix+" "+args))
 	}, funcr.Options{Verbosity: verbosity})
+}
+
+// requireScope checks the run's cluster against the management cluster's:
+// --cluster must name one of them, and a destructive run (one that
+// injects) against a management cluster with several must name one.
+func (o *runOptions) requireScope(ctx context.Context, sess *session.Session, sc *scenario.Scenario) error {
+	var list clusterv1.ClusterList
+	if err := sess.Client.List(ctx, &list); err != nil {
+		return infraErr(fmt.Errorf("list the management cluster's Clusters: %w", err))
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, c := range list.Items {
+		names = append(names, c.Namespace+"/"+c.Name)
+	}
+	sort.Strings(names)
+	switch {
+	case o.scope != "" && !slices.Contains(names, o.scope):
+		return usageErr("--cluster %s: no such Cluster in context %s; its clusters: %s", o.scope, sess.Context, strings.Join(names, ", "))
+	case o.scope == "" && !o.dryRun && len(names) > 1 && injects(sc):
+		return usageErr("scenario %s injects faults and context %s manages %d clusters (%s): name the one it may touch with --cluster NAMESPACE/NAME", sc.Metadata.Name, sess.Context, len(names), strings.Join(names, ", "))
+	}
+	return nil
+}
+
+// injects tells whether sc has an inject step.
+func injects(sc *scenario.Scenario) bool {
+	for _, st := range sc.Spec.Steps {
+		if st.Inject != nil {
+			return true
+		}
+	}
+	return false
 }

@@ -62,6 +62,17 @@ type Result struct {
 	Phases     []PhaseResult     `json:"phases"`
 	Assertions []AssertionResult `json:"assertions"`
 	Faults     []FaultResult     `json:"faults"`
+	// Planned is what a dry run would inject, step by step.
+	Planned []PlannedFault `json:"planned,omitempty"`
+}
+
+// PlannedFault is an inject step of a dry run: its fault and the objects
+// it would act on.
+type PlannedFault struct {
+	Step    string   `json:"step"`
+	Fault   string   `json:"fault"`
+	Target  string   `json:"target"`
+	Objects []string `json:"objects"`
 }
 
 // TargetResult records what a target resolved to, and the seed of a random

@@ -39,6 +39,13 @@ type RunInput struct {
 	// Progress, when set, is called while the runner waits.
 	Progress func(Progress)
 	Log      logr.Logger
+	// DryRun resolves the targets and evaluates the blast-radius and
+	// quorum guards, records in Result.Planned what each inject step
+	// would do and where, and runs no step: nothing is touched.
+	DryRun bool
+	// Seed, when set, is the seed of every random target pick whose
+	// scenario gives none, so that the run's choices can be fixed.
+	Seed *int64
 }
 
 // Validate checks the input.
@@ -166,6 +173,14 @@ func (r *run) execute(ctx context.Context) {
 		sc = scenario.ExpandTargetRefs(sc, r.objects)
 		r.in.Scenario = sc
 	}
+	if r.in.DryRun {
+		r.plan(sc)
+		r.verdict(ctx, sctx)
+		if r.res.Verdict == Pass {
+			r.res.Reason = "dry run: nothing was injected"
+		}
+		return
+	}
 	for _, st := range sc.Spec.Steps {
 		if aborted && st.Teardown == nil {
 			continue
@@ -185,6 +200,20 @@ func (r *run) execute(ctx context.Context) {
 	r.undoPending(ctx)
 	r.collectFaults()
 	r.verdict(ctx, sctx)
+}
+
+// plan records what each inject step would do, and where.
+func (r *run) plan(sc *scenario.Scenario) {
+	for _, st := range sc.Spec.Steps {
+		if st.Inject == nil {
+			continue
+		}
+		pf := PlannedFault{Step: st.Name, Fault: st.Inject.Fault, Target: st.Inject.Target}
+		for _, o := range r.objects[st.Inject.Target] {
+			pf.Objects = append(pf.Objects, o.String())
+		}
+		r.res.Planned = append(r.res.Planned, pf)
+	}
 }
 
 func (r *run) verdict(ctx, sctx context.Context) {

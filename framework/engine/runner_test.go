@@ -397,3 +397,42 @@ func TestRunInputValidate(t *testing.T) {
 		t.Errorf("Run with empty input = %v", err)
 	}
 }
+
+// A dry run resolves the targets (a random pick with the run's seed) and
+// says what each inject step would do where; it injects nothing and
+// journals nothing.
+func TestRunDryRun(t *testing.T) {
+	t.Parallel()
+	s := parseScenario(t, "[VMPower]", "", `
+    - name: victim
+      select: {vm: "vm-*"}
+      count: 1
+      random: {}`, powerCycle)
+	p := fake.New("vm-a", "vm-b", "vm-c")
+	seed := int64(42)
+	var picks []string
+	for range 2 {
+		res, journal := run(t, context.Background(), s, p, func(in *engine.RunInput) { in.DryRun, in.Seed = true, &seed })
+		if res.Verdict != engine.Pass || res.Reason != "dry run: nothing was injected" {
+			t.Fatalf("verdict %s (%s)", res.Verdict, res.Reason)
+		}
+		if len(res.Planned) != 1 || res.Planned[0].Fault != "vm.power-off" || len(res.Planned[0].Objects) != 1 {
+			t.Fatalf("planned %+v", res.Planned)
+		}
+		if got := *res.Targets[0].Seed; got != seed {
+			t.Errorf("seed %d, want the run's %d", got, seed)
+		}
+		if len(res.Faults) != 0 || len(res.Phases) != 0 || len(pending(t, journal)) != 0 {
+			t.Errorf("a dry run acted: faults %+v, phases %+v", res.Faults, res.Phases)
+		}
+		picks = append(picks, res.Planned[0].Objects[0])
+	}
+	if picks[0] != picks[1] {
+		t.Errorf("the same seed picked %s, then %s", picks[0], picks[1])
+	}
+	for _, vm := range []string{"vm-a", "vm-b", "vm-c"} {
+		if p.VM(vm).State != providers.PoweredOn {
+			t.Errorf("%s was powered off by a dry run", vm)
+		}
+	}
+}

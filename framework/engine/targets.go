@@ -29,7 +29,7 @@ func (r *run) resolveTargets(ctx context.Context) error {
 		if len(all) == 0 {
 			return fmt.Errorf("resolve target %s: every match belongs to an excluded target (%s): %w", t.Name, strings.Join(t.Exclude, ", "), providers.ErrNotFound)
 		}
-		picked, seed := pick(all, t)
+		picked, seed := pick(all, t, r.in.Seed)
 		r.objects[t.Name] = picked
 		tr := TargetResult{Name: t.Name, Seed: seed}
 		for _, o := range picked {
@@ -63,8 +63,9 @@ func (r *run) excluding(all []providers.Object, targets []string) []providers.Ob
 }
 
 // pick chooses a target's objects from all matches (sorted by name): the
-// first ones, or a seeded random sample. The seed is returned for replay.
-func pick(all []providers.Object, t scenario.Target) ([]providers.Object, *int64) {
+// first ones, or a seeded random sample: the target's own seed, else
+// runSeed, else a fresh one. The seed is returned for replay.
+func pick(all []providers.Object, t scenario.Target, runSeed *int64) ([]providers.Object, *int64) {
 	sorted := append([]providers.Object(nil), all...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	n := len(sorted)
@@ -77,9 +78,14 @@ func pick(all []providers.Object, t scenario.Target) ([]providers.Object, *int64
 	if t.Random == nil {
 		return sorted[:n], nil
 	}
-	seed := drawSeed()
-	if t.Random.Seed != nil {
+	var seed int64
+	switch {
+	case t.Random.Seed != nil:
 		seed = *t.Random.Seed
+	case runSeed != nil:
+		seed = *runSeed
+	default:
+		seed = drawSeed()
 	}
 	rng := mrand.New(mrand.NewPCG(uint64(seed), 0))
 	rng.Shuffle(len(sorted), func(i, j int) { sorted[i], sorted[j] = sorted[j], sorted[i] })

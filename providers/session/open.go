@@ -158,7 +158,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	case ProviderCAPI:
 		s.Provider, err = s.openManagement(ctx, cfg)
 	case ProviderVSphere:
-		s.Provider, err = s.openVCenter(ctx, cfg.VCenter, cfg.Log, cfg.OptedIn || cfg.Management.ReadOnly)
+		s.Provider, err = s.openVCenter(ctx, cfg.VCenter, cfg.Log, cfg.OptedIn || cfg.Management.ReadOnly, cfg.Management.ReadOnly)
 	case ProviderKind:
 		s.Provider, err = openKind(ctx, cfg)
 	default:
@@ -231,7 +231,7 @@ func (s *Session) openManagement(ctx context.Context, cfg Config) (providers.Pro
 		opts = append(opts, capi.WithWorkloadClient(cfg.Management.Workload))
 	}
 	if cfg.VCenter.URL != "" {
-		vc, err := s.openVCenter(ctx, cfg.VCenter, cfg.Log, cfg.OptedIn || cfg.Management.ReadOnly)
+		vc, err := s.openVCenter(ctx, cfg.VCenter, cfg.Log, cfg.OptedIn || cfg.Management.ReadOnly, cfg.Management.ReadOnly)
 		if err != nil {
 			return nil, err
 		}
@@ -261,7 +261,7 @@ func ManagementClient(m ManagementConfig, flag string) (client.Client, string, s
 // openVCenter logs in to the vCenter v names; unless allowed already (a
 // read-only or opted-in session), it must be in the allow-list. The
 // vSphere provider's Close goes with the session's.
-func (s *Session) openVCenter(ctx context.Context, v VCenterConfig, log logr.Logger, allowed bool) (*vsphere.Provider, error) {
+func (s *Session) openVCenter(ctx context.Context, v VCenterConfig, log logr.Logger, allowed, readOnly bool) (*vsphere.Provider, error) {
 	u, err := v.Endpoint()
 	if err != nil {
 		return nil, &ConfigError{Err: err}
@@ -272,7 +272,11 @@ func (s *Session) openVCenter(ctx context.Context, v VCenterConfig, log logr.Log
 	if v.Insecure {
 		log.Info("WARNING: TLS verification of vCenter is disabled (--vcenter-insecure / GOVC_INSECURE)")
 	}
-	p, err := vsphere.New(ctx, v.Config, append([]vsphere.Option{vsphere.WithLogger(log)}, v.Options...)...)
+	opts := append([]vsphere.Option{vsphere.WithLogger(log)}, v.Options...)
+	if readOnly {
+		opts = append(opts, vsphere.WithReadOnly())
+	}
+	p, err := vsphere.New(ctx, v.Config, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -55,6 +55,9 @@ type Provider struct {
 	log      logr.Logger
 	// guest is the guest OS login of node faults, or nil (GuestOperations).
 	guest *GuestAuth
+	// readOnly: every method that would change vCenter is refused
+	// (WithReadOnly).
+	readOnly bool
 }
 
 // Option configures New.
@@ -100,6 +103,9 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Provider, error) {
 		return nil, connectError(u, err)
 	}
 	vc.RoundTripper = keepalive.NewHandlerSOAP(vc.RoundTripper, keepAliveIdle, nil)
+	if p.readOnly {
+		vc.RoundTripper = readOnlyTransport{next: vc.RoundTripper}
+	}
 	p.client = vc
 	p.sessions = session.NewManager(vc)
 	if err := p.sessions.Login(ctx, url.UserPassword(user, pass)); err != nil {

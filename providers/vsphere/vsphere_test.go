@@ -323,3 +323,29 @@ func TestIntegrationKnownHosts(t *testing.T) {
 	cfg.CAFile, cfg.KnownHostsFile = "", kh
 	connect(t, ctx, cfg)
 }
+
+// A read-only session (a dry run's) reads the inventory over SOAP and
+// refuses, before the request leaves, every method that creates a task.
+func TestIntegrationReadOnly(t *testing.T) {
+	sim := startSim(t)
+	ctx := t.Context()
+	p, err := vsphere.New(ctx, sim.Config(), vsphere.WithReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	vm := resolveOne(t, ctx, p, providers.Selector{VM: "DC0_H0_VM1"})
+	for name, do := range map[string]func(context.Context, providers.Object) error{"power off": p.PowerOff, "reset": p.Reset, "destroy": p.Destroy} {
+		if err := do(ctx, vm); !errors.Is(err, vsphere.ErrReadOnly) {
+			t.Errorf("%s: %v, want ErrReadOnly", name, err)
+		}
+	}
+	rw := connect(t, ctx, sim.Config())
+	if got, err := rw.PowerState(ctx, vm); err != nil || got != providers.PoweredOn {
+		t.Errorf("after the refused calls the VM is %s (%v), want poweredOn and still there", got, err)
+	}
+}
