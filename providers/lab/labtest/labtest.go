@@ -37,10 +37,10 @@ func Require(t testing.TB) {
 	}
 }
 
-// Start starts a lab with one cluster for the test (after Require) and
-// waits for its Machines; the lab stops when the test ends. LAB_DEBUG set
-// logs the lab's controllers to the test.
-func Start(t *testing.T, spec lab.ClusterSpec) *lab.Lab {
+// Start starts a lab of the clusters for the test (after Require) and
+// waits for their Machines; the lab stops when the test ends. LAB_DEBUG
+// set logs the lab's controllers to the test.
+func Start(t *testing.T, specs ...lab.ClusterSpec) *lab.Lab {
 	t.Helper()
 	Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -55,7 +55,7 @@ func Start(t *testing.T, spec lab.ClusterSpec) *lab.Lab {
 	}
 	start := time.Now()
 	lab.RouteLibraryLogs(log)
-	l, err := lab.Start(ctx, lab.Input{Profile: p, Clusters: []lab.ClusterSpec{spec}, Log: log})
+	l, err := lab.Start(ctx, lab.Input{Profile: p, Clusters: specs, Log: log})
 	if err != nil {
 		t.Fatalf("start lab: %v", err)
 	}

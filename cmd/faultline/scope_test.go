@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/providers"
+	"github.com/faultline-dev/faultline/providers/lab"
+	"github.com/faultline-dev/faultline/providers/lab/labtest"
+)
+
+// TestIntegrationRunScope runs power-off-worker against a management
+// cluster with two workload clusters, through its kubeconfig and vCenter:
+// without --cluster the run is refused (exit 2) naming both; --cluster
+// must name one of them; with --cluster and --dry-run every target is a
+// Machine of that cluster, the would-be injection is printed, and no VM
+// was powered off.
+func TestIntegrationRunScope(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	shape := scenario.LabSpec{ControlPlanes: 1, Workers: 1}
+	l := labtest.Start(t, lab.ClusterSpec{Name: "a", LabSpec: shape}, lab.ClusterSpec{Name: "b", LabSpec: shape})
+	paths, err := l.WriteKubeconfigs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := clientcmd.LoadFromFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	vc := l.Sim().URL()
+	vc.User = url.UserPassword("user", "pass") // vcsim takes any login
+	base := []string{"run", "power-off-worker", "--provider", "capi", "--kubeconfig", paths[0], "--allow-context", kc.CurrentContext,
+		"--vcenter-url", vc.String(), "--vcenter-ca-file", l.Sim().CAFile(), "--allow-vcenter", vc.Host, "--artifacts", t.TempDir()}
+	runArgs := func(extra ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		code := execute(append(append([]string(nil), base...), extra...), &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+
+	code, _, stderr := runArgs()
+	if code != 2 || !strings.Contains(stderr, "manages 2 clusters (default/a, default/b): name the one it may touch with --cluster NAMESPACE/NAME") {
+		t.Errorf("without --cluster: exit %d, stderr %s", code, stderr)
+	}
+	code, _, stderr = runArgs("--cluster", "default/c")
+	if code != 2 || !strings.Contains(stderr, "--cluster default/c: no such Cluster in context "+kc.CurrentContext+"; its clusters: default/a, default/b") {
+		t.Errorf("--cluster default/c: exit %d, stderr %s", code, stderr)
+	}
+	code, stdout, stderr := runArgs("--cluster", "default/b", "--dry-run", "--seed", "7", "-o", "json")
+	if code != 0 {
+		t.Fatalf("dry run: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	var res engine.Result
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("result: %v\n%s", err, stdout)
+	}
+	if len(res.Planned) != 1 || res.Planned[0].Fault != "vm.power-off" || len(res.Planned[0].Objects) != 1 {
+		t.Fatalf("planned %+v", res.Planned)
+	}
+	for _, tr := range res.Targets {
+		for _, o := range tr.Objects {
+			if !strings.Contains(o, "/b-") {
+				t.Errorf("target %s resolved to %s, outside cluster default/b", tr.Name, o)
+			}
+		}
+	}
+	if *res.Targets[0].Seed != 7 {
+		t.Errorf("seed %d, want --seed 7", *res.Targets[0].Seed)
+	}
+	vms, err := l.VCenter().Resolve(ctx, providers.Selector{VM: "*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, vm := range vms {
+		if st, err := l.VCenter().PowerState(ctx, vm); err != nil || st != providers.PoweredOn {
+			t.Errorf("VM %s is %s (%v) after a dry run", vm.Name, st, err)
+		}
+	}
+}
