@@ -56,6 +56,7 @@ type realNodes struct {
 	backends []string
 	boots    sync.WaitGroup
 	booted   map[string]bool // VMs whose cloud-config ran
+	waiting  map[string]bool // VMs whose bootstrap data was not readable
 	// cniInstalled: the CNI agent's objects were created.
 	cniInstalled bool
 }
@@ -206,11 +207,17 @@ func (r *realNodes) boot(ctx context.Context, vm string, st realVM) {
 	cc, _, err := vmcontainers.ParseCloudConfig(st.guest)
 	if err != nil {
 		// CAPV may still be writing the bootstrap data: the next tick
-		// tries again, as cloud-init waits for its datasource.
-		r.log.V(1).Info("vm bootstrap data not readable yet", "vm", vm, "error", err.Error())
+		// tries again, as cloud-init waits for its datasource. Said once
+		// a VM at level 0, then at 1.
+		level := 1
+		if !r.waiting[vm] {
+			r.waiting[vm], level = true, 0
+		}
+		r.log.V(level).Info("vm bootstrap data not readable yet", "vm", vm, "error", err.Error())
 		return
 	}
 	r.booted[vm] = true
+	r.log.Info("vm bootstrap started", "vm", vm, "ip", st.ip, "providerID", "vsphere://"+st.uuid)
 	r.boots.Add(1)
 	go func() {
 		defer r.boots.Done()
@@ -229,7 +236,7 @@ func (r *realNodes) boot(ctx context.Context, vm string, st realVM) {
 			r.log.Error(err, "vm bootstrap", "vm", vm)
 			return
 		}
-		r.log.V(1).Info("vm bootstrapped", "vm", vm, "took", time.Since(started).Round(time.Millisecond).String())
+		r.log.Info("vm bootstrapped", "vm", vm, "took", time.Since(started).Round(time.Millisecond).String())
 	}()
 }
 
@@ -346,7 +353,7 @@ func (l *Lab) startRealNodes(ctx context.Context, cs ClusterSpec) (infrav1.APIEn
 	if err != nil {
 		return none, bootstrapv1.KubeadmConfigSpec{}, err
 	}
-	l.real = &realNodes{driver: driver, docker: docker, cluster: cs.Name, cni: cs.CNIName(), booted: map[string]bool{}, log: l.in.Log.WithName("realnodes")}
+	l.real = &realNodes{driver: driver, docker: docker, cluster: cs.Name, cni: cs.CNIName(), booted: map[string]bool{}, waiting: map[string]bool{}, log: l.in.Log.WithName("realnodes")}
 	lb, err := driver.StartLoadBalancer(ctx, apiServerPort)
 	if err != nil {
 		return none, bootstrapv1.KubeadmConfigSpec{}, err

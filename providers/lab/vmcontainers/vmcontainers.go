@@ -213,7 +213,7 @@ func (d *Driver) create(ctx context.Context, vm string) (Container, error) {
 	if err := d.docker(ctx, args...); err != nil {
 		return c, err
 	}
-	d.cfg.Log.V(1).Info("vm container created", "vm", vm, "container", c.Name, "ip", c.IP)
+	d.cfg.Log.Info("vm container created", "vm", vm, "container", c.Name, "ip", c.IP)
 	return c, nil
 }
 
@@ -237,6 +237,7 @@ func (d *Driver) remove(ctx context.Context, vm string, c Container) error {
 	if err := d.docker(ctx, "rm", "--force", "--volumes", c.Name); err != nil && !isNoSuchContainer(err) {
 		return err
 	}
+	d.cfg.Log.Info("vm container removed: its VM is gone", "vm", vm, "container", c.Name)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.state.Containers, vm)
