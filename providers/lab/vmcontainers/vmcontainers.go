@@ -76,6 +76,8 @@ type State struct {
 	Containers map[string]Container `json:"containers,omitempty"`
 	// LoadBalancer is the control-plane endpoint's, when started.
 	LoadBalancer *Container `json:"loadBalancer,omitempty"`
+	// LastIP is the address last given to a container.
+	LastIP string `json:"lastIP,omitempty"`
 }
 
 // Container is one VM's container.
@@ -217,20 +219,33 @@ func (d *Driver) create(ctx context.Context, vm string) (Container, error) {
 	return c, nil
 }
 
-// nextIP is the first address of the subnet after the gateway's that no
-// container of the lab has; d.mu is held.
+// nextIP is the first address after the one last given that no container
+// of the lab has, wrapping around past the subnet's end to the first after
+// the gateway's; d.mu is held. A removed VM's address is not given again
+// at once, as a DHCP server keeps a lease: its neighbours still have the
+// old container's MAC for it, and a control plane's etcd peers its URL.
 func (d *Driver) nextIP() (netip.Addr, error) {
 	used := map[string]bool{lastHost(d.subnet).String(): true} // the load balancer's
 	for _, c := range d.state.Containers {
 		used[c.IP] = true
 	}
-	// .0 is the network, .1 the gateway.
-	for a := d.subnet.Addr().Next().Next(); d.subnet.Contains(a); a = a.Next() {
+	first := d.subnet.Addr().Next().Next() // .0 is the network, .1 the gateway
+	start := first
+	if last, err := netip.ParseAddr(d.state.LastIP); err == nil && d.subnet.Contains(last.Next()) {
+		start = last.Next()
+	}
+	for a := start; ; {
 		if !used[a.String()] {
+			d.state.LastIP = a.String()
 			return a, nil
 		}
+		if a = a.Next(); !d.subnet.Contains(a) {
+			a = first
+		}
+		if a == start {
+			return netip.Addr{}, fmt.Errorf("no free address left in the lab's network %s", d.subnet)
+		}
 	}
-	return netip.Addr{}, fmt.Errorf("no free address left in the lab's network %s", d.subnet)
 }
 
 func (d *Driver) remove(ctx context.Context, vm string, c Container) error {

@@ -218,3 +218,31 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// A destroyed VM's address is not given to the next VM at once (its
+// neighbours and etcd peers still know it as the old one's): addresses
+// go round the subnet.
+func TestAddressesAreNotReusedAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	docker := &fakeDocker{status: map[string]string{}}
+	d, err := New(ctx, Config{Lab: "fl-lab", Image: "node:v1", StateFile: filepath.Join(t.TempDir(), "containers.json"), Docker: docker, Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := func(name string) string {
+		t.Helper()
+		ip, err := d.Reconcile(ctx, VM{Name: name, Exists: true, Power: providers.PoweredOn, BootTime: time.Unix(1000, 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ip
+	}
+	a, b := on("cp-a"), on("cp-b")
+	if _, err := d.Reconcile(ctx, VM{Name: "cp-a"}); err != nil {
+		t.Fatal(err)
+	}
+	if c := on("cp-c"); c == a || c == b {
+		t.Errorf("cp-c got %s; cp-a had %s (destroyed), cp-b has %s", c, a, b)
+	}
+}
