@@ -21,12 +21,10 @@ import (
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
-	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/vsphere"
-	"github.com/faultline-dev/faultline/scenarios"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -52,16 +50,20 @@ func newValidateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate SCENARIO...",
 		Short: "Check scenario files without running them",
-		Long:  "Check scenario files (or catalogue names); every problem is printed as file:line:col: field: message.",
+		Long:  "Check scenario files, the scenario files of folders, or catalogue names; every problem is printed as file:line:col: field: message.",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			overrides, err := parseSets(sets)
 			if err != nil {
 				return err
 			}
+			sources, err := scenarioSources(args)
+			if err != nil {
+				return err
+			}
 			bad := 0
-			for _, arg := range args {
-				sc, err := loadScenario(arg, overrides)
+			for _, src := range sources {
+				sc, err := src.load(overrides)
 				if err != nil {
 					fmt.Fprintln(cmd.ErrOrStderr(), err)
 					bad++
@@ -80,28 +82,24 @@ func newValidateCommand() *cobra.Command {
 }
 
 func newListCommand() *cobra.Command {
-	var output string
+	var output, selector string
 	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List the scenario catalogue with labels",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Use:   "list [SCENARIO...]",
+		Short: "List scenarios with their labels: the catalogue, or files and folders",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
 			type entry struct {
 				Name        string            `json:"name"`
 				Description string            `json:"description"`
 				Labels      map[string]string `json:"labels"`
 				Requires    []string          `json:"requires"`
 			}
+			scs, err := selectScenarios(args, selector, nil)
+			if err != nil {
+				return err
+			}
 			var entries []entry
-			for _, name := range scenarios.Names() {
-				data, err := scenarios.Read(name)
-				if err != nil {
-					return err
-				}
-				sc, err := scenario.Parse("scenarios/"+name+".yaml", data, nil, engine.Vocabulary)
-				if err != nil {
-					return fmt.Errorf("catalogue scenario %s is invalid: %w", name, err)
-				}
+			for _, sc := range scs {
 				e := entry{Name: sc.Metadata.Name, Description: sc.Metadata.Description, Labels: sc.Metadata.Labels}
 				for _, c := range sc.Spec.Requires {
 					e.Requires = append(e.Requires, string(c))
@@ -130,6 +128,7 @@ func newListCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVarP(&selector, "selector", "l", "", "list only the scenarios whose metadata.labels match this label selector (e.g. 'seed-002,tier=core')")
 	return cmd
 }
 

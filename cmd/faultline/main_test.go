@@ -94,7 +94,13 @@ func TestValidateExitCodes(t *testing.T) {
 		{[]string{"run", "power-off-worker", "--nodes", "vms"}, 2, `--nodes "vms": expected simulated or containers`},
 		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "https://vc.example.com", "--allow-vcenter", "vc.example.com", "--vcenter-ca-file", "/no/ca.pem"}, 2, "--vcenter-ca-file: stat /no/ca.pem: no such file or directory"},
 		{[]string{"run", catalogueScenario, "--provider", "capi", "--kubeconfig", catalogueScenario}, 2, "not a kubeconfig (expected YAML with apiVersion: v1 and kind: Config)"},
-		{[]string{"run"}, 2, "accepts 1 arg"},
+		{[]string{"run"}, 2, "run needs a scenario: a file, a folder, a name from 'faultline list', or -l SELECTOR"},
+		{[]string{"run", "-l", "tier=nosuch"}, 2, `no scenario of the catalogue matches the selector "tier=nosuch"`},
+		{[]string{"run", "-l", "tier in ("}, 2, `--selector "tier in ("`},
+		{[]string{"run", "../../scenarios", "--set", "nope=1"}, 2, "--set nope: none of the selected scenarios declares that parameter"},
+		{[]string{"run", "no-such.yaml"}, 2, "scenario no-such.yaml: stat no-such.yaml: no such file or directory"},
+		{[]string{"run", t.TempDir()}, 2, "no .yaml or .yml file in it"},
+		{[]string{"list", "-l", "seed-003"}, 0, ""},
 		{[]string{"list"}, 0, ""},
 	}
 	for _, tt := range tests {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -22,7 +24,6 @@ import (
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers/lab"
-	"github.com/faultline-dev/faultline/scenarios"
 )
 
 type runOptions struct {
@@ -41,6 +42,7 @@ type runOptions struct {
 	kind       kindFlags
 	history    string
 	gate       bool
+	selector string
 	// scope is --cluster, namespace/name.
 	scope  string
 	dryRun bool
@@ -52,12 +54,16 @@ type runOptions struct {
 func newRunCommand() *cobra.Command {
 	o := &runOptions{}
 	cmd := &cobra.Command{
-		Use:   "run SCENARIO",
-		Short: "Run a scenario (a file, or a name from 'faultline list')",
-		Long: `Run a scenario file or a catalogue scenario by name. With no --provider it runs
-on the embedded lab, which needs no vCenter and no cluster. Against a real
-vCenter (--provider vsphere) the vCenter must be named in --allow-vcenter.`,
-		Args: cobra.ExactArgs(1),
+		Use:   "run SCENARIO...",
+		Short: "Run scenarios (files, folders, or names from 'faultline list')",
+		Long: `Run scenario files, the scenario files of folders, or catalogue scenarios by
+name; -l selects among them (or, with no argument, the catalogue) by their
+metadata.labels, as kubectl selects objects. Several run one after the other,
+each in a folder of its own, with a summary and one junit.xml at the end. With
+no --provider they run on the embedded lab, which needs no vCenter and no
+cluster. Against a real vCenter (--provider vsphere) the vCenter must be named
+in --allow-vcenter.`,
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.timeoutSet = cmd.Flags().Changed("timeout")
 			o.seedSet = cmd.Flags().Changed("seed")
@@ -69,12 +75,16 @@ vCenter (--provider vsphere) the vCenter must be named in --allow-vcenter.`,
 					return usageErr("--%s sets how the lab runs; it does nothing with --provider %s", f, o.provider)
 				}
 			}
-			return o.run(cmd.Context(), args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if len(args) == 0 && o.selector == "" {
+				return usageErr("run needs a scenario: a file, a folder, a name from 'faultline list', or -l SELECTOR over the catalogue")
+			}
+			return o.run(cmd.Context(), args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.provider, "provider", "lab", "where to run: lab (embedded Cluster API lab, or vcsim alone for scenarios without spec.lab), capi (a Cluster API management cluster), vsphere or kind (--kind-cluster)")
-	fs.StringArrayVar(&o.sets, "set", nil, "override a scenario parameter, name=value; repeatable")
+	fs.StringArrayVar(&o.sets, "set", nil, "override a scenario parameter, name=value; repeatable (with several scenarios, each that declares it)")
+	fs.StringVarP(&o.selector, "selector", "l", "", "run only the scenarios whose metadata.labels match this label selector (e.g. 'tier=core,!incident'); with no argument, over the catalogue")
 	fs.StringVar(&o.artifacts, "artifacts", "", "folder for result.json, timeline.jsonl and journal.jsonl (default $ARTIFACTS or _artifacts, then <scenario>-<timestamp>)")
 	fs.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	fs.DurationVar(&o.timeout, "timeout", 0, "bound the whole run, overriding the scenario's spec.timeout (e.g. 10m)")
@@ -93,18 +103,6 @@ vCenter (--provider vsphere) the vCenter must be named in --allow-vcenter.`,
 	return cmd
 }
 
-// loadScenario reads a file, or a catalogue scenario when arg names no file.
-func loadScenario(arg string, sets map[string]string) (*scenario.Scenario, error) {
-	if _, err := os.Stat(arg); err != nil && !strings.ContainsAny(arg, "/.") {
-		data, rerr := scenarios.Read(arg)
-		if rerr != nil {
-			return nil, rerr
-		}
-		return scenario.Parse("scenarios/"+arg+".yaml", data, sets, engine.Vocabulary)
-	}
-	return scenario.Load(arg, sets, engine.Vocabulary)
-}
-
 func parseSets(sets []string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, s := range sets {
@@ -117,7 +115,7 @@ func parseSets(sets []string) (map[string]string, error) {
 	return out, nil
 }
 
-func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writer) error {
+func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.output != "text" && o.output != "json" {
 		return usageErr("--output %q: expected text or json", o.output)
 	}
@@ -140,19 +138,21 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 			return usageErr("--history: %v", err)
 		}
 	}
-	sc, err := loadScenario(arg, sets)
+	scs, err := selectScenarios(args, o.selector, sets)
 	if err != nil {
-		return &exitError{code: engine.ExitUsage, err: err}
+		return err
 	}
-	if want := sc.Metadata.Labels["provider"]; want != "" && want != o.provider {
-		return usageErr("scenario %s runs on provider %s (its label provider: %s), not %s: pass --provider %s", sc.Metadata.Name, want, want, o.provider, want)
-	}
-	if o.timeout > 0 {
-		sc.Spec.Timeout = scenario.D(o.timeout)
-	}
-	if o.scope != "" {
-		if err := sc.ScopeTo(o.scope); err != nil {
-			return usageErr("--cluster: %v", err)
+	for _, sc := range scs {
+		if want := sc.Metadata.Labels["provider"]; want != "" && want != o.provider && !multiple(args, o.selector) {
+			return usageErr("scenario %s runs on provider %s (its label provider: %s), not %s: pass --provider %s", sc.Metadata.Name, want, want, o.provider, want)
+		}
+		if o.timeout > 0 {
+			sc.Spec.Timeout = scenario.D(o.timeout)
+		}
+		if o.scope != "" {
+			if err := sc.ScopeTo(o.scope); err != nil {
+				return usageErr("--cluster: %v", err)
+			}
 		}
 	}
 	log := newLogger(stderr, o.verbosity)
@@ -160,9 +160,109 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 	ctx, stop := notifyContext(ctx)
 	defer stop()
 
+	if !multiple(args, o.selector) {
+		res, dir, err := o.runOne(ctx, scs[0], o.artifacts, sets, history, stderr, log)
+		if res == nil {
+			return err
+		}
+		return o.report(stdout, []*engine.Result{res}, []string{dir}, false, err)
+	}
+	// Several scenarios, one after the other, each in a folder of its
+	// own under one folder with the JUnit of all.
+	root := o.artifacts
+	if root == "" {
+		root = artifacts.RunDir("run", time.Now())
+	}
+	var results []*engine.Result
+	var dirs []string
+	var errs []error
+	for _, sc := range scs {
+		if ctx.Err() != nil {
+			break // interrupted: the rest do not start
+		}
+		if want := sc.Metadata.Labels["provider"]; want != "" && want != o.provider {
+			now := time.Now()
+			results = append(results, &engine.Result{Scenario: sc.Metadata.Name, Provider: o.provider, Verdict: engine.Skipped,
+				Reason: "it runs on provider " + want, StartedAt: now, FinishedAt: now})
+			dirs = append(dirs, "")
+			continue
+		}
+		fmt.Fprintf(stderr, "=== %s\n", sc.Metadata.Name)
+		res, dir, err := o.runOne(ctx, sc, filepath.Join(root, sc.Metadata.Name), sets, history, stderr, log)
+		if res == nil {
+			now := time.Now()
+			res = &engine.Result{Scenario: sc.Metadata.Name, Provider: o.provider, Verdict: engine.Error, Reason: err.Error(), StartedAt: now, FinishedAt: now}
+		} else if err != nil {
+			errs = append(errs, err)
+		}
+		results, dirs = append(results, res), append(dirs, dir)
+	}
+	f, err := os.Create(filepath.Join(root, artifacts.JUnitFile))
+	if err == nil {
+		err = errors.Join(artifacts.WriteJUnit(f, artifacts.ResultsJUnit("faultline run", results)), f.Close())
+	}
+	if err != nil {
+		errs = append(errs, fmt.Errorf("write the run's JUnit: %w", err))
+	}
+	return o.report(stdout, results, dirs, true, errors.Join(errs...))
+}
+
+// report prints the results (with summary, a line each after them) and
+// turns them into the exit code: the worst verdict's, an infrastructure
+// error's when err is set.
+func (o *runOptions) report(stdout io.Writer, results []*engine.Result, dirs []string, summary bool, err error) error {
+	if o.output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		var doc any = results
+		if len(results) == 1 {
+			doc = results[0]
+		}
+		if err := enc.Encode(doc); err != nil {
+			return infraErr(err)
+		}
+	} else {
+		for i, res := range results {
+			printResult(stdout, res)
+			if dirs[i] != "" {
+				fmt.Fprintf(stdout, "artifacts: %s\n", dirs[i])
+			}
+		}
+		if summary {
+			passed := 0
+			for _, res := range results {
+				if res.Verdict == engine.Pass {
+					passed++
+				}
+			}
+			fmt.Fprintf(stdout, "\n%d of %d scenarios passed:\n", passed, len(results))
+			for _, res := range results {
+				fmt.Fprintln(stdout, summaryLine(res))
+			}
+		}
+	}
+	if err != nil {
+		return infraErr(err)
+	}
+	code := 0
+	for _, res := range results {
+		if c := res.Verdict.ExitCode(); c == engine.ExitInfra || (c == engine.ExitFail && code == 0) {
+			code = c
+		}
+	}
+	if code != 0 {
+		return exitCode(code)
+	}
+	return nil
+}
+
+// runOne runs sc on a session of its own, with its artifacts in dir (a
+// new folder when ""), and returns its result (nil when it could not run)
+// and the folder.
+func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir string, sets map[string]string, history *artifacts.History, stderr io.Writer, log logr.Logger) (*engine.Result, string, error) {
 	sess, err := o.openSession(ctx, sc, stderr, log)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -171,10 +271,9 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 			log.Error(err, "closing provider")
 		}
 	}()
-
 	if sess.Client != nil {
 		if err := o.requireScope(ctx, sess, sc); err != nil {
-			return err
+			return nil, "", err
 		}
 	}
 	if o.dryRun && sess.Lab != nil {
@@ -184,7 +283,6 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 	if o.seedSet {
 		seed = &o.seed
 	}
-	dir := o.artifacts
 	if dir == "" {
 		dir = artifacts.RunDir(sc.Metadata.Name, time.Now())
 	}
@@ -203,25 +301,9 @@ func (o *runOptions) run(ctx context.Context, arg string, stdout, stderr io.Writ
 		},
 	})
 	if res == nil {
-		return infraErr(err)
+		return nil, dir, infraErr(err)
 	}
-	if o.output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			return infraErr(err)
-		}
-	} else {
-		printResult(stdout, res)
-		fmt.Fprintf(stdout, "artifacts: %s\n", dir)
-	}
-	if err != nil {
-		return infraErr(err)
-	}
-	if code := res.Verdict.ExitCode(); code != 0 {
-		return exitCode(code)
-	}
-	return nil
+	return res, dir, err
 }
 
 // openSession opens the chosen provider for sc.

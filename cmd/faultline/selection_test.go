@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/faultline-dev/faultline/artifacts"
+)
+
+func names(t *testing.T, args []string, selector string) []string {
+	t.Helper()
+	scs, err := selectScenarios(args, selector, nil)
+	if err != nil {
+		t.Fatalf("select %v -l %q: %v", args, selector, err)
+	}
+	var out []string
+	for _, sc := range scs {
+		out = append(out, sc.Metadata.Name)
+	}
+	return out
+}
+
+// Scenarios are selected from files, folders and catalogue names, and
+// among them by label selector, as kubectl selects objects.
+func TestSelectScenarios(t *testing.T) {
+	t.Parallel()
+	if got := names(t, nil, "seed-003"); !slices.Equal(got, []string{"etcd-leader-stuck"}) {
+		t.Errorf("catalogue -l seed-003: %v", got)
+	}
+	if got := names(t, nil, "seed-000,provider!=kind"); !slices.Equal(got, []string{"break-webhook-service", "webhook-denies-system-namespaces"}) {
+		t.Errorf("catalogue -l seed-000,provider!=kind: %v", got)
+	}
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.yaml"), powerCycleFile("team-a", "a"))
+	write(t, filepath.Join(dir, "sub", "b.yml"), powerCycleFile("team-b", "b"))
+	write(t, filepath.Join(dir, "notes.txt"), "not a scenario")
+	if got := names(t, []string{dir}, ""); !slices.Equal(got, []string{"team-a", "team-b"}) {
+		t.Errorf("folder: %v", got)
+	}
+	if got := names(t, []string{dir, "vm-power-cycle"}, "team in (b),!provider"); !slices.Equal(got, []string{"team-b"}) {
+		t.Errorf("folder and catalogue name -l 'team in (b)': %v", got)
+	}
+	// A --set goes to the scenarios that declare it.
+	scs, err := selectScenarios([]string{dir, "power-off-worker"}, "", map[string]string{"vm": "DC0_H0_VM1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scs) != 3 || scs[0].Spec.Targets[0].Select.VM != "DC0_H0_VM1" || scs[2].Metadata.Name != "power-off-worker" {
+		t.Errorf("--set vm: %+v", scs)
+	}
+}
+
+func powerCycleFile(name, team string) string {
+	b, err := os.ReadFile(catalogueScenario)
+	if err != nil {
+		panic(err)
+	}
+	s := strings.Replace(string(b), "name: vm-power-cycle", "name: "+name, 1)
+	return strings.Replace(s, "  labels:\n", "  labels:\n    team: "+team+"\n", 1)
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIntegrationRunSeveral runs a folder of two VM scenarios on vcsim,
+// one after the other, with one summary and one JUnit for both; -l runs
+// one of them.
+func TestIntegrationRunSeveral(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: runs scenarios on an in-process vcsim")
+	}
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.yaml"), powerCycleFile("team-a", "a"))
+	write(t, filepath.Join(dir, "b.yaml"), strings.Replace(powerCycleFile("team-b", "b"), "vm: DC0_H0_VM0", "vm: DC0_H0_VM1", 1))
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if code := execute([]string{"run", dir, "--artifacts", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "2 of 2 scenarios passed:\n  PASS     team-a (") || !strings.Contains(stdout.String(), "\n  PASS     team-b (") {
+		t.Errorf("summary:\n%s", stdout.String())
+	}
+	b, err := os.ReadFile(filepath.Join(out, artifacts.JUnitFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc artifacts.JUnitSuites
+	if err := xml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Suites) != 1 || doc.Suites[0].Tests != 2 || doc.Suites[0].Failures+doc.Suites[0].Errors != 0 {
+		t.Errorf("junit: %+v", doc)
+	}
+	for _, sc := range []string{"team-a", "team-b"} {
+		if _, err := os.Stat(filepath.Join(out, sc, "result.json")); err != nil {
+			t.Errorf("run folder of %s: %v", sc, err)
+		}
+	}
+	stdout.Reset()
+	if code := execute([]string{"run", dir, "-l", "team=b", "--artifacts", t.TempDir()}, &stdout, &stderr); code != 0 || strings.Contains(stdout.String(), "team-a") || !strings.Contains(stdout.String(), "1 of 1 scenarios passed:\n  PASS     team-b") {
+		t.Errorf("-l team=b: exit %d\n%s", code, stdout.String())
+	}
+}
