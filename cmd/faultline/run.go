@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -42,7 +42,7 @@ type runOptions struct {
 	kind       kindFlags
 	history    string
 	gate       bool
-	selector string
+	selector   string
 	// scope is --cluster, namespace/name.
 	scope  string
 	dryRun bool
