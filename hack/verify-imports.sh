@@ -23,6 +23,7 @@ artifacts                   cmd providers/ scenarios suites
 providers/session           cmd suites
 scenarios                   artifacts cmd framework internal providers suites
 scenarios/scenariotest      artifacts cmd providers/ suites
+scenarios/selection         artifacts cmd internal providers suites
 suites/...                  cmd
 '
 forbidden() { # PACKAGE: the forbidden list of its most specific row

@@ -21,6 +21,7 @@ import (
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/scenarios/selection"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/lab"
@@ -57,13 +58,13 @@ func newValidateCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sources, err := scenarioSources(args)
+			sources, err := selection.Sources(args)
 			if err != nil {
-				return err
+				return usageErr("%v", err)
 			}
 			bad := 0
 			for _, src := range sources {
-				sc, err := src.load(overrides)
+				sc, err := src.Load(overrides)
 				if err != nil {
 					fmt.Fprintln(cmd.ErrOrStderr(), err)
 					bad++
