@@ -21,11 +21,11 @@ import (
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
-	"github.com/faultline-dev/faultline/scenarios/selection"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/vsphere"
+	"github.com/faultline-dev/faultline/scenarios/selection"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -154,4 +154,3 @@ func describeArgs(args []string) string {
 	}
 	return strings.Join(args, ", ")
 }
-
