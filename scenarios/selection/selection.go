@@ -154,3 +154,9 @@ func describeArgs(args []string) string {
 	}
 	return strings.Join(args, ", ")
 }
+
+// File is the scenario file at path.
+func File(path string) Source { return Source{path: path} }
+
+// Catalogue is the catalogue scenario name.
+func Catalogue(name string) Source { return Source{name: name} }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -18,6 +19,11 @@ const (
 	EnvProvider = "PROVIDER"
 	// EnvNodes overrides lab.nodes: simulated or containers.
 	EnvNodes = "NODES"
+	// EnvScenarios adds scenario files and folders (comma-separated) to
+	// the config's scenarios.paths; EnvCatalogue "false" leaves the
+	// catalogue out.
+	EnvScenarios = "E2E_SCENARIOS"
+	EnvCatalogue = "E2E_CATALOGUE"
 )
 
 // Providers a suite runs on.
@@ -47,6 +53,21 @@ type Config struct {
 	// Parameters override scenario parameters (budgets, windows), by
 	// scenario name, as `faultline run --set` does.
 	Parameters map[string]map[string]string `json:"parameters"`
+	// Scenarios are a team's own scenarios, beside the catalogue's or
+	// instead of them.
+	Scenarios ScenariosConfig `json:"scenarios"`
+	// dir is the config file's folder, which scenarios.paths are relative
+	// to.
+	dir string
+}
+
+// ScenariosConfig says which scenarios a suite describes.
+type ScenariosConfig struct {
+	// Paths are scenario files and folders of them, relative to the
+	// config file.
+	Paths []string `json:"paths"`
+	// Catalogue false leaves faultline's catalogue out.
+	Catalogue *bool `json:"catalogue"`
 }
 
 // LabConfig is the shared lab cluster.
@@ -112,6 +133,7 @@ func LoadConfig(path string) (*Config, error) {
 	if err := yaml.UnmarshalStrict(b, &c); err != nil {
 		return nil, fmt.Errorf("e2e config %s: %w", path, err)
 	}
+	c.dir = filepath.Dir(path)
 	if p := os.Getenv(EnvProvider); p != "" {
 		c.Provider = p
 	}

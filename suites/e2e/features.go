@@ -15,7 +15,7 @@ import (
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
-	"github.com/faultline-dev/faultline/scenarios"
+	"github.com/faultline-dev/faultline/scenarios/selection"
 )
 
 // ProviderFunc gives the provider a feature's scenario runs on, from the
@@ -35,18 +35,24 @@ func FromKubeconfig(_ context.Context, cfg *envconf.Config) (providers.Provider,
 
 type providerKey struct{ scenario string }
 
-// Feature is a catalogue scenario as an e2e-framework feature, for a
-// user's own `go test` suite: labelled with the scenario's labels; Setup
+// Feature is a scenario (a catalogue name, or a team's own scenario file)
+// as an e2e-framework feature, for a user's own `go test` suite: labelled
+// with the scenario's labels; Setup
 // parses it with params and proves the cluster's baseline healthy; Assess
 // runs it (artifacts in dir/<scenario>) and fails the test with the run's
 // reason. The run undoes its own faults, so Teardown has nothing left to
 // do but report where the artifacts are.
 func Feature(name string, provider ProviderFunc, params map[string]string, dir string) types.Feature {
 	b := features.New(name)
-	data, loadErr := scenarios.Read(name)
 	var sc *scenario.Scenario
+	sources, loadErr := selection.Sources([]string{name})
 	if loadErr == nil {
-		sc, loadErr = scenario.Parse("scenarios/"+name+".yaml", data, params, engine.Vocabulary)
+		sc, loadErr = sources[0].Load(params)
+	}
+	// A file's run folder is by its scenario's name, as a catalogue one's.
+	runName := name
+	if loadErr == nil {
+		runName = sc.Metadata.Name
 	}
 	if loadErr == nil {
 		for k, v := range sc.Metadata.Labels {
@@ -72,7 +78,7 @@ func Feature(name string, provider ProviderFunc, params map[string]string, dir s
 		Assess("reaches every phase within budget and holds every assertion", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			p, _ := ctx.Value(providerKey{name}).(providers.Provider)
 			res, err := session.Execute(ctx, session.ExecuteInput{
-				Dir: filepath.Join(dir, name),
+				Dir: filepath.Join(dir, runName),
 				Run: engine.RunInput{Scenario: sc, Provider: p, Parameters: params},
 			})
 			if err != nil {
@@ -91,7 +97,7 @@ func Feature(name string, provider ProviderFunc, params map[string]string, dir s
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			t.Logf("%s: artifacts in %s", name, filepath.Join(dir, name))
+			t.Logf("%s: artifacts in %s", name, filepath.Join(dir, runName))
 			return ctx
 		}).
 		Feature()

@@ -16,14 +16,18 @@ import (
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
-	"github.com/faultline-dev/faultline/scenarios"
+	"github.com/faultline-dev/faultline/scenarios/selection"
 )
 
 // ScenarioSpecInput is what ScenarioSpec needs, read when the spec runs.
 type ScenarioSpecInput struct {
 	Environment *Environment
-	// Scenario is a catalogue scenario's name.
+	// Scenario is the scenario's name: a catalogue scenario's, or the
+	// metadata.name of Source's file. The config's parameters are by it.
 	Scenario string
+	// Source is where the scenario is read from; the catalogue scenario
+	// named Scenario when zero.
+	Source selection.Source
 	// ArtifactFolder receives the run's folder (result.json, junit.xml,
 	// report.html, dumps on failure).
 	ArtifactFolder string
@@ -49,8 +53,6 @@ func ScenarioSpec(ctx context.Context, inputGetter func() ScenarioSpecInput) {
 		input = inputGetter()
 		Expect(input.Environment).NotTo(BeNil(), "ScenarioSpec needs an Environment")
 		Expect(input.ArtifactFolder).NotTo(BeEmpty(), "ScenarioSpec needs an ArtifactFolder")
-		data, err := scenarios.Read(input.Scenario)
-		Expect(err).NotTo(HaveOccurred())
 		params = map[string]string{}
 		for k, v := range input.Environment.Config.Parameters[input.Scenario] {
 			params[k] = v
@@ -58,7 +60,12 @@ func ScenarioSpec(ctx context.Context, inputGetter func() ScenarioSpecInput) {
 		for k, v := range input.Parameters {
 			params[k] = v
 		}
-		sc, err = scenario.Parse("scenarios/"+input.Scenario+".yaml", data, params, engine.Vocabulary)
+		src := input.Source
+		if src == (selection.Source{}) {
+			src = selection.Catalogue(input.Scenario)
+		}
+		var err error
+		sc, err = src.Load(params)
 		Expect(err).NotTo(HaveOccurred())
 		var release func(context.Context) error
 		provider, release, err = input.Environment.ProviderFor(ctx, sc)

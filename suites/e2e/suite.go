@@ -2,13 +2,12 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
-
-	"github.com/faultline-dev/faultline/framework/engine"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive
 	. "github.com/onsi/gomega"    //nolint:revive
@@ -18,7 +17,7 @@ import (
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/scenario"
-	"github.com/faultline-dev/faultline/scenarios"
+	"github.com/faultline-dev/faultline/scenarios/selection"
 )
 
 // DefaultConfig is the e2e config a suite reads when E2E_CONFIG is unset,
@@ -64,24 +63,36 @@ func NewSuite(name string) *Suite {
 	return s
 }
 
-// DescribeScenarios adds a ScenarioSpec for every catalogue scenario keep
-// accepts, labelled with the scenario's labels ("tier:core",
-// "destructive", "seed-002") so GINKGO_LABEL_FILTER selects them.
+// DescribeScenarios adds a ScenarioSpec for every scenario of the suite
+// (Sources: the catalogue's and a team's own files) that keep accepts,
+// labelled with the scenario's labels ("tier:core", "destructive",
+// "seed-002") so GINKGO_LABEL_FILTER selects them.
 func DescribeScenarios(s *Suite, keep func(*scenario.Scenario) bool) bool {
-	for _, name := range scenarios.Names() {
-		data, err := scenarios.Read(name)
-		var sc *scenario.Scenario
+	cfg, err := LoadConfig(DefaultConfig)
+	var sources []selection.Source
+	if err == nil {
+		sources, err = Sources(cfg)
+	}
+	if err != nil {
+		It("finds its scenarios", func() { Fail(err.Error()) })
+		return true
+	}
+	seen := map[string]selection.Source{}
+	for _, src := range sources {
+		sc, err := src.Load(nil)
 		if err == nil {
-			if sc, err = scenario.Parse("scenarios/"+name+".yaml", data, nil, engine.Vocabulary); err == nil && !keep(sc) {
-				continue
+			if prev, ok := seen[sc.Metadata.Name]; ok {
+				err = fmt.Errorf("scenario %s of %s has the name of %s's: each needs its own (artifacts and parameters are by name)", sc.Metadata.Name, src, prev)
 			}
 		}
 		if err != nil {
 			// The catalogue is built in and hack/verify.sh validates it;
-			// a broken one fails its spec, not the whole tree.
-			It(name, func() { Fail(err.Error()) })
+			// a broken file fails its spec, not the whole tree.
+			It(src.String(), func() { Fail(err.Error()) })
 			continue
 		}
+		name := sc.Metadata.Name
+		seen[name] = src
 		if !keep(sc) {
 			continue
 		}
@@ -93,7 +104,7 @@ func DescribeScenarios(s *Suite, keep func(*scenario.Scenario) bool) bool {
 				}
 			})
 			ScenarioSpec(context.Background(), func() ScenarioSpecInput {
-				return ScenarioSpecInput{Environment: s.Environment, Scenario: name, ArtifactFolder: s.ArtifactFolder}
+				return ScenarioSpecInput{Environment: s.Environment, Scenario: name, Source: src, ArtifactFolder: s.ArtifactFolder}
 			})
 		})
 	}
