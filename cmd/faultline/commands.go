@@ -21,6 +21,7 @@ import (
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/lab"
@@ -46,14 +47,38 @@ func newVersionCommand() *cobra.Command {
 	}
 }
 
+// validated is one file's outcome in validate -o json.
+type validated struct {
+	File     string        `json:"file"`
+	OK       bool          `json:"ok"`
+	Scenario string        `json:"scenario,omitempty"`
+	Steps    int           `json:"steps,omitempty"`
+	Problems []fileProblem `json:"problems,omitempty"`
+}
+
+// fileProblem is one problem of a file: where, which field, what.
+type fileProblem struct {
+	Line    int    `json:"line,omitempty"`
+	Column  int    `json:"column,omitempty"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
+}
+
 func newValidateCommand() *cobra.Command {
 	var sets []string
+	var output string
 	cmd := &cobra.Command{
 		Use:   "validate SCENARIO...",
 		Short: "Check scenario files without running them",
-		Long:  "Check scenario files, the scenario files of folders, or catalogue names; every problem is printed as file:line:col: field: message.",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Check scenario files, the scenario files of folders, or catalogue names. Every
+problem of a file is reported in one pass, as file:line:col: field: message,
+with the nearest known name for a misspelt field, fault, probe, target or
+phase; -o json gives the same as a list of files with their problems.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "text" && output != "json" {
+				return usageErr("--output %q: expected text or json", output)
+			}
 			overrides, err := parseSets(sets)
 			if err != nil {
 				return err
@@ -63,14 +88,37 @@ func newValidateCommand() *cobra.Command {
 				return usageErr("%v", err)
 			}
 			bad := 0
+			var all []validated
 			for _, src := range sources {
+				v := validated{File: src.String()}
 				sc, err := src.Load(overrides)
 				if err != nil {
-					fmt.Fprintln(cmd.ErrOrStderr(), err)
 					bad++
-					continue
+					var ve *scenario.ValidationError
+					if errors.As(err, &ve) {
+						for _, fe := range ve.Errors {
+							v.Problems = append(v.Problems, fileProblem{Line: fe.Pos.Line, Column: fe.Pos.Column, Field: fe.Field, Message: fe.Msg})
+						}
+					} else {
+						v.Problems = append(v.Problems, fileProblem{Message: err.Error()})
+					}
+					if output == "text" {
+						fmt.Fprintln(cmd.ErrOrStderr(), err)
+					}
+				} else {
+					v.OK, v.Scenario, v.Steps = true, sc.Metadata.Name, len(sc.Spec.Steps)
+					if output == "text" {
+						fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (scenario %s, %d steps)\n", sc.Source, sc.Metadata.Name, len(sc.Spec.Steps))
+					}
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (scenario %s, %d steps)\n", sc.Source, sc.Metadata.Name, len(sc.Spec.Steps))
+				all = append(all, v)
+			}
+			if output == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(all); err != nil {
+					return err
+				}
 			}
 			if bad > 0 {
 				return exitCode(engine.ExitUsage)
@@ -79,6 +127,7 @@ func newValidateCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a scenario parameter, name=value; repeatable")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
 }
 

@@ -74,16 +74,30 @@ func Parse(name string, data []byte, overrides map[string]string, vocab Vocabula
 	s := &Scenario{Source: name}
 	d.decode(root, "", reflect.ValueOf(s).Elem(), 0)
 	s.positions = d.positions
+	// Every problem in one pass: the semantic checks run on what decoded
+	// too, less what they would say of a field that did not decode (it is
+	// left zero) or of what is under it.
 	errs := d.errs
-	if len(errs) == 0 {
-		// Semantic checks assume a well-typed tree.
-		errs = append(errs, validate(s, vocab)...)
+	for _, e := range validate(s, vocab) {
+		if !underDecodeError(e.Field, d.errs) {
+			errs = append(errs, e)
+		}
 	}
 	if len(errs) > 0 {
 		sortFieldErrors(errs)
 		return nil, &ValidationError{Errors: errs}
 	}
 	return s, nil
+}
+
+// underDecodeError tells whether field is, or is under, a field of errs.
+func underDecodeError(field string, errs []FieldError) bool {
+	for _, e := range errs {
+		if e.Field != "" && (field == e.Field || strings.HasPrefix(field, e.Field+".") || strings.HasPrefix(field, e.Field+"[")) {
+			return true
+		}
+	}
+	return false
 }
 
 // parameters returns the declared parameters with overrides applied, and the

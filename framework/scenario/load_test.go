@@ -216,3 +216,33 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+// Every problem of a file is reported in one pass, a decode error beside
+// the semantic ones, each misspelt name with the nearest known one; a
+// field that did not decode gets no second error.
+func TestParseReportsEveryProblemOnce(t *testing.T) {
+	t.Parallel()
+	src := strings.Replace(valid, "fault: vm.power-off", "fault: vm.power-of", 1)
+	src = strings.Replace(src, "budget: 1m", "budget: soon", 1)
+	src = strings.Replace(src, "  targets:", "  pollIntervall: 1s\n  targets:", 1)
+	_, err := scenario.Parse("t.yaml", []byte(src), nil, engine.Vocabulary)
+	var ve *scenario.ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("Parse error = %v, want a *ValidationError", err)
+	}
+	want := []string{
+		`unknown field "pollIntervall"; expected one of`,
+		`did you mean "pollInterval"?`,
+		`unknown fault "vm.power-of"; expected one of`,
+		`did you mean "vm.power-off"?`,
+		`spec.steps[2].assert.within.budget: "soon" is not a duration`,
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error:\n%v\nwant it to contain: %s", err, w)
+		}
+	}
+	if n := strings.Count(err.Error(), "within.budget"); n != 1 {
+		t.Errorf("the budget that did not decode is reported %d times:\n%v", n, err)
+	}
+}

@@ -250,7 +250,7 @@ func (v *validator) assert(path string, a Assert) {
 		if w.Phase == "" {
 			v.errf(path+".within.phase", "required")
 		} else if !v.phases[w.Phase] {
-			v.errf(path+".within.phase", "unknown phase %q; phases defined before this step: %s", w.Phase, list(v.phases))
+			v.errf(path+".within.phase", "unknown phase %q; phases defined before this step: %s%s", w.Phase, list(v.phases), didYouMean(w.Phase, sortedKeys(v.phases)))
 		}
 		if w.Budget.IsZero() {
 			v.errf(path+".within.budget", "required: a duration greater than zero, such as 5m")
@@ -313,7 +313,7 @@ func (v *validator) word(path, kind, name string, words map[string]Word) {
 	case name == "":
 		v.errf(path+"."+kind, "required: one of %s", strings.Join(sortedKeys(words), ", "))
 	case !ok:
-		v.errf(path+"."+kind, "unknown %s %q; expected one of %s", kind, name, strings.Join(sortedKeys(words), ", "))
+		v.errf(path+"."+kind, "unknown %s %q; expected one of %s%s", kind, name, strings.Join(sortedKeys(words), ", "), didYouMean(name, sortedKeys(words)))
 	case !v.requires[def.Capability]:
 		v.errf(path+"."+kind, "%s %s needs capability %s; add it to spec.requires", kind, name, def.Capability)
 	}
@@ -334,7 +334,7 @@ func (v *validator) targetRef(path, name string) {
 	case name == "":
 		v.errf(path, "required: the name of a target in spec.targets")
 	case !v.targets[name]:
-		v.errf(path, "unknown target %q; spec.targets defines: %s", name, list(v.targets))
+		v.errf(path, "unknown target %q; spec.targets defines: %s%s", name, list(v.targets), didYouMean(name, sortedKeys(v.targets)))
 	}
 }
 
@@ -350,7 +350,7 @@ func (v *validator) args(path string, got map[string]string, allowed []string) {
 			if want == "" {
 				want = "none"
 			}
-			v.errf(path+"."+k, "unknown parameter %q; expected: %s", k, want)
+			v.errf(path+"."+k, "unknown parameter %q; expected: %s%s", k, want, didYouMean(k, allowed))
 		}
 	}
 }
