@@ -11,6 +11,11 @@ if ! diff -q go.mod /tmp/faultline-go.mod.bak >/dev/null || ! diff -q go.sum /tm
   exit 1
 fi
 go run ./cmd/faultline validate scenarios/*.yaml
+# The scenario format's JSON Schema is generated from the Go types.
+if ! go run ./hack/schema | diff -u docs/scenario.schema.json - >&2; then
+  echo "docs/scenario.schema.json is stale: run go run ./hack/schema > docs/scenario.schema.json" >&2
+  exit 1
+fi
 # The embedded lab manifests must come from the versions go.mod requires.
 want="$(printf 'sigs.k8s.io/cluster-api %s\nsigs.k8s.io/cluster-api-provider-vsphere %s\n' \
   "$(go list -m -f '{{.Version}}' sigs.k8s.io/cluster-api)" "$(go list -m -f '{{.Version}}' sigs.k8s.io/cluster-api-provider-vsphere)")"
