@@ -83,7 +83,7 @@ func (r *Run) WriteResult(res *engine.Result) error {
 // phase against its history (nil: none).
 func (r *Run) WriteReports(res *engine.Result, dumps []string, history map[string]PhaseStats) error {
 	var junit, report bytes.Buffer
-	if err := WriteJUnit(&junit, ResultsJUnit("faultline run "+res.Scenario, []*engine.Result{res})); err != nil {
+	if err := WriteJUnit(&junit, ResultsJUnit([]*engine.Result{res})); err != nil {
 		return fmt.Errorf("write %s: %w", JUnitFile, err)
 	}
 	if err := WriteReport(&report, res, dumps, history); err != nil {

@@ -62,33 +62,68 @@ func WriteJUnit(w io.Writer, doc JUnitSuites) error {
 	return err
 }
 
-// ResultsJUnit is one suite named suite with a case per scenario run: a
-// failed run's failure names each phase missed with its budget and each
-// assertion that did not hold; an error run is an error, a skipped one a
-// skip. The case's output is every phase with its time.
-func ResultsJUnit(suite string, results []*engine.Result) JUnitSuites {
-	s := JUnitSuite{Name: suite}
-	var total float64
+// ResultsJUnit is a suite per scenario run, so that CI shows which phase
+// regressed: a case per phase (its time since its anchor; a failure with
+// the budget when it was not reached in time), per assertion, and per
+// fault that failed or was left in place (an error). A run that errored,
+// was skipped, or failed with no phase or assertion to blame (or had none,
+// as a dry run) also gets a case "run" with the verdict's reason. The
+// suite's output is every phase with its time.
+func ResultsJUnit(results []*engine.Result) JUnitSuites {
+	var doc JUnitSuites
 	for _, res := range results {
-		secs := res.FinishedAt.Sub(res.StartedAt).Seconds()
-		total += secs
-		c := JUnitCase{Name: res.Scenario, Classname: "faultline." + res.Provider, Time: fmt.Sprintf("%.3f", secs), Output: phaseLines(res)}
-		switch res.Verdict {
-		case engine.Fail:
-			s.Failures++
-			c.Failure = &JUnitFailure{Message: res.Reason, Text: failureText(res)}
-		case engine.Error:
-			s.Errors++
-			c.Error = &JUnitFailure{Message: res.Reason, Text: failureText(res)}
-		case engine.Skipped:
-			s.Skipped++
-			c.Skipped = &JUnitFailure{Message: res.Reason}
+		s := JUnitSuite{Name: res.Scenario, Time: fmt.Sprintf("%.3f", res.FinishedAt.Sub(res.StartedAt).Seconds())}
+		class := "faultline." + res.Provider + "." + res.Scenario
+		blamed := false
+		for _, p := range res.Phases {
+			c := JUnitCase{Name: "phase " + p.Name, Classname: class}
+			if p.SinceAnchor != nil {
+				c.Time = fmt.Sprintf("%.3f", p.SinceAnchor.Seconds())
+			}
+			if !p.OK {
+				s.Failures++
+				blamed = true
+				c.Failure = &JUnitFailure{Message: "phase " + p.Name + ": " + p.Message, Text: failureText(res)}
+			}
+			s.Cases = append(s.Cases, c)
 		}
-		s.Cases = append(s.Cases, c)
+		for _, a := range res.Assertions {
+			c := JUnitCase{Name: "assertion " + a.Name, Classname: class}
+			if !a.OK {
+				s.Failures++
+				blamed = true
+				c.Failure = &JUnitFailure{Message: "assertion " + a.Name + ": " + a.Message, Text: failureText(res)}
+			}
+			s.Cases = append(s.Cases, c)
+		}
+		for _, f := range res.Faults {
+			if f.Result == engine.ResultFailed || f.Result == engine.ResultRetained {
+				s.Errors++
+				s.Cases = append(s.Cases, JUnitCase{Name: "fault " + f.ID, Classname: class,
+					Error: &JUnitFailure{Message: "fault " + f.ID + " (" + f.Kind + " on " + f.Target + "): " + f.Result}})
+			}
+		}
+		run := JUnitCase{Name: "run", Classname: class, Time: s.Time, Output: phaseLines(res)}
+		switch {
+		case res.Verdict == engine.Error:
+			s.Errors++
+			run.Error = &JUnitFailure{Message: res.Reason, Text: failureText(res)}
+		case res.Verdict == engine.Skipped:
+			s.Skipped++
+			run.Skipped = &JUnitFailure{Message: res.Reason}
+		case res.Verdict == engine.Fail && !blamed:
+			s.Failures++
+			run.Failure = &JUnitFailure{Message: res.Reason, Text: failureText(res)}
+		}
+		if run.Error != nil || run.Skipped != nil || run.Failure != nil || len(s.Cases) == 0 {
+			s.Cases = append(s.Cases, run)
+		} else {
+			s.Cases[0].Output = phaseLines(res)
+		}
+		s.Tests = len(s.Cases)
+		doc.Suites = append(doc.Suites, s)
 	}
-	s.Tests = len(s.Cases)
-	s.Time = fmt.Sprintf("%.3f", total)
-	return JUnitSuites{Suites: []JUnitSuite{s}}
+	return doc
 }
 
 // failureText lists what did not hold, each with its times.

@@ -3,6 +3,7 @@ package artifacts
 import (
 	"bytes"
 	"encoding/xml"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -69,32 +70,48 @@ func TestWriteReport(t *testing.T) {
 	}
 }
 
-// TestResultsJUnit: a failed run is a failure naming the phase and its
-// budget, with every phase's time as output.
+// TestResultsJUnit: a suite per run, a case per phase and assertion; the
+// missed phase is a failure naming its budget, with what else did not
+// hold as its text; the phases' times are the output.
 func TestResultsJUnit(t *testing.T) {
 	pass := failedRun()
 	pass.Scenario, pass.Verdict, pass.Reason = "delete-cp-vm", engine.Pass, ""
+	for i := range pass.Phases {
+		pass.Phases[i].OK = true
+	}
+	for i := range pass.Assertions {
+		pass.Assertions[i].OK = true
+	}
 	var b bytes.Buffer
-	if err := WriteJUnit(&b, ResultsJUnit("nightly", []*engine.Result{failedRun(), pass})); err != nil {
+	if err := WriteJUnit(&b, ResultsJUnit([]*engine.Result{failedRun(), pass})); err != nil {
 		t.Fatal(err)
 	}
 	var doc JUnitSuites
 	if err := xml.Unmarshal(b.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	s := doc.Suites[0]
-	if s.Tests != 2 || s.Failures != 1 || s.Cases[0].Failure == nil || s.Cases[1].Failure != nil {
-		t.Fatalf("suite %+v", s)
+	if len(doc.Suites) != 2 || doc.Suites[1].Failures != 0 || doc.Suites[1].Name != "delete-cp-vm" {
+		t.Fatalf("suites %+v", doc.Suites)
 	}
-	f := s.Cases[0].Failure
-	for _, want := range []string{"phase machine-unhealthy not reached within its budget 30s of inject"} {
-		if !strings.Contains(f.Message, want) {
-			t.Errorf("failure message %q lacks %q", f.Message, want)
+	s := doc.Suites[0]
+	var failed []string
+	for _, c := range s.Cases {
+		if c.Failure != nil {
+			failed = append(failed, c.Name)
 		}
 	}
-	for _, want := range []string{"phase machine-unhealthy: not reached within its budget 30s", "assertion api-stayed-available: consistently"} {
-		if !strings.Contains(f.Text, want) {
-			t.Errorf("failure text %q lacks %q", f.Text, want)
+	if s.Tests != len(failedRun().Phases)+len(failedRun().Assertions) || s.Failures != len(failed) || !slices.Contains(failed, "phase machine-unhealthy") {
+		t.Fatalf("suite %s: %d tests, %d failures (%v)", s.Name, s.Tests, s.Failures, failed)
+	}
+	for _, c := range s.Cases {
+		if c.Name != "phase machine-unhealthy" {
+			continue
+		}
+		if want := "phase machine-unhealthy: not reached within its budget 30s"; !strings.Contains(c.Failure.Message, want) {
+			t.Errorf("failure message %q lacks %q", c.Failure.Message, want)
+		}
+		if want := "assertion api-stayed-available: consistently"; !strings.Contains(c.Failure.Text, want) {
+			t.Errorf("failure text %q lacks %q", c.Failure.Text, want)
 		}
 	}
 	if !strings.Contains(s.Cases[0].Output, "phase node-not-ready: 2.2s after inject (budget 1m0s)") {

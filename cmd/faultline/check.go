@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -74,7 +75,16 @@ Exit codes: 0 nothing at error severity, 1 an error finding, 2 invalid input,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := notifyContext(cmd.Context())
 			defer stop()
-			return o.run(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			err := o.run(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			var ee *exitError
+			if o.output == "junit" && errors.As(err, &ee) && ee.code == engine.ExitInfra {
+				// CI reads the file: an unreachable cluster is an error
+				// case in it, never an empty file.
+				if werr := writeUnreachableJUnit(cmd.OutOrStdout(), err); werr != nil {
+					return errors.Join(err, werr)
+				}
+			}
+			return err
 		},
 	}
 	fs := cmd.Flags()
@@ -291,6 +301,15 @@ func writeChecks(w io.Writer, format string, checked []checkedCluster) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// writeUnreachableJUnit is check's JUnit when it could not check at all:
+// one suite with an error case saying why.
+func writeUnreachableJUnit(w io.Writer, err error) error {
+	return artifacts.WriteJUnit(w, artifacts.JUnitSuites{Suites: []artifacts.JUnitSuite{{
+		Name: "faultline check", Tests: 1, Errors: 1,
+		Cases: []artifacts.JUnitCase{{Name: "reach the cluster", Error: &artifacts.JUnitFailure{Message: err.Error()}}},
+	}}})
 }
 
 // writeChecksJUnit writes one suite per cluster and one case per rule:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
@@ -58,6 +60,19 @@ current-context: mgmt
 		if code != tc.code || !strings.Contains(errOut.String(), tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, errOut.String(), tc.code, tc.want)
 		}
+	}
+	// -o junit against an unreachable cluster: a valid JUnit with the
+	// error as a case, not an empty file.
+	var out, errOut bytes.Buffer
+	if code := execute([]string{"check", "--kubeconfig", unreachable, "--timeout", "3s", "-o", "junit"}, &out, &errOut); code != 3 {
+		t.Fatalf("check -o junit, unreachable: exit %d: %s", code, errOut.String())
+	}
+	var doc artifacts.JUnitSuites
+	if err := xml.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatalf("check -o junit, unreachable: %v\n%s", err, out.String())
+	}
+	if len(doc.Suites) != 1 || doc.Suites[0].Errors != 1 || !strings.Contains(doc.Suites[0].Cases[0].Error.Message, "list Clusters") {
+		t.Errorf("check -o junit, unreachable:\n%s", out.String())
 	}
 }
 

@@ -43,6 +43,7 @@ type runOptions struct {
 	history    string
 	gate       bool
 	selector   string
+	summary    string
 	// scope is --cluster, namespace/name.
 	scope  string
 	dryRun bool
@@ -88,6 +89,7 @@ in --allow-vcenter.`,
 	fs.StringVar(&o.artifacts, "artifacts", "", "folder for result.json, timeline.jsonl and journal.jsonl (default $ARTIFACTS or _artifacts, then <scenario>-<timestamp>)")
 	fs.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	fs.DurationVar(&o.timeout, "timeout", 0, "bound the whole run, overriding the scenario's spec.timeout (e.g. 10m)")
+	fs.StringVar(&o.summary, "summary", "", "also write a Markdown summary of the run(s) to this file (appended to $"+artifacts.EnvStepSummary+" too when set, as GitHub Actions shows it)")
 	fs.StringVar(&o.history, "history", "", "folder of past results: this run is added, and the report shows each phase against them (default $"+artifacts.EnvHistory+")")
 	fs.BoolVar(&o.gate, "gate", false, "with --history: fail a run whose phase took longer than its history's P95 + max(5s, 20%) (at least 5 past passing runs)")
 	fs.BoolVar(&o.retain, "retain", false, "leave injected faults in place at the end (undo later with 'faultline recover')")
@@ -199,7 +201,7 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 	}
 	f, err := os.Create(filepath.Join(root, artifacts.JUnitFile))
 	if err == nil {
-		err = errors.Join(artifacts.WriteJUnit(f, artifacts.ResultsJUnit("faultline run", results)), f.Close())
+		err = errors.Join(artifacts.WriteJUnit(f, artifacts.ResultsJUnit(results)), f.Close())
 	}
 	if err != nil {
 		errs = append(errs, fmt.Errorf("write the run's JUnit: %w", err))
@@ -211,6 +213,9 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 // turns them into the exit code: the worst verdict's, an infrastructure
 // error's when err is set.
 func (o *runOptions) report(stdout io.Writer, results []*engine.Result, dirs []string, summary bool, err error) error {
+	if serr := o.writeSummary(results); serr != nil {
+		err = errors.Join(err, serr)
+	}
 	if o.output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -252,6 +257,28 @@ func (o *runOptions) report(stdout io.Writer, results []*engine.Result, dirs []s
 	}
 	if code != 0 {
 		return exitCode(code)
+	}
+	return nil
+}
+
+// writeSummary writes the Markdown summary to --summary and appends it to
+// $GITHUB_STEP_SUMMARY, where asked.
+func (o *runOptions) writeSummary(results []*engine.Result) error {
+	md := artifacts.MarkdownSummary(results)
+	if o.summary != "" {
+		if err := os.WriteFile(o.summary, []byte(md), 0o644); err != nil {
+			return fmt.Errorf("--summary: %w", err)
+		}
+	}
+	if p := os.Getenv(artifacts.EnvStepSummary); p != "" {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("$%s: %w", artifacts.EnvStepSummary, err)
+		}
+		_, werr := f.WriteString(md)
+		if err := errors.Join(werr, f.Close()); err != nil {
+			return fmt.Errorf("$%s: %w", artifacts.EnvStepSummary, err)
+		}
 	}
 	return nil
 }

@@ -86,7 +86,9 @@ func TestIntegrationRunSeveral(t *testing.T) {
 	write(t, filepath.Join(dir, "b.yaml"), strings.Replace(powerCycleFile("team-b", "b"), "vm: DC0_H0_VM0", "vm: DC0_H0_VM1", 1))
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	if code := execute([]string{"run", dir, "--artifacts", out}, &stdout, &stderr); code != 0 {
+	summary := filepath.Join(t.TempDir(), "summary.md")
+	t.Setenv(artifacts.EnvStepSummary, "")
+	if code := execute([]string{"run", dir, "--artifacts", out, "--summary", summary}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
 	}
 	if !strings.Contains(stdout.String(), "2 of 2 scenarios passed:\n  PASS     team-a (") || !strings.Contains(stdout.String(), "\n  PASS     team-b (") {
@@ -100,8 +102,16 @@ func TestIntegrationRunSeveral(t *testing.T) {
 	if err := xml.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Suites) != 1 || doc.Suites[0].Tests != 2 || doc.Suites[0].Failures+doc.Suites[0].Errors != 0 {
+	if len(doc.Suites) != 2 || doc.Suites[0].Name != "team-a" || doc.Suites[1].Name != "team-b" {
 		t.Errorf("junit: %+v", doc)
+	}
+	for _, s := range doc.Suites {
+		if s.Tests < 2 || s.Failures+s.Errors != 0 {
+			t.Errorf("junit suite %s: %d cases, %d failures, %d errors", s.Name, s.Tests, s.Failures, s.Errors)
+		}
+	}
+	if md, err := os.ReadFile(summary); err != nil || !strings.Contains(string(md), "## faultline: 2 of 2 scenarios passed") {
+		t.Errorf("--summary: %v\n%s", err, md)
 	}
 	for _, sc := range []string{"team-a", "team-b"} {
 		if _, err := os.Stat(filepath.Join(out, sc, "result.json")); err != nil {
