@@ -2,7 +2,7 @@
 .DEFAULT_GOAL := help
 SHELL := /usr/bin/env bash
 
-.PHONY: help demo build envtest kind-image lab-manifests test test-unit test-integration test-e2e lint verify fuzz bench clean
+.PHONY: help demo build image envtest kind-image lab-manifests test test-unit test-integration test-e2e lint verify fuzz bench clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -11,6 +11,9 @@ demo: ## Build what the lab needs, then run power-off-worker on it (README's fir
 	hack/envtest.sh
 	hack/build.sh
 	bin/faultline run power-off-worker
+
+image: ## faultline's container image, built offline (faultline.dev/faultline:v0.1.0-<commit>)
+	hack/image.sh
 
 envtest: ## Build kube-apiserver and etcd from source into bin/envtest (cached by version)
 	hack/envtest.sh

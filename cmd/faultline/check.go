@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,8 +15,12 @@ import (
 	"github.com/faultline-dev/faultline/providers/session"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/check"
@@ -29,6 +34,8 @@ import (
 
 type checkOptions struct {
 	cluster clusterFlags
+	// reportCM is --report-configmap, namespace/name.
+	reportCM string
 	// workload is the workload half of a pair of kubeconfigs, or the only
 	// cluster (a kind cluster) when no management cluster is named.
 	workload clusterFlags
@@ -77,11 +84,18 @@ Exit codes: 0 nothing at error severity, 1 an error finding, 2 invalid input,
 			defer stop()
 			err := o.run(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			var ee *exitError
-			if o.output == "junit" && errors.As(err, &ee) && ee.code == engine.ExitInfra {
-				// CI reads the file: an unreachable cluster is an error
-				// case in it, never an empty file.
-				if werr := writeUnreachableJUnit(cmd.OutOrStdout(), err); werr != nil {
-					return errors.Join(err, werr)
+			if errors.As(err, &ee) && ee.code == engine.ExitInfra {
+				// CI reads the file: a cluster that could not be checked
+				// is an error case in it, never an empty file; and the
+				// kept report says so too.
+				if o.output == "junit" {
+					err = errors.Join(err, writeUnreachableJUnit(cmd.OutOrStdout(), err))
+				}
+				if o.reportCM != "" && !strings.HasPrefix(err.Error(), "--report-configmap") {
+					var junit bytes.Buffer
+					if werr := writeUnreachableJUnit(&junit, err); werr == nil {
+						err = errors.Join(err, o.keepData(map[string]string{"junit.xml": junit.String(), "summary.txt": "not checked: " + err.Error() + "\n"}))
+					}
 				}
 			}
 			return err
@@ -94,6 +108,7 @@ Exit codes: 0 nothing at error severity, 1 an error finding, 2 invalid input,
 	fs.StringVar(&o.workload.context, "workload-context", "", "context of --workload-kubeconfig (default its current context)")
 	fs.StringVar(&o.kindCluster, "kind-cluster", "", "check the kind cluster of that name (one 'faultline kind up' created, or kind's own), as --workload-kubeconfig alone does")
 	fs.StringVar(&o.only, "cluster", "", "check only this Cluster, namespace/name")
+	fs.StringVar(&o.reportCM, "report-configmap", "", "also keep the report (junit.xml, summary.txt) in this ConfigMap, namespace/name, of the cluster checked (faultline's CronJob does)")
 	o.vcenter.register(fs, false)
 	o.lab.register(fs)
 	fs.StringVarP(&o.output, "output", "o", "text", "text, json or junit")
@@ -109,6 +124,9 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	}
 	if o.timeout <= 0 {
 		return usageErr("--timeout %s: expected a positive duration such as 2m", o.timeout)
+	}
+	if o.reportCM != "" && strings.Count(o.reportCM, "/") != 1 {
+		return usageErr("--report-configmap %q: expected namespace/name", o.reportCM)
 	}
 	if o.only != "" && strings.Count(o.only, "/") != 1 {
 		return usageErr("--cluster %q: expected namespace/name", o.only)
@@ -147,7 +165,10 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	switch {
 	case o.cluster.kubeconfig == "" && o.cluster.context == "" && workloadName != "":
 		return o.checkWorkloadOnly(ctx, stdout, workloadName, capi.New(nil, opts...))
-	case o.cluster.kubeconfig == "" && o.cluster.context == "":
+	case o.cluster.kubeconfig == "" && o.cluster.context == "" && !session.InPod():
+		if o.reportCM != "" {
+			return usageErr("--report-configmap keeps the report in a cluster: name one with --kubeconfig (the embedded lab goes away with the run)")
+		}
 		log := newLogger(stderr, 0)
 		labCfg, err := o.lab.config(log, lab.ClusterSpec{Name: "lab", LabSpec: scenario.LabSpec{ControlPlanes: 1, Workers: 2}})
 		if err != nil {
@@ -184,6 +205,14 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 		}
 		defer func() { _ = s.Close(context.WithoutCancel(ctx)) }()
 		c, p, target = s.Client, s.Provider.(*capi.Provider), "context "+s.Context
+		if s.Context == capi.InClusterContext {
+			var list clusterv1.ClusterList
+			if err := c.List(ctx, &list, client.Limit(1)); meta.IsNoMatchError(err) {
+				// No Cluster API in the cluster faultline runs in: the
+				// workload rules, on it.
+				return o.checkWorkloadOnly(ctx, stdout, capi.InClusterContext, capi.New(nil, append(opts, capi.WithWorkloadClient(c))...))
+			}
+		}
 	}
 	rctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
@@ -213,10 +242,16 @@ func (o *checkOptions) checkWorkloadOnly(ctx context.Context, stdout io.Writer, 
 	return o.report(stdout, []checkedCluster{{Cluster: "context " + name, Findings: findings}})
 }
 
-// report writes the findings; an error finding is exit code 1.
+// report writes the findings, and keeps them in --report-configmap; an
+// error finding is exit code 1.
 func (o *checkOptions) report(stdout io.Writer, checked []checkedCluster) error {
 	if err := writeChecks(stdout, o.output, checked); err != nil {
 		return err
+	}
+	if o.reportCM != "" {
+		if err := o.keepReport(checked); err != nil {
+			return infraErr(fmt.Errorf("--report-configmap %s: %w", o.reportCM, err))
+		}
 	}
 	for _, cc := range checked {
 		for _, f := range cc.Findings {
@@ -301,6 +336,54 @@ func writeChecks(w io.Writer, format string, checked []checkedCluster) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// maxReport bounds a report ConfigMap's data, under the API's 1 MiB.
+const maxReport = 900 << 10
+
+// keepReport writes the findings as JUnit (junit.xml) and text
+// (summary.txt) into the ConfigMap --report-configmap names, creating or
+// replacing it, through the cluster's own client (check reads through a
+// read-only one).
+func (o *checkOptions) keepReport(checked []checkedCluster) error {
+	var junit, text bytes.Buffer
+	if err := writeChecksJUnit(&junit, checked); err != nil {
+		return err
+	}
+	if err := writeChecks(&text, "text", checked); err != nil {
+		return err
+	}
+	data := map[string]string{"junit.xml": junit.String(), "summary.txt": text.String()}
+	if junit.Len()+text.Len() > maxReport {
+		data["junit.xml"] = ""
+		data["summary.txt"] = truncate(text.String(), maxReport) + "\n(truncated: the report is larger than a ConfigMap holds)"
+	}
+	return o.keepData(data)
+}
+
+// keepData creates or replaces the report ConfigMap with data.
+func (o *checkOptions) keepData(data map[string]string) error {
+	ns, name, _ := strings.Cut(o.reportCM, "/")
+	c, _, _, err := session.ManagementClient(o.cluster.config(), "--kubeconfig")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app.kubernetes.io/name": "faultline"}}}
+	_, err = controllerutil.CreateOrUpdate(ctx, c, cm, func() error {
+		cm.Data = data
+		cm.Data["checkedAt"] = time.Now().UTC().Format(time.RFC3339)
+		return nil
+	})
+	return err
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
 }
 
 // writeUnreachableJUnit is check's JUnit when it could not check at all:

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -79,6 +80,37 @@ func NewClient(kubeconfig, context string) (client.WithWatch, string, string, er
 	if err != nil {
 		return nil, "", "", &KubeconfigError{fmt.Errorf("kubeconfig context %q: %w", name, err)}
 	}
+	c, err := clientFor(cfg)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return c, source, name, nil
+}
+
+// InClusterContext is the context name of the in-cluster configuration.
+const InClusterContext = "in-cluster"
+
+// InCluster tells whether the process runs in a pod with a service
+// account, where NewInClusterClient works.
+func InCluster() bool {
+	_, err := rest.InClusterConfig()
+	return err == nil
+}
+
+// NewInClusterClient is NewClient for the cluster the process runs in,
+// through its pod's service account (faultline's CronJob); its context
+// name is InClusterContext.
+func NewInClusterClient() (client.WithWatch, error) {
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, &KubeconfigError{fmt.Errorf("in-cluster configuration: %w", err)}
+	}
+	return clientFor(cfg)
+}
+
+// clientFor is a client of cfg that knows Cluster API's core and control
+// plane kinds.
+func clientFor(cfg *rest.Config) (client.WithWatch, error) {
 	// Probes poll several Machines every few hundred milliseconds;
 	// client-go's default of 5 requests a second would queue them until
 	// their readings fail for want of time, not because of the cluster
@@ -87,14 +119,10 @@ func NewClient(kubeconfig, context string) (client.WithWatch, string, string, er
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, controlplanev1.AddToScheme} {
 		if err := add(scheme); err != nil {
-			return nil, "", "", err
+			return nil, err
 		}
 	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, "", "", err
-	}
-	return c, source, name, nil
+	return client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 }
 
 // IsKubeconfigError tells whether err is a KubeconfigError.

@@ -101,6 +101,10 @@ func TestIntegrationKind(t *testing.T) {
 		}
 	})
 
+	// faultline's image and deploy/base on the cluster: the nightly
+	// CronJob's Job checks the cluster it runs in and keeps its report.
+	t.Run("nightly-cronjob", func(t *testing.T) { testNightlyCronJob(ctx, t, p) })
+
 	t.Run("stop-start", func(t *testing.T) {
 		w := workers[0]
 		if err := p.ShutdownGuest(ctx, w); err != nil {

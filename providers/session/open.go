@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/faultline-dev/faultline/providers"
@@ -244,6 +245,15 @@ func (s *Session) openManagement(ctx context.Context, cfg Config) (providers.Pro
 // kubeconfig source and context it came from; flag names the kubeconfig
 // in errors. It checks no allow-list: Open does, for destructive sessions.
 func ManagementClient(m ManagementConfig, flag string) (client.Client, string, string, error) {
+	if m.Kubeconfig == "" && m.Context == "" && InPod() {
+		// In a pod with no kubeconfig (faultline's CronJob): the cluster
+		// it runs in, through its service account.
+		c, err := capi.NewInClusterClient()
+		if err != nil {
+			return nil, "", "", &ConfigError{Err: err}
+		}
+		return c, "in-cluster configuration", capi.InClusterContext, nil
+	}
 	c, source, name, err := capi.NewClient(m.Kubeconfig, m.Context)
 	switch {
 	case capi.IsKubeconfigError(err) && m.Kubeconfig != "" && errors.Is(err, fs.ErrNotExist):
@@ -256,6 +266,19 @@ func ManagementClient(m ManagementConfig, flag string) (client.Client, string, s
 		return nil, "", "", err
 	}
 	return c, source, name, nil
+}
+
+// InPod tells whether faultline runs in a pod with a service account and
+// no kubeconfig ($KUBECONFIG, ~/.kube/config): then a management cluster
+// named by no flag is the cluster it runs in.
+func InPod() bool {
+	if os.Getenv("KUBECONFIG") != "" {
+		return false
+	}
+	if _, err := os.Stat(clientcmd.RecommendedHomeFile); err == nil {
+		return false
+	}
+	return capi.InCluster()
 }
 
 // openVCenter logs in to the vCenter v names; unless allowed already (a
