@@ -11,6 +11,14 @@ if ! diff -q go.mod /tmp/faultline-go.mod.bak >/dev/null || ! diff -q go.sum /tm
   exit 1
 fi
 go run ./cmd/faultline validate scenarios/*.yaml
+# The CLI reference is generated from the commands' help.
+cli_docs="$(mktemp -d)"
+go run ./cmd/faultline gen-docs "${cli_docs}"
+if ! diff -ru docs/cli "${cli_docs}" >&2; then
+  echo "docs/cli is stale: run go run ./cmd/faultline gen-docs docs/cli" >&2
+  exit 1
+fi
+rm -rf "${cli_docs}"
 # The scenario format's JSON Schema is generated from the Go types.
 if ! go run ./hack/schema | diff -u docs/scenario.schema.json - >&2; then
   echo "docs/scenario.schema.json is stale: run go run ./hack/schema > docs/scenario.schema.json" >&2
