@@ -44,6 +44,8 @@ type runOptions struct {
 	gate       bool
 	selector   string
 	summary    string
+	// setupTimeout bounds opening the provider (--setup-timeout).
+	setupTimeout time.Duration
 	// scope is --cluster, namespace/name.
 	scope  string
 	dryRun bool
@@ -89,6 +91,7 @@ in --allow-vcenter.`,
 	fs.StringVar(&o.artifacts, "artifacts", "", "folder for result.json, timeline.jsonl and journal.jsonl (default $ARTIFACTS or _artifacts, then <scenario>-<timestamp>)")
 	fs.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	fs.DurationVar(&o.timeout, "timeout", 0, "bound the whole run, overriding the scenario's spec.timeout (e.g. 10m)")
+	fs.DurationVar(&o.setupTimeout, "setup-timeout", 0, "bound opening the provider: connecting and logging in to vCenter and the clusters, starting the lab (default: the lab's 5m with --provider lab, else 1m or --timeout if shorter)")
 	fs.StringVar(&o.summary, "summary", "", "also write a Markdown summary of the run(s) to this file (appended to $"+artifacts.EnvStepSummary+" too when set, as GitHub Actions shows it)")
 	fs.StringVar(&o.history, "history", "", "folder of past results: this run is added, and the report shows each phase against them (default $"+artifacts.EnvHistory+")")
 	fs.BoolVar(&o.gate, "gate", false, "with --history: fail a run whose phase took longer than its history's P95 + max(5s, 20%) (at least 5 past passing runs)")
@@ -123,6 +126,9 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 	}
 	if o.timeoutSet && (o.timeout <= 0 || o.timeout > scenario.MaxDuration) {
 		return usageErr("--timeout %s: expected a positive duration up to %s", o.timeout, scenario.MaxDuration)
+	}
+	if o.setupTimeout < 0 || o.setupTimeout > scenario.MaxDuration {
+		return usageErr("--setup-timeout %s: expected a positive duration up to %s", o.setupTimeout, scenario.MaxDuration)
 	}
 	sets, err := parseSets(o.sets)
 	if err != nil {
@@ -261,6 +267,22 @@ func (o *runOptions) report(stdout io.Writer, results []*engine.Result, dirs []s
 	return nil
 }
 
+// setupDeadline is --setup-timeout, or by default the lab's own wait
+// with --provider lab, and 1m (never more than --timeout when it is given)
+// elsewhere: a vCenter that accepts connections and never answers must not
+// hold a run past its timeout.
+func (o *runOptions) setupDeadline() time.Duration {
+	switch {
+	case o.setupTimeout > 0:
+		return o.setupTimeout
+	case o.provider == session.ProviderLab:
+		return labStartTimeout
+	case o.timeoutSet && o.timeout < time.Minute:
+		return o.timeout
+	}
+	return time.Minute
+}
+
 // writeSummary writes the Markdown summary to --summary and appends it to
 // $GITHUB_STEP_SUMMARY, where asked.
 func (o *runOptions) writeSummary(results []*engine.Result) error {
@@ -287,7 +309,13 @@ func (o *runOptions) writeSummary(results []*engine.Result) error {
 // new folder when ""), and returns its result (nil when it could not run)
 // and the folder.
 func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir string, sets map[string]string, history *artifacts.History, stderr io.Writer, log logr.Logger) (*engine.Result, string, error) {
-	sess, err := o.openSession(ctx, sc, stderr, log)
+	setup := o.setupDeadline()
+	sctx, cancel := context.WithTimeout(ctx, setup)
+	sess, err := o.openSession(sctx, sc, stderr, log)
+	if err != nil && errors.Is(sctx.Err(), context.DeadlineExceeded) {
+		err = infraErr(fmt.Errorf("opening provider %s took longer than its set-up deadline, %s (--setup-timeout): %w", o.provider, setup, err))
+	}
+	cancel()
 	if err != nil {
 		return nil, "", err
 	}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"crypto/tls"
+	"net"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A vCenter that accepts TCP and never answers, or completes TLS and then
+// says nothing, does not hold a --timeout 5s run: it ends within 10 s
+// with exit 3 naming the set-up deadline. Both servers are the test's
+// own, on 127.0.0.1.
+func TestHungVCenter(t *testing.T) {
+	t.Parallel()
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tcp.Close() })
+	silent := httptest.NewUnstartedServer(nil)
+	// TLS completes (the server's handshake), then nothing is read.
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	tlsLn := tls.NewListener(mustListen(t), &tls.Config{Certificates: []tls.Certificate{selfSigned(t, silent)}})
+	t.Cleanup(func() { tlsLn.Close() })
+	for _, ln := range []net.Listener{tcp, tlsLn} {
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					if tc, ok := c.(*tls.Conn); ok {
+						_ = tc.Handshake()
+					}
+					<-hold
+					c.Close()
+				}()
+			}
+		}()
+	}
+	for name, addr := range map[string]string{"tcp": tcp.Addr().String(), "tls": tlsLn.Addr().String()} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var out, errOut bytes.Buffer
+			started := time.Now()
+			code := execute([]string{"run", "vm-power-cycle", "--provider", "vsphere", "--allow-vcenter", "127.0.0.1", "--vcenter-insecure",
+				"--vcenter-url", "https://u:p@" + addr + "/sdk", "--timeout", "5s", "--artifacts", t.TempDir()}, &out, &errOut)
+			took := time.Since(started)
+			if code != 3 || took > 10*time.Second || !strings.Contains(errOut.String(), "took longer than its set-up deadline, 5s (--setup-timeout)") {
+				t.Errorf("exit %d after %s, stderr %q", code, took.Round(time.Millisecond), errOut.String())
+			}
+		})
+	}
+}
+
+func mustListen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// selfSigned is httptest's own certificate, which s serves.
+func selfSigned(t *testing.T, s *httptest.Server) tls.Certificate {
+	t.Helper()
+	s.StartTLS()
+	defer s.Close()
+	return s.TLS.Certificates[0]
+}
