@@ -152,6 +152,15 @@ var nodeAndVMFaults = map[string]faultDef{
 	},
 }
 
+// gone is err, or nil when its object is gone (ErrNotFound): nothing is
+// left to undo on it.
+func gone(err error) error {
+	if errors.Is(err, providers.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
 var nodeAndVMUndos = map[string]func(ctx context.Context, p providers.Provider, u UndoAction) error{
 	"vm.power-on": undoUsing(providers.CapVMPower, func(ctx context.Context, v providers.VMPower, u UndoAction) error {
 		state, err := v.PowerState(ctx, u.Target)
@@ -169,10 +178,12 @@ var nodeAndVMUndos = map[string]func(ctx context.Context, p providers.Provider, 
 		return v.PowerOn(ctx, u.Target)
 	}),
 	"node.start-kubelet": undoUsing(providers.CapNodeKubelet, func(ctx context.Context, k providers.NodeKubelet, u UndoAction) error {
-		return k.SetKubelet(ctx, u.Target, true)
+		// A node whose VM was deleted since (a remediated Machine's) has
+		// no kubelet left to start.
+		return gone(k.SetKubelet(ctx, u.Target, true))
 	}),
 	"node.start-static-pod": undoUsing(providers.CapNodeStaticPods, func(ctx context.Context, k providers.NodeStaticPods, u UndoAction) error {
-		return k.SetStaticPod(ctx, u.Target, u.Params["component"], true)
+		return gone(k.SetStaticPod(ctx, u.Target, u.Params["component"], true))
 	}),
 	"etcd.move-leader": undoUsing(providers.CapEtcdLeadership, func(ctx context.Context, e providers.EtcdLeadership, u UndoAction) error {
 		return e.SetLeaderStuck(ctx, u.Target, false)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/faultline-dev/faultline/internal/nodecmd"
 	"github.com/faultline-dev/faultline/providers"
+	"github.com/faultline-dev/faultline/providers/lab/vmcontainers"
 	"github.com/faultline-dev/faultline/providers/capi"
 )
 
@@ -70,6 +71,9 @@ func (p *Provider) realExec(ctx context.Context, m providers.Object, cmd ...stri
 		return nil, true, err
 	}
 	out, err = p.real.docker.Run(ctx, append([]string{"exec", p.real.driver.ContainerName(node)}, cmd...)...)
+	if vmcontainers.IsGone(err) {
+		err = fmt.Errorf("node %s: its VM's container is gone: %w", node, providers.ErrNotFound)
+	}
 	return out, true, err
 }
 

@@ -249,7 +249,7 @@ func (d *Driver) nextIP() (netip.Addr, error) {
 }
 
 func (d *Driver) remove(ctx context.Context, vm string, c Container) error {
-	if err := d.docker(ctx, "rm", "--force", "--volumes", c.Name); err != nil && !isNoSuchContainer(err) {
+	if err := d.docker(ctx, "rm", "--force", "--volumes", c.Name); err != nil && !IsGone(err) {
 		return err
 	}
 	d.cfg.Log.Info("vm container removed: its VM is gone", "vm", vm, "container", c.Name)
@@ -328,7 +328,7 @@ func Cleanup(ctx context.Context, docker kind.Docker, stateFile string) error {
 		names = append(names, st.LoadBalancer.Name)
 	}
 	for _, n := range names {
-		if _, err := docker.Run(ctx, "rm", "--force", "--volumes", n); err != nil && !isNoSuchContainer(err) {
+		if _, err := docker.Run(ctx, "rm", "--force", "--volumes", n); err != nil && !IsGone(err) {
 			errs = append(errs, err)
 		}
 	}
@@ -343,7 +343,9 @@ func Cleanup(ctx context.Context, docker kind.Docker, stateFile string) error {
 	return errors.Join(errs...)
 }
 
-func isNoSuchContainer(err error) bool {
+// IsGone tells whether err is docker's for a container that does not
+// exist (its VM was destroyed).
+func IsGone(err error) bool {
 	var de *kind.DockerError
 	return errors.As(err, &de) && strings.Contains(de.Stderr, "No such container")
 }
