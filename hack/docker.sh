@@ -40,4 +40,15 @@ if ! docker version >/dev/null 2>&1; then
     exit 1
   fi
 fi
+# Every node container's kubelet, kube-proxy and containerd take inotify
+# instances from the host's per-user limit (128 by default): a kind
+# cluster and a real-node lab together pass it, and kube-proxy then exits
+# with "too many open files". kind's known-issues page gives these values.
+for kv in fs.inotify.max_user_instances=512 fs.inotify.max_user_watches=524288; do
+  key="${kv%%=*}" want="${kv#*=}"
+  have="$(cat "/proc/sys/${key//.//}" 2>/dev/null || echo 0)"
+  if (( have < want )); then
+    ${sudo} sysctl -q -w "${kv}" >&2 || echo "hack/docker.sh: could not raise ${key} to ${want} (have ${have}); node containers may fail with 'too many open files'" >&2
+  fi
+done
 docker version --format 'docker engine {{.Server.Version}}'
