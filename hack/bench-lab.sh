@@ -32,7 +32,10 @@ seconds() { awk '{ s = 0; d = $0; if (d ~ /m/) { split(d, a, "m"); s = a[1] * 60
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 printf '%-18s %4s %14s %14s %14s %s\n' scenario run "lab start s" "scenario s" "peak RSS MiB" verdict
-for scenario in power-off-worker delete-cp-vm; do
+# RUNS=0 skips the simulated tier (to measure the real-node tier alone).
+scenarios=(power-off-worker delete-cp-vm)
+((runs > 0)) || scenarios=()
+for scenario in "${scenarios[@]}"; do
   starts=() walls=() peaks=()
   for i in $(seq 1 "${runs}"); do
     log="$(mktemp)"
@@ -91,7 +94,7 @@ measure() {
   while kill -0 "${pid}" 2>/dev/null; do
     m=$(( $(rss_tree "${pid}") / 1024 + $(containers_mib) ))
     ((m > peak)) && peak=${m}
-    if [[ "$1" == bin/faultline && "$2" == lab ]] && grep -q '^lab: all Machines Running in' "${log}"; then
+    if [[ "$1" == bin/faultline && "$2" == lab ]] && grep -q '^lab up in ' "${log}"; then
       kill -INT "${pid}"
     fi
     sleep 1 # sampling interval, not synchronisation
@@ -105,7 +108,7 @@ printf '%-30s %4s %14s %14s %14s %s\n' "real nodes" run "bring-up s" "scenario s
 for i in $(seq 1 "${real_runs}"); do
   log="$(mktemp)"
   peak="$(measure "${log}" bin/faultline lab up --nodes containers --control-planes 1 --workers 1)"
-  start="$(sed -n 's/^lab: all Machines Running in \([0-9.ms]*\)$/\1/p' "${log}" | seconds)"
+  start="$(sed -n 's/^lab up in \([0-9.ms]*\) .*/\1/p' "${log}" | seconds)"
   printf '%-30s %4d %14s %14s %14d %s\n' "lab up 1 CP + 1 worker" "${i}" "${start:-?}" - "${peak}" "$([[ -n "${start}" ]] && echo up || echo "see ${log}")"
   log="$(mktemp)"
   peak="$(measure "${log}" bin/faultline run power-off-worker --nodes containers --artifacts "$(mktemp -d)")"
