@@ -75,26 +75,25 @@ func ResultsJUnit(results []*engine.Result) JUnitSuites {
 		s := JUnitSuite{Name: res.Scenario, Time: fmt.Sprintf("%.3f", res.FinishedAt.Sub(res.StartedAt).Seconds())}
 		class := "faultline." + res.Provider + "." + res.Scenario
 		blamed := false
-		for _, p := range res.Phases {
-			c := JUnitCase{Name: "phase " + p.Name, Classname: class}
-			if p.SinceAnchor != nil {
-				c.Time = fmt.Sprintf("%.3f", p.SinceAnchor.Seconds())
-			}
-			if !p.OK {
+		// check is a case for a phase or an assertion, failed when !ok.
+		check := func(name, time string, ok bool, msg string) {
+			c := JUnitCase{Name: name, Classname: class, Time: time}
+			if !ok {
 				s.Failures++
 				blamed = true
-				c.Failure = &JUnitFailure{Message: "phase " + p.Name + ": " + p.Message, Text: failureText(res)}
+				c.Failure = &JUnitFailure{Message: name + ": " + msg, Text: failureText(res)}
 			}
 			s.Cases = append(s.Cases, c)
 		}
-		for _, a := range res.Assertions {
-			c := JUnitCase{Name: "assertion " + a.Name, Classname: class}
-			if !a.OK {
-				s.Failures++
-				blamed = true
-				c.Failure = &JUnitFailure{Message: "assertion " + a.Name + ": " + a.Message, Text: failureText(res)}
+		for _, p := range res.Phases {
+			var at string
+			if p.SinceAnchor != nil {
+				at = fmt.Sprintf("%.3f", p.SinceAnchor.Seconds())
 			}
-			s.Cases = append(s.Cases, c)
+			check("phase "+p.Name, at, p.OK, p.Message)
+		}
+		for _, a := range res.Assertions {
+			check("assertion "+a.Name, "", a.OK, a.Message)
 		}
 		for _, f := range res.Faults {
 			if f.Result == engine.ResultFailed || f.Result == engine.ResultRetained {
