@@ -93,7 +93,11 @@ func (r *run) pendingFaults() []*activeFault {
 
 func (r *run) undoFault(ctx context.Context, f *activeFault) error {
 	err := RunUndo(ctx, r.in.Provider, f.undo)
-	entry := JournalEntry{Op: OpDone, FaultID: f.result.ID, Provider: providers.ProviderRef{Name: r.in.Provider.Name()}, Result: ResultUndone}
+	result := ResultUndone
+	if f.undo.Action == UndoNone {
+		result = ResultNone
+	}
+	entry := JournalEntry{Op: OpDone, FaultID: f.result.ID, Provider: providers.ProviderRef{Name: r.in.Provider.Name()}, Result: result}
 	if err != nil {
 		// The inject record stays pending: recover will try again.
 		r.tl.Record(r.in.Provider.Name(), f.result.Target, "undo-failed", map[string]string{"id": f.result.ID, "error": err.Error()})
@@ -108,8 +112,10 @@ func (r *run) undoFault(ctx context.Context, f *activeFault) error {
 	now := time.Now()
 	r.mu.Lock()
 	f.done = true
-	f.result.UndoneAt = &now
-	f.result.Result = ResultUndone
+	if result == ResultUndone {
+		f.result.UndoneAt = &now
+	}
+	f.result.Result = result
 	r.mu.Unlock()
 	r.tl.Record(r.in.Provider.Name(), f.result.Target, "fault-undone", map[string]string{"id": f.result.ID, "undo": f.undo.Action})
 	return err

@@ -21,7 +21,10 @@ const (
 
 // Results of a done record.
 const (
-	ResultUndone    = "undone"
+	ResultUndone = "undone"
+	// ResultNone: the fault has no undo (a destroyed VM); nothing was
+	// done at the end.
+	ResultNone      = "none"
 	ResultRetained  = "retained"
 	ResultAbandoned = "abandoned"
 	ResultFailed    = "undo-failed"

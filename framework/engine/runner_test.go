@@ -436,3 +436,19 @@ func TestRunDryRun(t *testing.T) {
 		}
 	}
 }
+
+// A fault that cannot be undone (a destroyed VM) ends as "none", with no
+// undo time: nothing was done at the end.
+func TestRunDestroyHasNoUndo(t *testing.T) {
+	t.Parallel()
+	s := parseScenario(t, "[VMLifecycle]", "", `
+    - name: victim
+      select: {vm: vm-a}`, `
+    - name: gone
+      inject: {fault: vm.destroy, target: victim}
+`)
+	res, _ := run(t, context.Background(), s, fake.New("vm-a"))
+	if len(res.Faults) != 1 || res.Faults[0].Result != engine.ResultNone || res.Faults[0].UndoneAt != nil {
+		t.Errorf("faults %+v, want one with result none and no undo time", res.Faults)
+	}
+}
