@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -90,7 +91,53 @@ type progressPrinter struct {
 }
 
 func newProgressPrinter(w io.Writer) *progressPrinter {
-	return &progressPrinter{w: w, at: map[string]time.Time{}, every: 5 * time.Second}
+	// A CI log (not a terminal) gets a heartbeat at most every 30 s.
+	every := 5 * time.Second
+	if f, ok := w.(*os.File); !ok || !isTerminal(f) {
+		every = 30 * time.Second
+	}
+	return &progressPrinter{w: w, at: map[string]time.Time{}, every: every}
+}
+
+// isTerminal tells whether f is a character device (a terminal).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// event prints a line for each fault injected or undone and each phase
+// reached or missed, with its time since the first injection.
+func (p *progressPrinter) event(e engine.Event) {
+	at := ""
+	if e.SinceInject != nil {
+		at = " at +" + e.SinceInject.Round(100*time.Millisecond).String()
+	}
+	var line string
+	switch e.What {
+	case "fault-injected":
+		line = fmt.Sprintf("injected %s on %s%s", e.Details["fault"], e.Object, at)
+	case "fault-undone":
+		line = fmt.Sprintf("undone %s (%s)%s", e.Details["id"], e.Details["undo"], at)
+	case "undo-failed":
+		line = fmt.Sprintf("undo of %s FAILED%s: %s", e.Details["id"], at, e.Details["error"])
+	case "phase-reached":
+		budget := ""
+		if b := e.Details["budget"]; b != "" {
+			budget = ", budget " + b
+		}
+		since := e.Details["sinceAnchor"]
+		if d, err := time.ParseDuration(since); err == nil {
+			since = d.Round(time.Millisecond).String()
+		}
+		line = fmt.Sprintf("%s reached %s after %s%s", e.Object, since, e.Details["from"], budget)
+	case "phase-missed":
+		line = fmt.Sprintf("%s MISSED%s: %s", e.Object, at, e.Details["message"])
+	default:
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintln(p.w, line)
 }
 
 // print prints one line per thing waited for every few seconds; phases of

@@ -350,6 +350,7 @@ func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir stri
 			Parameters: sets,
 			Retain:     o.retain,
 			Progress:   progress.print,
+			OnEvent:    progress.event,
 			Log:        log,
 			DryRun:     o.dryRun,
 			Seed:       seed,

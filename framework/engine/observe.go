@@ -187,7 +187,10 @@ func (r *run) phase(ctx context.Context, ph scenario.Phase) error {
 	firstInject := r.firstInject
 	r.mu.Unlock()
 	sinceAnchor := scenario.D(at.Sub(from))
-	details := map[string]string{"sinceAnchor": sinceAnchor.String(), "detail": seen.Detail}
+	details := map[string]string{"sinceAnchor": sinceAnchor.String(), "from": string(anchorOrDefault(ph.From)), "detail": seen.Detail}
+	if !ph.Within.IsZero() {
+		details["budget"] = ph.Within.String()
+	}
 	update(func(p *PhaseResult) {
 		p.ObservedAt = &at
 		p.SinceAnchor = &sinceAnchor

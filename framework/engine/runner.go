@@ -38,6 +38,9 @@ type RunInput struct {
 	BackupDir string
 	// Progress, when set, is called while the runner waits.
 	Progress func(Progress)
+	// OnEvent, when set, is told every timeline event as it is recorded:
+	// each fault injected or undone, each phase reached or missed.
+	OnEvent func(Event)
 	Log      logr.Logger
 	// DryRun resolves the targets and evaluates the blast-radius and
 	// quorum guards, records in Result.Planned what each inject step
@@ -124,6 +127,9 @@ func Run(ctx context.Context, in RunInput) (*Result, error) {
 	}
 	if r.tl == nil {
 		r.tl = NewTimeline(nil)
+	}
+	if r.in.OnEvent != nil {
+		r.tl.observe(r.in.OnEvent)
 	}
 	if r.poll == 0 {
 		r.poll = scenario.DefaultPollInterval

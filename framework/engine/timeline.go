@@ -33,6 +33,8 @@ type Timeline struct {
 	events   []Event
 	injectAt time.Time
 	werr     error
+	// observer, when set, is told every event after it is recorded.
+	observer func(Event)
 }
 
 // NewTimeline returns a timeline writing JSON lines to w (nil: memory only).
@@ -40,6 +42,21 @@ func NewTimeline(w io.Writer) *Timeline { return &Timeline{w: w} }
 
 // Record appends an event stamped with the current time.
 func (t *Timeline) Record(source, object, what string, details map[string]string) Event {
+	e, observer := t.record(source, object, what, details)
+	if observer != nil {
+		observer(e)
+	}
+	return e
+}
+
+// observe has the timeline tell fn every event recorded from now on.
+func (t *Timeline) observe(fn func(Event)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.observer = fn
+}
+
+func (t *Timeline) record(source, object, what string, details map[string]string) (Event, func(Event)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := Event{Time: time.Now(), Source: source, Object: object, What: what, Details: details}
@@ -55,7 +72,7 @@ func (t *Timeline) Record(source, object, what string, details map[string]string
 		}
 		t.werr = err
 	}
-	return e
+	return e, t.observer
 }
 
 // markInjected sets the origin of SinceInject, once.
