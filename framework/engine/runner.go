@@ -41,7 +41,7 @@ type RunInput struct {
 	// OnEvent, when set, is told every timeline event as it is recorded:
 	// each fault injected or undone, each phase reached or missed.
 	OnEvent func(Event)
-	Log      logr.Logger
+	Log     logr.Logger
 	// DryRun resolves the targets and evaluates the blast-radius and
 	// quorum guards, records in Result.Planned what each inject step
 	// would do and where, and runs no step: nothing is touched.
