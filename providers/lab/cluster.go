@@ -78,6 +78,9 @@ func (s ClusterSpec) Validate() error {
 func (s ClusterSpec) controlPlaneName() string      { return s.Name + "-control-plane" }
 func (s ClusterSpec) machineDeploymentName() string { return s.Name + "-md-0" }
 
+// serviceCIDR is the lab clusters' Service range.
+const serviceCIDR = "10.96.0.0/12"
+
 // clusterObjects returns the Cluster API objects of one workload cluster,
 // in creation order.
 // realNodes, when set, is the kubeadm configuration of a cluster whose
@@ -145,7 +148,10 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infr
 			Spec: clusterv1.ClusterSpec{
 				ClusterNetwork: clusterv1.ClusterNetwork{
 					Pods:     clusterv1.NetworkRanges{CIDRBlocks: []string{podCIDR.String()}},
-					Services: clusterv1.NetworkRanges{CIDRBlocks: []string{"10.128.0.0/12"}},
+					// kubeadm's and kind's default range: the catalogue's
+					// Services with a fixed clusterIP (10.96.200.x) are
+					// in it, as a real API server requires.
+					Services: clusterv1.NetworkRanges{CIDRBlocks: []string{serviceCIDR}},
 				},
 				ControlPlaneRef: clusterv1.ContractVersionedObjectReference{
 					APIGroup: controlplanev1.GroupVersion.Group, Kind: "KubeadmControlPlane", Name: s.controlPlaneName(),
