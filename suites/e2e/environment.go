@@ -161,11 +161,14 @@ func (e *Environment) openLab(ctx context.Context, clusters ...lab.ClusterSpec) 
 	}
 	// The lab's controllers log their transient errors often; LAB_DEBUG
 	// shows them, as in the lab's own tests.
-	labLog := logr.Discard()
+	// The real nodes' own lines (containers made and removed, bootstraps
+	// started and ended, failures) always, the rest with LAB_DEBUG.
+	labLog := logr.New(realNodesOnly{sink: e.log.GetSink()})
+	library := logr.Discard()
 	if os.Getenv("LAB_DEBUG") != "" {
-		labLog = e.log.WithName("lab")
+		labLog, library = e.log.WithName("lab"), e.log.WithName("lab")
 	}
-	lab.RouteLibraryLogs(labLog)
+	lab.RouteLibraryLogs(library)
 	wait, _, err := e.Config.interval("default/wait-lab")
 	if err != nil {
 		return nil, err
@@ -200,4 +203,32 @@ func connect(ctx context.Context, cfg *Config, log logr.Logger) (*session.Sessio
 		return nil, fmt.Errorf("e2e config management: %w", err)
 	}
 	return s, nil
+}
+
+// realNodesOnly drops everything but the lab's real-node lines (loggers
+// named realnodes and vmcontainers), which go to sink at level 0.
+type realNodesOnly struct{ sink logr.LogSink }
+
+func (realNodesOnly) Init(logr.RuntimeInfo)            {}
+func (realNodesOnly) Enabled(int) bool                 { return false }
+func (realNodesOnly) Info(int, string, ...any)         {}
+func (realNodesOnly) Error(error, string, ...any)      {}
+func (r realNodesOnly) WithValues(...any) logr.LogSink { return r }
+
+func (r realNodesOnly) WithName(name string) logr.LogSink {
+	if name == "realnodes" || name == "vmcontainers" {
+		return levelZero{r.sink.WithName(name)}
+	}
+	return r
+}
+
+// levelZero is a sink that takes level 0 only.
+type levelZero struct{ logr.LogSink }
+
+func (l levelZero) Enabled(level int) bool { return level == 0 && l.LogSink.Enabled(level) }
+func (l levelZero) WithName(name string) logr.LogSink {
+	return levelZero{l.LogSink.WithName(name)}
+}
+func (l levelZero) WithValues(kv ...any) logr.LogSink {
+	return levelZero{l.LogSink.WithValues(kv...)}
 }
