@@ -147,7 +147,7 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infr
 			ObjectMeta: meta(s.Name),
 			Spec: clusterv1.ClusterSpec{
 				ClusterNetwork: clusterv1.ClusterNetwork{
-					Pods:     clusterv1.NetworkRanges{CIDRBlocks: []string{podCIDR.String()}},
+					Pods: clusterv1.NetworkRanges{CIDRBlocks: []string{podCIDR.String()}},
 					// kubeadm's and kind's default range: the catalogue's
 					// Services with a fixed clusterIP (10.96.200.x) are
 					// in it, as a real API server requires.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/faultline-dev/faultline/internal/nodecmd"
 	"github.com/faultline-dev/faultline/providers"
-	"github.com/faultline-dev/faultline/providers/lab/vmcontainers"
 	"github.com/faultline-dev/faultline/providers/capi"
+	"github.com/faultline-dev/faultline/providers/lab/vmcontainers"
 )
 
 // Provider is the lab's provider, named "lab": the Cluster API provider
