@@ -23,7 +23,8 @@ import (
 // without --cluster the run is refused (exit 2) naming both; --cluster
 // must name one of them; with --cluster and --dry-run every target is a
 // Machine of that cluster, the would-be injection is printed, and no VM
-// was powered off.
+// was powered off; run for real with --cluster, its fault lands in that
+// cluster and the other's Machines are the same ones afterwards.
 func TestIntegrationRunScope(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -85,4 +86,36 @@ func TestIntegrationRunScope(t *testing.T) {
 			t.Errorf("VM %s is %s (%v) after a dry run", vm.Name, st, err)
 		}
 	}
+
+	// For real: the fault lands in cluster b, and cluster a's Machines
+	// are the same ones, untouched, afterwards.
+	machinesOfA := func() []string {
+		objs, err := l.Provider().Resolve(ctx, providers.Selector{Cluster: "default/a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, o := range objs {
+			names = append(names, o.Name)
+		}
+		return names
+	}
+	before := machinesOfA()
+	code, stdout, stderr = runArgs("--cluster", "default/b", "-o", "json")
+	var run engine.Result
+	if err := json.Unmarshal([]byte(stdout), &run); err != nil {
+		t.Fatalf("result: %v (exit %d)\n%s\n%s", err, code, stdout, stderr)
+	}
+	if len(run.Faults) == 0 {
+		t.Fatalf("no fault injected (exit %d): %s", code, run.Reason)
+	}
+	for _, f := range run.Faults {
+		if !strings.Contains(f.Target, "/b-") {
+			t.Errorf("fault %s on %s, outside cluster default/b", f.ID, f.Target)
+		}
+	}
+	if after := machinesOfA(); strings.Join(after, ",") != strings.Join(before, ",") {
+		t.Errorf("cluster a's Machines changed: %v, then %v", before, after)
+	}
+	t.Logf("power-off-worker --cluster default/b: %s (%s), faults %+v", run.Verdict, run.Reason, run.Faults)
 }
