@@ -17,13 +17,7 @@ const EnvStepSummary = "GITHUB_STEP_SUMMARY"
 // and its assertions.
 func MarkdownSummary(results []*engine.Result) string {
 	var b strings.Builder
-	passed := 0
-	for _, res := range results {
-		if res.Verdict == engine.Pass {
-			passed++
-		}
-	}
-	fmt.Fprintf(&b, "## faultline: %d of %d scenarios passed\n\n", passed, len(results))
+	fmt.Fprintf(&b, "## faultline: %d of %d scenarios passed\n\n", Passed(results), len(results))
 	b.WriteString("| scenario | verdict | took | reason |\n|---|---|---|---|\n")
 	for _, res := range results {
 		fmt.Fprintf(&b, "| %s | %s %s | %s | %s |\n", cell(res.Scenario), verdictMark(res.Verdict), res.Verdict,
@@ -50,6 +44,17 @@ func MarkdownSummary(results []*engine.Result) string {
 		}
 	}
 	return b.String()
+}
+
+// Passed counts the runs that passed.
+func Passed(results []*engine.Result) int {
+	n := 0
+	for _, res := range results {
+		if res.Verdict == engine.Pass {
+			n++
+		}
+	}
+	return n
 }
 
 func verdictMark(v engine.Verdict) string {

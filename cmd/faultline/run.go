@@ -150,8 +150,9 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
+	many := multiple(args, o.selector)
 	for _, sc := range scs {
-		if want := sc.Metadata.Labels["provider"]; want != "" && want != o.provider && !multiple(args, o.selector) {
+		if want := sc.Metadata.Labels["provider"]; want != "" && want != o.provider && !many {
 			return usageErr("scenario %s runs on provider %s (its label provider: %s), not %s: pass --provider %s", sc.Metadata.Name, want, want, o.provider, want)
 		}
 		if o.timeout > 0 {
@@ -168,7 +169,7 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 	ctx, stop := notifyContext(ctx)
 	defer stop()
 
-	if !multiple(args, o.selector) {
+	if !many {
 		res, dir, err := o.runOne(ctx, scs[0], o.artifacts, sets, history, stderr, log)
 		if res == nil {
 			return err
@@ -189,17 +190,13 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 			break // interrupted: the rest do not start
 		}
 		if want := sc.Metadata.Labels["provider"]; want != "" && want != o.provider {
-			now := time.Now()
-			results = append(results, &engine.Result{Scenario: sc.Metadata.Name, Provider: o.provider, Verdict: engine.Skipped,
-				Reason: "it runs on provider " + want, StartedAt: now, FinishedAt: now})
-			dirs = append(dirs, "")
+			results, dirs = append(results, o.notRun(sc, engine.Skipped, "it runs on provider "+want)), append(dirs, "")
 			continue
 		}
 		fmt.Fprintf(stderr, "=== %s\n", sc.Metadata.Name)
 		res, dir, err := o.runOne(ctx, sc, filepath.Join(root, sc.Metadata.Name), sets, history, stderr, log)
 		if res == nil {
-			now := time.Now()
-			res = &engine.Result{Scenario: sc.Metadata.Name, Provider: o.provider, Verdict: engine.Error, Reason: err.Error(), StartedAt: now, FinishedAt: now}
+			res = o.notRun(sc, engine.Error, err.Error())
 		} else if err != nil {
 			errs = append(errs, err)
 		}
@@ -213,6 +210,13 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 		errs = append(errs, fmt.Errorf("write the run's JUnit: %w", err))
 	}
 	return o.report(stdout, results, dirs, true, errors.Join(errs...))
+}
+
+// notRun is the result of a scenario that did not run: skipped, or an
+// error before it could start.
+func (o *runOptions) notRun(sc *scenario.Scenario, v engine.Verdict, reason string) *engine.Result {
+	now := time.Now()
+	return &engine.Result{Scenario: sc.Metadata.Name, Provider: o.provider, Verdict: v, Reason: reason, StartedAt: now, FinishedAt: now}
 }
 
 // report prints the results (with summary, a line each after them) and
@@ -240,13 +244,7 @@ func (o *runOptions) report(stdout io.Writer, results []*engine.Result, dirs []s
 			}
 		}
 		if summary {
-			passed := 0
-			for _, res := range results {
-				if res.Verdict == engine.Pass {
-					passed++
-				}
-			}
-			fmt.Fprintf(stdout, "\n%d of %d scenarios passed:\n", passed, len(results))
+			fmt.Fprintf(stdout, "\n%d of %d scenarios passed:\n", artifacts.Passed(results), len(results))
 			for _, res := range results {
 				fmt.Fprintln(stdout, summaryLine(res))
 			}

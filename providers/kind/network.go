@@ -89,7 +89,7 @@ func (n PodNetwork) Ensure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var nodes []NodeContainer
+	var nodes []nodeContainer
 	for _, c := range list {
 		if c.Role == "external-load-balancer" || c.State != "running" {
 			continue
@@ -99,22 +99,22 @@ func (n PodNetwork) Ensure(ctx context.Context) error {
 			return err
 		}
 		if ip != "" {
-			nodes = append(nodes, NodeContainer{Container: c.Name, Node: c.Name, IP: ip})
+			nodes = append(nodes, nodeContainer{Container: c.Name, Node: c.Name, IP: ip})
 		}
 	}
-	return EnsurePodNetwork(ctx, n.p.docker, n.p.c, nodes)
+	return ensurePodNetwork(ctx, n.p.docker, n.p.c, nodes)
 }
 
-// NodeContainer is a running node's container on a docker network: its
+// nodeContainer is a running node's container on a docker network: its
 // container's name, its Kubernetes Node's name, its address.
-type NodeContainer struct{ Container, Node, IP string }
+type nodeContainer struct{ Container, Node, IP string }
 
-// EnsurePodNetwork is faultline's stand-in for kindnetd on nodes: on each,
+// ensurePodNetwork is faultline's stand-in for kindnetd on nodes: on each,
 // a CNI config (ptp and host-local over the Node's spec.podCIDR, read
 // through c, which kube-controller-manager allocates) where there is none,
 // and a route to every other node's pod CIDR through that node's address.
 // Idempotent.
-func EnsurePodNetwork(ctx context.Context, d Docker, c client.Client, nodes []NodeContainer) error {
+func ensurePodNetwork(ctx context.Context, d Docker, c client.Client, nodes []nodeContainer) error {
 	type node struct{ name, ip, cidr string }
 	var configured []node
 	for _, n := range nodes {
