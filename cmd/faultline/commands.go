@@ -24,6 +24,7 @@ import (
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
+	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/vsphere"
 	"github.com/faultline-dev/faultline/scenarios/selection"
@@ -192,13 +193,30 @@ func firstSentence(s string) string {
 func newRecoverCommand() *cobra.Command {
 	var vc vcenterFlags
 	var timeout time.Duration
+	var contexts []string
+	var keyFile string
 	cmd := &cobra.Command{
 		Use:   "recover [JOURNAL...]",
 		Short: "Undo the faults a crashed or killed run left in place",
 		Long: `Replay the pending undo entries of journals. With no argument, every
-journal.jsonl under $ARTIFACTS (or _artifacts) is read. vCenter credentials
-come from the environment (GOVC_USERNAME, GOVC_PASSWORD) or the flags; the
-journal only records where the vCenter is.`,
+journal.jsonl under $ARTIFACTS (or _artifacts) is read.
+
+A journal is a file anyone who can write the artifacts folder can edit, so
+recover trusts nothing in it that would send credentials. Every entry must
+carry the seal (an HMAC) faultline gave it with the journal key, a file kept
+outside the artifacts folder ($FAULTLINE_JOURNAL_KEY, or journal.key in the
+user's faultline configuration folder, mode 0600). The vCenter or context a
+fault went to must be allowed again (--allow-vcenter, --allow-context, or
+their environment variables; kind clusters faultline created need none), and
+TLS is verified against the identity recorded when the fault was injected:
+vCenter's certificate thumbprint, the management cluster's server and CA. A
+journal that fails any of these is refused (exit 2, naming the file and
+line) before anything is undone or any login is tried. To recover on another
+host, pass the key of the host that wrote the journals with --journal-key;
+--vcenter-url overrides the URL a journal records.
+
+vCenter credentials come from the environment (GOVC_USERNAME, GOVC_PASSWORD)
+or the flags; the journal only records where the vCenter is.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				found, err := filepath.Glob(filepath.Join(artifacts.Root(), "*", artifacts.JournalFile))
@@ -207,37 +225,51 @@ journal only records where the vCenter is.`,
 				}
 				args = found
 			}
+			var key []byte
+			if keyFile != "" {
+				var err error
+				if key, err = engine.LoadJournalKey(keyFile, false); err != nil {
+					return usageErr("--journal-key: %v", err)
+				}
+			}
 			ctx, stop := notifyContext(cmd.Context())
 			defer stop()
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			return recoverJournals(ctx, cmd, args, &vc)
+			conns := &recoverConns{flags: &vc, contexts: contexts, opened: map[string]providers.Provider{}}
+			return recoverJournals(ctx, cmd, args, key, conns)
 		},
 	}
-	vc.register(cmd.Flags(), false)
+	vc.register(cmd.Flags(), true)
 	vc.registerGuest(cmd.Flags())
+	cmd.Flags().StringSliceVar(&contexts, "allow-context", nil, "kubeconfig context (kind-NAME for a kind cluster faultline did not create) whose faults may be undone; repeatable (also $"+session.EnvAllowedContexts+")")
+	cmd.Flags().StringVar(&keyFile, "journal-key", "", "the key the journals were sealed with (default $"+engine.EnvJournalKey+", or journal.key in the user's faultline configuration folder); another host's, to recover its journals here")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "give up after this long")
 	return cmd
 }
 
-func recoverJournals(ctx context.Context, cmd *cobra.Command, paths []string, vc *vcenterFlags) error {
+func recoverJournals(ctx context.Context, cmd *cobra.Command, paths []string, key []byte, conns *recoverConns) error {
 	out := cmd.OutOrStdout()
 	// One login per vCenter, however many faults the journals hold.
-	conns := &recoverConns{flags: vc, opened: map[string]providers.Provider{}}
 	defer conns.close(cmd.ErrOrStderr())
 	sum, err := engine.Recover(ctx, engine.RecoverInput{
 		Journals:  paths,
+		Key:       key,
+		Check:     conns.check,
 		Reconnect: conns.provider,
 		Report: func(r engine.Recovered) {
-			if r.Err != nil {
+			switch {
+			case r.Err != nil:
 				fmt.Fprintf(out, "%s: %s %s: FAILED: %v\n", r.Journal, r.Entry.FaultID, r.Entry.Kind, r.Err)
-				return
+			case r.Why != "":
+				fmt.Fprintf(out, "%s: %s %s: %s (%s): %s\n", r.Journal, r.Entry.FaultID, r.Entry.Kind, r.Result, r.Entry.Undo.Action, r.Why)
+			default:
+				fmt.Fprintf(out, "%s: %s %s: %s (%s)\n", r.Journal, r.Entry.FaultID, r.Entry.Kind, r.Result, r.Entry.Undo.Action)
 			}
-			fmt.Fprintf(out, "%s: %s %s: %s (%s)\n", r.Journal, r.Entry.FaultID, r.Entry.Kind, r.Result, r.Entry.Undo.Action)
 		},
 	})
 	switch {
-	case errors.Is(err, engine.ErrBadJournal):
+	case errors.Is(err, engine.ErrBadJournal), errors.Is(err, engine.ErrUntrustedJournal):
 		return usageErr("%v", err)
 	case err != nil:
 		return infraErr(err)
@@ -249,22 +281,89 @@ func recoverJournals(ctx context.Context, cmd *cobra.Command, paths []string, vc
 	return nil
 }
 
+// errLabGone is why a lab's faults need no undo.
+var errLabGone = fmt.Errorf("%w: the embedded lab died with the run that started it; nothing of it is left to undo", engine.ErrProviderGone)
+
 // recoverConns reconnects to the providers of journal entries, once per
 // vCenter and per management cluster.
 type recoverConns struct {
 	flags *vcenterFlags
+	// contexts are the kubeconfig contexts recover may act on.
+	contexts []string
 	// opened are the providers reached, by vCenter URL or by kubeconfig
 	// and context; closers close them.
 	opened  map[string]providers.Provider
 	closers []func(context.Context) error
 }
 
-// provider reconnects to the provider of a pending fault.
+// check refuses a pending fault whose target the user has not allowed, or
+// whose recorded identity is not what its kubeconfig reaches now. It is
+// asked about every entry before anything is dialled.
+func (c *recoverConns) check(e engine.JournalEntry) error {
+	switch e.Provider.Name {
+	case "lab":
+		return nil
+	case "vsphere":
+		return c.checkVCenter(e.Provider)
+	case "kind":
+		name := e.Provider.Config["cluster"]
+		state, err := kind.DefaultState()
+		if err != nil {
+			return err
+		}
+		if !kind.IsRecorded(state, name) && !session.Allowed(c.contexts, session.EnvAllowedContexts, "kind-"+name) {
+			return fmt.Errorf("kind cluster %s was not created by faultline and context kind-%s is not allowed (--allow-context or $%s)", name, name, session.EnvAllowedContexts)
+		}
+		return nil
+	}
+	kubeconfig, ctxName := e.Provider.Config[capi.RefKubeconfig], e.Provider.Config[capi.RefContext]
+	if kubeconfig == "" {
+		return nil // Reconnect says it cannot reconnect.
+	}
+	if !session.Allowed(c.contexts, session.EnvAllowedContexts, ctxName) {
+		return fmt.Errorf("context %q is not allowed (--allow-context %s or $%s)", ctxName, ctxName, session.EnvAllowedContexts)
+	}
+	recorded := e.Provider.Config[capi.RefServer]
+	if recorded == "" {
+		return fmt.Errorf("the entry records no identity (server and CA) of context %q", ctxName)
+	}
+	server, ca, err := capi.Identity(kubeconfig, ctxName)
+	if err != nil {
+		return err
+	}
+	switch {
+	case server != recorded:
+		return fmt.Errorf("context %q now reaches %s, not %s where the fault went", ctxName, server, recorded)
+	case ca == "":
+		return fmt.Errorf("context %q does not verify TLS (no CA, or insecure-skip-tls-verify)", ctxName)
+	case ca != e.Provider.Config[capi.RefCASHA256]:
+		return fmt.Errorf("context %q trusts another CA than when the fault was injected", ctxName)
+	}
+	return nil
+}
+
+// checkVCenter refuses a vCenter that is not on the allow-list.
+func (c *recoverConns) checkVCenter(ref providers.ProviderRef) error {
+	raw := ref.Config["url"]
+	if c.flags.url != "" {
+		raw = c.flags.url
+	}
+	u, err := (vsphere.Config{URL: raw}).Endpoint()
+	if err != nil {
+		return err
+	}
+	if !session.AllowedVCenter(c.flags.allowed, u) {
+		return fmt.Errorf("vCenter %s is not allowed (--allow-vcenter %s or $%s)", u.Host, u.Hostname(), session.EnvAllowedVCenters)
+	}
+	return nil
+}
+
+// provider reconnects to the provider of a pending fault that check let
+// through.
 func (c *recoverConns) provider(ctx context.Context, e engine.JournalEntry) (providers.Provider, error) {
 	switch e.Provider.Name {
 	case "lab":
-		// The embedded simulator lived in the crashed process.
-		return nil, engine.ErrProviderGone
+		return nil, errLabGone
 	case "vsphere":
 		if p, ok := c.opened[e.Provider.Config["url"]]; ok {
 			return p, nil
@@ -273,14 +372,10 @@ func (c *recoverConns) provider(ctx context.Context, e engine.JournalEntry) (pro
 		if err != nil {
 			return nil, err
 		}
-		vcfg.Config = vsphere.ConfigFromRef(e.Provider, vcfg.Config)
-		u, err := vcfg.Endpoint()
-		if err != nil {
-			return nil, err
+		vcfg.Config = vsphere.RecoverConfigFromRef(e.Provider, vcfg.Config)
+		if c.flags.url != "" {
+			vcfg.Config.URL = c.flags.url
 		}
-		// The run was allowed to touch this vCenter; undoing its faults
-		// needs no new opt-in.
-		vcfg.Allowed = []string{u.Host}
 		s, err := session.Open(ctx, session.Config{Provider: session.ProviderVSphere, VCenter: vcfg, Log: logr.Discard()})
 		if err != nil {
 			return nil, err
@@ -289,11 +384,10 @@ func (c *recoverConns) provider(ctx context.Context, e engine.JournalEntry) (pro
 		c.opened[e.Provider.Config["url"]] = s.Provider
 		return s.Provider, nil
 	case "kind":
-		// The run was allowed to touch the cluster; undoing needs no new
-		// opt-in.
 		s, err := session.Open(ctx, session.Config{
-			Provider: session.ProviderKind, OptedIn: true, Log: logr.Discard(),
-			Kind: session.KindConfig{Cluster: e.Provider.Config["cluster"], Kubeconfig: e.Provider.Config["kubeconfig"]},
+			Provider: session.ProviderKind, Log: logr.Discard(),
+			Management: session.ManagementConfig{Allowed: c.contexts},
+			Kind:       session.KindConfig{Cluster: e.Provider.Config["cluster"], Kubeconfig: e.Provider.Config["kubeconfig"]},
 		})
 		if err != nil {
 			return nil, err
@@ -303,8 +397,7 @@ func (c *recoverConns) provider(ctx context.Context, e engine.JournalEntry) (pro
 	}
 	if e.Provider.Config[capi.RefKubeconfig] != "" {
 		// A Cluster API management cluster: reached again with the same
-		// kubeconfig and context. The run was allowed to touch that
-		// context; undoing its faults needs no new opt-in.
+		// kubeconfig and context, which check found allowed and the same.
 		key := e.Provider.Config[capi.RefKubeconfig] + "|" + e.Provider.Config[capi.RefContext]
 		if p, ok := c.opened[key]; ok {
 			return p, nil
@@ -316,7 +409,7 @@ func (c *recoverConns) provider(ctx context.Context, e engine.JournalEntry) (pro
 		}
 		s, err := session.Open(ctx, session.Config{
 			Provider:   session.ProviderCAPI,
-			Management: session.ManagementConfig{Kubeconfig: e.Provider.Config[capi.RefKubeconfig], Context: ctxName, Allowed: []string{ctxName}},
+			Management: session.ManagementConfig{Kubeconfig: e.Provider.Config[capi.RefKubeconfig], Context: ctxName, Allowed: c.contexts},
 			VCenter:    vcfg,
 			Log:        logr.Discard(),
 		})

@@ -193,7 +193,7 @@ func TestIntegrationCrash(t *testing.T) {
 				if state, _ := p.PowerState(t.Context(), vm); state != providers.PoweredOff {
 					t.Fatalf("after SIGKILL the VM is %s; the test needs it left off", state)
 				}
-				rec := exec.Command(bin, "recover", journal)
+				rec := exec.Command(bin, "recover", "--allow-vcenter", "127.0.0.1", journal)
 				rec.Env = env
 				out, err := rec.CombinedOutput()
 				if err != nil {

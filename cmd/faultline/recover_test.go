@@ -3,9 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,14 +23,16 @@ import (
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
+	"github.com/faultline-dev/faultline/providers/session"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
 )
 
 // A run against a real API server crashed after deleting an object (a
 // runbook step); `faultline recover` reaches the cluster again with the
-// kubeconfig and context the journal names, recreates the object from its
-// backup file, checks it byte for byte, and marks the fault undone.
+// kubeconfig and context the journal names (once that context is allowed
+// and still reaches the server and CA recorded), recreates the object from
+// its backup file, checks it byte for byte, and marks the fault undone.
 func TestIntegrationRecoverObjectOnCluster(t *testing.T) {
 	labtest.Require(t)
 	assets, err := lab.FindAssets("")
@@ -84,7 +92,12 @@ func TestIntegrationRecoverObjectOnCluster(t *testing.T) {
 	}
 	scope := providers.Object{Kind: "Machine", Name: "w-1", ID: "uid-w-1"}
 	undo := engine.UndoAction{Action: "object.restore", Target: scope, Params: map[string]string{"cluster": "management", "file": file}}
-	ref := providers.ProviderRef{Name: "capi", Config: map[string]string{capi.RefKubeconfig: kubeconfig, capi.RefContext: raw.CurrentContext}}
+	// The identity capi's provider records at injection.
+	server, ca, err := capi.Identity(kubeconfig, raw.CurrentContext)
+	if err != nil || ca == "" {
+		t.Fatalf("identity: %q %q %v", server, ca, err)
+	}
+	ref := providers.ProviderRef{Name: "capi", Config: map[string]string{capi.RefKubeconfig: kubeconfig, capi.RefContext: raw.CurrentContext, capi.RefServer: server, capi.RefCASHA256: ca}}
 	if err := j.Append(engine.JournalEntry{Op: engine.OpInject, FaultID: "remove/w-1", Scenario: "t", Kind: "object.delete", Target: &scope, Undo: &undo, Provider: ref}); err != nil {
 		t.Fatal(err)
 	}
@@ -92,8 +105,29 @@ func TestIntegrationRecoverObjectOnCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The context must be allowed again, and reach the server the fault
+	// went to.
 	var out, errOut bytes.Buffer
-	if code := execute([]string{"recover", journal}, &out, &errOut); code != 0 {
+	if code := execute([]string{"recover", journal}, &out, &errOut); code != engine.ExitUsage || !strings.Contains(out.String()+errOut.String(), journal+":1: context \""+raw.CurrentContext+"\" is not allowed") {
+		t.Fatalf("recover without --allow-context: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	moved := filepath.Join(dir, "moved.jsonl")
+	mj, err := engine.OpenJournal(moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := providers.ProviderRef{Name: "capi", Config: map[string]string{capi.RefKubeconfig: kubeconfig, capi.RefContext: raw.CurrentContext, capi.RefServer: "https://10.0.0.1:6443", capi.RefCASHA256: ca}}
+	if err := errors.Join(mj.Append(engine.JournalEntry{Op: engine.OpInject, FaultID: "remove/w-1", Kind: "object.delete", Target: &scope, Undo: &undo, Provider: elsewhere}), mj.Close()); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := execute([]string{"recover", "--allow-context", raw.CurrentContext, moved}, &out, &errOut); code != engine.ExitUsage || !strings.Contains(out.String()+errOut.String(), "not https://10.0.0.1:6443 where the fault went") {
+		t.Fatalf("recover of a fault that went to another server: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := execute([]string{"recover", "--allow-context", raw.CurrentContext, journal}, &out, &errOut); code != 0 {
 		t.Fatalf("recover: exit %d\nstdout: %s\nstderr: %s", code, out.String(), errOut.String())
 	}
 	got := &corev1.ConfigMap{}
@@ -112,5 +146,95 @@ func TestIntegrationRecoverObjectOnCluster(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "remove/w-1") {
 		t.Errorf("recover output does not name the fault:\n%s", out.String())
+	}
+}
+
+// recover trusts nothing in a journal that would send credentials: an
+// entry pointed at another vCenter after faultline sealed it, a sealed one
+// whose vCenter is not allowed, and journals sealed with another user's
+// key are refused (exit 2, the file and line) before anything is dialled;
+// one that is allowed but whose server's certificate cannot be verified
+// fails the TLS handshake, whatever insecure the journal says. The test's
+// server, on 127.0.0.1, records whether any request (a login carries the
+// password) reached it.
+func TestRecoverRefusesUntrustedJournal(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		http.Error(w, "no", http.StatusForbidden)
+	}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	t.Cleanup(srv.Close)
+	t.Setenv(engine.EnvJournalKey, filepath.Join(t.TempDir(), "journal.key"))
+	t.Setenv("GOVC_USERNAME", "administrator@vsphere.local")
+	t.Setenv("GOVC_PASSWORD", "s3cret-password")
+	t.Setenv(session.EnvAllowedVCenters, "")
+
+	write := func(url string) string {
+		t.Helper()
+		path := filepath.Join(t.TempDir(), "journal.jsonl")
+		j, err := engine.OpenJournal(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vm := providers.Object{Kind: "VirtualMachine", Name: "vm-1", ID: "vm-1"}
+		undo := engine.UndoAction{Action: "vm.power-on", Target: vm}
+		ref := providers.ProviderRef{Name: "vsphere", Config: map[string]string{"url": url, "insecure": "true"}}
+		if err := j.Append(engine.JournalEntry{Op: engine.OpInject, FaultID: "off/vm-1", Kind: "vm.power-off", Target: &vm, Undo: &undo, Provider: ref}); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	recoverExit := func(args ...string) (int, string) {
+		var out, errOut bytes.Buffer
+		code := execute(append([]string{"recover", "--timeout", "20s"}, args...), &out, &errOut)
+		return code, out.String() + errOut.String()
+	}
+
+	tampered := write("https://vc.example.invalid/sdk")
+	b, err := os.ReadFile(tampered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte("https://vc.example.invalid/sdk"), []byte(srv.URL+"/sdk"), 1)
+	if err := os.WriteFile(tampered, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sealed := write(srv.URL + "/sdk")
+	otherKey := filepath.Join(t.TempDir(), "other.key")
+	if _, err := engine.LoadJournalKey(otherKey, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"edited after sealing", []string{"--allow-vcenter", "127.0.0.1", tampered}, engine.ExitUsage, []string{tampered + ":1:", "changed after faultline wrote it"}},
+		{"vCenter not allowed", []string{sealed}, engine.ExitUsage, []string{sealed + ":1:", "is not allowed (--allow-vcenter 127.0.0.1"}},
+		{"another host's key", []string{"--allow-vcenter", "127.0.0.1", "--journal-key", otherKey, sealed}, engine.ExitUsage, []string{sealed + ":1:", "another journal key"}},
+		{"certificate not verified", []string{"--allow-vcenter", "127.0.0.1", sealed}, engine.ExitInfra, []string{"TLS verification failed", "FAILED"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out := recoverExit(c.args...)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d:\n%s", code, c.code, out)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			if strings.Contains(out, "s3cret-password") {
+				t.Errorf("the password was printed:\n%s", out)
+			}
+			if n := requests.Load(); n != 0 {
+				t.Fatalf("%d requests reached the journal's server", n)
+			}
+		})
 	}
 }

@@ -31,7 +31,9 @@ const (
 )
 
 // JournalEntry is one line of a journal. An inject record is written and
-// fsynced before its fault is applied; a done record closes it.
+// fsynced before its fault is applied; a done record closes it. Each line
+// is sealed with an HMAC under the journal key (JournalKeyPath), so that
+// recover can tell an entry faultline wrote from one edited since.
 type JournalEntry struct {
 	Time     time.Time             `json:"time"`
 	Op       string                `json:"op"`
@@ -43,6 +45,11 @@ type JournalEntry struct {
 	Provider providers.ProviderRef `json:"provider"`
 	Result   string                `json:"result,omitempty"`
 	Error    string                `json:"error,omitempty"`
+
+	// Line is the entry's line in the journal it was read from.
+	Line int `json:"-"`
+	// raw is that line as read, MAC included.
+	raw []byte
 }
 
 // Journal is an append-only, fsynced record of injected faults and their
@@ -51,11 +58,25 @@ type Journal struct {
 	mu   sync.Mutex
 	f    *os.File
 	path string
+	key  []byte
 }
 
 // OpenJournal opens (creating it and its folder if needed) the journal at
-// path for appending.
+// path for appending, sealing its entries with the journal key (made on
+// first use).
 func OpenJournal(path string) (*Journal, error) {
+	keyPath, err := JournalKeyPath()
+	if err != nil {
+		return nil, err
+	}
+	key, err := LoadJournalKey(keyPath, true)
+	if err != nil {
+		return nil, err
+	}
+	return openJournal(path, key)
+}
+
+func openJournal(path string, key []byte) (*Journal, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create journal folder: %w", err)
@@ -69,7 +90,7 @@ func OpenJournal(path string) (*Journal, error) {
 	if err := syncDir(dir); err != nil {
 		return nil, errors.Join(fmt.Errorf("sync journal folder: %w", err), f.Close())
 	}
-	return &Journal{f: f, path: path}, nil
+	return &Journal{f: f, path: path, key: key}, nil
 }
 
 // Path is where the journal is.
@@ -86,7 +107,7 @@ func (j *Journal) Append(e JournalEntry) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if _, err := j.f.Write(append(b, '\n')); err != nil {
+	if _, err := j.f.Write(append(seal(j.key, b), '\n')); err != nil {
 		return fmt.Errorf("write journal %s: %w", j.path, err)
 	}
 	if err := j.f.Sync(); err != nil {
@@ -122,12 +143,25 @@ func ReadJournal(path string) ([]JournalEntry, error) {
 			torn = fmt.Errorf("journal %s:%d: not a journal entry: %w", path, line, err)
 			continue
 		}
+		e.Line, e.raw = line, append([]byte(nil), sc.Bytes()...)
 		entries = append(entries, e)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read journal %s: %w", path, err)
 	}
 	return entries, nil
+}
+
+// VerifyJournal checks that every entry read from the journal at path
+// (ReadJournal) carries the MAC key gives it. The error (errors.Is
+// ErrUntrustedJournal) names the first line that does not.
+func VerifyJournal(path string, entries []JournalEntry, key []byte) error {
+	for _, e := range entries {
+		if _, ok := unseal(key, e.raw); !ok {
+			return fmt.Errorf("%w: %s:%d: the entry was changed after faultline wrote it, or written with another journal key (another user or host); nothing was undone", ErrUntrustedJournal, path, e.Line)
+		}
+	}
+	return nil
 }
 
 // Pending returns the inject entries that have no done entry, in order.

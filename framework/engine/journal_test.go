@@ -1,6 +1,8 @@
 package engine_test
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,6 +58,79 @@ func TestJournalPendingAndTornLine(t *testing.T) {
 	}
 	if _, err := engine.ReadJournal(path); err == nil || !strings.Contains(err.Error(), "journal.jsonl:1: not a journal entry") {
 		t.Errorf("corrupt journal = %v, want an error naming line 1", err)
+	}
+}
+
+// Every journal line is sealed with the journal key: an entry edited
+// afterwards, one sealed with another key, and a key file others can read
+// are refused with the file and line, and recover then undoes nothing.
+func TestJournalSeal(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "config", "journal.key")
+	t.Setenv(engine.EnvJournalKey, keyFile)
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := engine.OpenJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	undo := &engine.UndoAction{Action: "vm.power-on", Target: providers.Object{Kind: "VirtualMachine", Name: "a"}}
+	ref := providers.ProviderRef{Name: "vsphere", Config: map[string]string{"url": "https://vc.example.com/sdk"}}
+	for _, id := range []string{"off/a", "off/b"} {
+		if err := j.Append(engine.JournalEntry{Op: engine.OpInject, FaultID: id, Undo: undo, Provider: ref}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(keyFile); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v, mode %v; want 0600", err, st.Mode().Perm())
+	}
+	key, err := engine.LoadJournalKey(keyFile, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := engine.ReadJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := engine.VerifyJournal(path, entries, key); err != nil {
+		t.Fatalf("a journal as faultline wrote it: %v", err)
+	}
+	other, err := engine.LoadJournalKey(filepath.Join(t.TempDir(), "other.key"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := engine.VerifyJournal(path, entries, other); !errors.Is(err, engine.ErrUntrustedJournal) || !strings.Contains(err.Error(), "journal.jsonl:1:") {
+		t.Errorf("another host's key: %v, want ErrUntrustedJournal at line 1", err)
+	}
+
+	// The second entry is pointed at another vCenter.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	lines[1] = strings.Replace(lines[1], "vc.example.com", "evil.example.com", 1)
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reconnected := false
+	_, err = engine.Recover(context.Background(), engine.RecoverInput{
+		Journals: []string{path},
+		Reconnect: func(context.Context, engine.JournalEntry) (providers.Provider, error) {
+			reconnected = true
+			return nil, errors.New("no provider")
+		},
+	})
+	if !errors.Is(err, engine.ErrUntrustedJournal) || !strings.Contains(err.Error(), "journal.jsonl:2:") || reconnected {
+		t.Errorf("an edited entry: err %v, reconnected %t; want ErrUntrustedJournal at line 2 before any reconnect", err, reconnected)
+	}
+
+	if err := os.Chmod(keyFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.LoadJournalKey(keyFile, false); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("a key others can read: %v, want a refusal", err)
 	}
 }
 

@@ -22,6 +22,13 @@ type RecoverInput struct {
 	// Reconnect returns the provider a pending entry's fault went through
 	// (from e.Provider), or an error wrapping ErrProviderGone.
 	Reconnect func(ctx context.Context, e JournalEntry) (providers.Provider, error)
+	// Check, when set, is asked about every pending entry before anything
+	// is undone: an error (a target not allowed, an identity that does
+	// not match) refuses the whole recovery, naming the entry's line.
+	Check func(e JournalEntry) error
+	// Key is the journal key the entries must be sealed with; nil reads
+	// the one at JournalKeyPath.
+	Key []byte
 	// Report, when set, is told each outcome as it happens.
 	Report func(Recovered)
 }
@@ -32,6 +39,8 @@ type Recovered struct {
 	Entry   JournalEntry
 	// Result is ResultUndone or ResultAbandoned; empty when Err is set.
 	Result string
+	// Why says why an abandoned fault needed no undo.
+	Why string
 	// Err is why the fault could not be undone, or undone but not
 	// recorded; the entry then stays pending.
 	Err error
@@ -45,17 +54,40 @@ type RecoverSummary struct {
 // Recover undoes the pending faults of the journals, newest first within
 // each journal as the runner does, and records each undo as done in its
 // journal. An unreadable journal is an error before anything is undone
-// (errors.Is ErrBadJournal); a fault that cannot be undone is counted in
+// (errors.Is ErrBadJournal), and so is an entry that is not sealed with
+// the journal key or that in.Check refuses (errors.Is
+// ErrUntrustedJournal); a fault that cannot be undone is counted in
 // Failed and stays pending.
 func Recover(ctx context.Context, in RecoverInput) (RecoverSummary, error) {
 	var sum RecoverSummary
+	key := in.Key
+	if key == nil {
+		path, err := JournalKeyPath()
+		if err != nil {
+			return sum, err
+		}
+		if key, err = LoadJournalKey(path, false); err != nil {
+			return sum, fmt.Errorf("%w: %w (the journals were written by another user or on another host: recover with that key, --journal-key FILE)", ErrUntrustedJournal, err)
+		}
+	}
 	pending := make([][]JournalEntry, len(in.Journals))
 	for i, path := range in.Journals {
 		entries, err := ReadJournal(path)
 		if err != nil {
 			return sum, fmt.Errorf("%w: %w", ErrBadJournal, err)
 		}
+		if err := VerifyJournal(path, entries, key); err != nil {
+			return sum, err
+		}
 		pending[i] = Pending(entries)
+		if in.Check == nil {
+			continue
+		}
+		for _, e := range pending[i] {
+			if err := in.Check(e); err != nil {
+				return sum, fmt.Errorf("%w: %s:%d: %w; nothing was undone", ErrUntrustedJournal, path, e.Line, err)
+			}
+		}
 	}
 	report := in.Report
 	if report == nil {
@@ -65,7 +97,7 @@ func Recover(ctx context.Context, in RecoverInput) (RecoverSummary, error) {
 		if len(pending[i]) == 0 {
 			continue
 		}
-		j, err := OpenJournal(path)
+		j, err := openJournal(path, key)
 		if err != nil {
 			return sum, err
 		}
@@ -73,7 +105,7 @@ func Recover(ctx context.Context, in RecoverInput) (RecoverSummary, error) {
 			e := pending[i][k]
 			sum.Pending++
 			out := Recovered{Journal: path, Entry: e}
-			out.Result, out.Err = recoverOne(ctx, in.Reconnect, e)
+			out.Result, out.Why, out.Err = recoverOne(ctx, in.Reconnect, e)
 			if out.Err == nil {
 				done := JournalEntry{Op: OpDone, FaultID: e.FaultID, Provider: e.Provider, Result: out.Result}
 				if err := j.Append(done); err != nil {
@@ -96,19 +128,19 @@ func Recover(ctx context.Context, in RecoverInput) (RecoverSummary, error) {
 // ErrBadJournal marks a journal Recover could not read.
 var ErrBadJournal = errors.New("unreadable journal")
 
-func recoverOne(ctx context.Context, reconnect func(context.Context, JournalEntry) (providers.Provider, error), e JournalEntry) (string, error) {
+func recoverOne(ctx context.Context, reconnect func(context.Context, JournalEntry) (providers.Provider, error), e JournalEntry) (result, why string, err error) {
 	if e.Undo == nil {
-		return "", errors.New("journal entry has no undo action")
+		return "", "", errors.New("journal entry has no undo action")
 	}
 	p, err := reconnect(ctx, e)
 	if errors.Is(err, ErrProviderGone) {
-		return ResultAbandoned, nil
+		return ResultAbandoned, err.Error(), nil
 	}
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if err := RunUndo(ctx, p, *e.Undo); err != nil {
-		return "", err
+		return "", "", err
 	}
-	return ResultUndone, nil
+	return ResultUndone, "", nil
 }

@@ -1,6 +1,7 @@
 package capi
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -46,6 +47,40 @@ func kubeconfigLoadError(err error) error {
 // ~/.kube/config); context is empty for the current one. It returns the
 // kubeconfig source and context it used. Nothing is contacted yet.
 func NewClient(kubeconfig, context string) (client.WithWatch, string, string, error) {
+	cfg, source, name, err := restConfig(kubeconfig, context)
+	if err != nil {
+		return nil, "", "", err
+	}
+	c, err := clientFor(cfg)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return c, source, name, nil
+}
+
+// Identity is who a kubeconfig context reaches: its API server's URL and
+// the SHA-256 (hex) of the CA bundle that verifies it, empty when TLS is
+// not verified (insecure-skip-tls-verify) or left to the system's roots.
+// `faultline recover` compares it with the one recorded at injection.
+func Identity(kubeconfig, context string) (server, caSHA256 string, err error) {
+	cfg, _, _, err := restConfig(kubeconfig, context)
+	if err != nil {
+		return "", "", err
+	}
+	ca := cfg.CAData
+	if len(ca) == 0 && cfg.CAFile != "" {
+		if ca, err = os.ReadFile(cfg.CAFile); err != nil {
+			return "", "", &KubeconfigError{fmt.Errorf("kubeconfig context %q: CA file: %w", context, err)}
+		}
+	}
+	if cfg.Insecure || len(ca) == 0 {
+		return cfg.Host, "", nil
+	}
+	return cfg.Host, fmt.Sprintf("%x", sha256.Sum256(ca)), nil
+}
+
+// restConfig loads a kubeconfig as NewClient does.
+func restConfig(kubeconfig, context string) (*rest.Config, string, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	switch {
 	case strings.ContainsRune(kubeconfig, os.PathListSeparator):
@@ -80,11 +115,7 @@ func NewClient(kubeconfig, context string) (client.WithWatch, string, string, er
 	if err != nil {
 		return nil, "", "", &KubeconfigError{fmt.Errorf("kubeconfig context %q: %w", name, err)}
 	}
-	c, err := clientFor(cfg)
-	if err != nil {
-		return nil, "", "", err
-	}
-	return c, source, name, nil
+	return cfg, source, name, nil
 }
 
 // InClusterContext is the context name of the in-cluster configuration.

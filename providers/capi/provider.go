@@ -123,6 +123,13 @@ func (p *Provider) Ref() providers.ProviderRef {
 	if p.context != "" {
 		ref.Config[RefContext] = p.context
 	}
+	if p.kubeconfig != "" {
+		// Read again at each fault: what is recorded is the server the
+		// fault went to. Left out when unreadable; recover then refuses.
+		if server, ca, err := Identity(p.kubeconfig, p.context); err == nil {
+			ref.Config[RefServer], ref.Config[RefCASHA256] = server, ca
+		}
+	}
 	return ref
 }
 
@@ -130,6 +137,10 @@ func (p *Provider) Ref() providers.ProviderRef {
 const (
 	RefKubeconfig = "kubeconfig"
 	RefContext    = "context"
+	// RefServer and RefCASHA256 are the identity (Identity) of the
+	// management cluster the fault went to.
+	RefServer   = "server"
+	RefCASHA256 = "caSHA256"
 )
 
 // Watch implements providers.Watcher: it notifies on every change to a

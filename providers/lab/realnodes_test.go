@@ -122,9 +122,11 @@ func TestIntegrationRealNodeScenarios(t *testing.T) {
 }
 
 // dumpRealNodes logs, for a failed test, every lab container's state,
-// bootstrap marks and last kubelet lines: what tells a node that never
+// bootstrap marks, cloud-init output, kubeadm and etcd processes,
+// containers and last kubelet lines: what tells a node that never
 // joined from one whose kubelet cannot register.
 func dumpRealNodes(t *testing.T) {
+	const etcdMembers = `e=$(crictl ps -q --name '^etcd$' 2>/dev/null | head -1); [ -z "$e" ] || crictl exec "$e" etcdctl --cacert /etc/kubernetes/pki/etcd/ca.crt --cert /etc/kubernetes/pki/etcd/peer.crt --key /etc/kubernetes/pki/etcd/peer.key --command-timeout 5s member list -w table`
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	d := kind.ExecDocker{}
@@ -139,7 +141,7 @@ func dumpRealNodes(t *testing.T) {
 		if name == "" || !strings.HasPrefix(status, "Up") || strings.HasSuffix(name, "-lb") {
 			continue
 		}
-		out, _ := d.Run(ctx, "exec", name, "sh", "-c", "ls /run/cluster-api; ls /etc/cni/net.d; journalctl -u kubelet --no-pager -n 20")
+		out, _ := d.Run(ctx, "exec", name, "sh", "-c", "ls /run/cluster-api; ls /etc/cni/net.d; tail -n 30 /var/log/cloud-init-output.log; ps -eo pid,etime,args | grep -E 'kubeadm|etcd ' | grep -v grep; crictl ps -a 2>/dev/null; "+etcdMembers+"; journalctl -u kubelet --no-pager -n 20")
 		t.Logf("%s:\n%s", name, out)
 	}
 }

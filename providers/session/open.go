@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -289,7 +290,7 @@ func (s *Session) openVCenter(ctx context.Context, v VCenterConfig, log logr.Log
 	if err != nil {
 		return nil, &ConfigError{Err: err}
 	}
-	if !allowed && !allowedVCenter(v.Allowed, u.Host, u.Hostname()) {
+	if !allowed && !AllowedVCenter(v.Allowed, u) {
 		return nil, configErr("refusing a destructive run against vCenter %s: it is not in --allow-vcenter or $%s", u.Host, EnvAllowedVCenters)
 	}
 	if v.Insecure {
@@ -348,9 +349,11 @@ func Allowed(list []string, env, name string) bool {
 	return false
 }
 
-func allowedVCenter(list []string, host, hostname string) bool {
+// AllowedVCenter tells whether the vCenter at u is in list or in
+// $FAULTLINE_ALLOWED_VCENTERS, by host:port or host name.
+func AllowedVCenter(list []string, u *url.URL) bool {
 	for _, a := range withEnv(list, EnvAllowedVCenters) {
-		if a == host || a == hostname || (net.ParseIP(a) == nil && strings.EqualFold(a, hostname)) {
+		if a == u.Host || a == u.Hostname() || (net.ParseIP(a) == nil && strings.EqualFold(a, u.Hostname())) {
 			return true
 		}
 	}

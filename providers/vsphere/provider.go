@@ -2,6 +2,7 @@ package vsphere
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -58,6 +59,9 @@ type Provider struct {
 	// readOnly: every method that would change vCenter is refused
 	// (WithReadOnly).
 	readOnly bool
+	// serverThumbprint is the SHA-256 thumbprint of the certificate
+	// vCenter presented, recorded in Ref as its identity.
+	serverThumbprint string
 }
 
 // Option configures New.
@@ -97,6 +101,23 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Provider, error) {
 	}
 	if cfg.Thumbprint != "" {
 		sc.SetThumbprint(u.Host, cfg.Thumbprint)
+	}
+	// The certificate's thumbprint is recorded whichever way it was
+	// trusted, and a thumbprint given must match even when a CA already
+	// verifies the certificate. One trusted by thumbprint alone skips
+	// this callback (govmomi dials again without it) and is the one given.
+	p.serverThumbprint = cfg.Thumbprint
+	sc.DefaultTransport().TLSClientConfig.VerifyConnection = func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return nil
+		}
+		leaf := cs.PeerCertificates[0]
+		got := soap.ThumbprintSHA256(leaf)
+		if want := strings.ToUpper(cfg.Thumbprint); want != "" && want != got && want != soap.ThumbprintSHA1(leaf) {
+			return fmt.Errorf("vCenter %s presented a certificate with thumbprint %s, not the thumbprint given (%s)", u.Host, got, cfg.Thumbprint)
+		}
+		p.serverThumbprint = got
+		return nil
 	}
 	vc, err := vim25.NewClient(ctx, sc)
 	if err != nil {
@@ -162,7 +183,28 @@ func (p *Provider) Ref() providers.ProviderRef {
 	if p.cfg.Thumbprint != "" {
 		cfg["thumbprint"] = p.cfg.Thumbprint
 	}
+	if p.serverThumbprint != "" {
+		cfg[RefServerThumbprint] = p.serverThumbprint
+	}
 	return providers.ProviderRef{Name: "vsphere", Config: cfg}
+}
+
+// RefServerThumbprint is the ProviderRef.Config key of the thumbprint of
+// the certificate vCenter presented when the fault was injected: the
+// identity `faultline recover` pins TLS to.
+const RefServerThumbprint = "serverThumbprint"
+
+// RecoverConfigFromRef is the Config with which recover reaches a
+// journal's vCenter: its URL, and TLS verified against the certificate
+// recorded at injection (or base's CA file and thumbprint when the
+// journal recorded none), never insecure whatever the journal says.
+func RecoverConfigFromRef(ref providers.ProviderRef, base Config) Config {
+	c := ConfigFromRef(ref, base)
+	c.Insecure = false
+	if tp := ref.Config[RefServerThumbprint]; tp != "" {
+		c.Thumbprint = tp
+	}
+	return c
 }
 
 // ConfigFromRef rebuilds a Config from a journal's ProviderRef; credentials

@@ -276,6 +276,30 @@ func TestIntegrationTLS(t *testing.T) {
 	if s := withURLPassword.String(); strings.Contains(s, "s3cret") {
 		t.Errorf("Config.String() = %q holds the password", s)
 	}
+
+	// The certificate vCenter presented is its recorded identity, and
+	// recover pins TLS to it whatever insecure the journal says.
+	tp, err := certThumbprint(cfg.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ref.Config[vsphere.RefServerThumbprint]; got != tp {
+		t.Errorf("recorded thumbprint %q, want the certificate's %q", got, tp)
+	}
+	ref.Config["insecure"] = "true"
+	if rc := vsphere.RecoverConfigFromRef(ref, vsphere.Config{}); rc.Insecure || rc.Thumbprint != tp {
+		t.Errorf("recover's config: insecure %t, thumbprint %q; want verified against %q", rc.Insecure, rc.Thumbprint, tp)
+	}
+	pinned := noCA
+	pinned.Thumbprint = tp
+	connect(t, ctx, pinned)
+
+	// A thumbprint given must match even when the CA file verifies.
+	wrong := cfg
+	wrong.Thumbprint = strings.Repeat("AB:", 31) + "AB"
+	if _, err := vsphere.New(ctx, wrong); err == nil || !strings.Contains(err.Error(), "not the thumbprint given") {
+		t.Errorf("a CA that verifies and a thumbprint that does not match: %v, want refused", err)
+	}
 }
 
 func TestConfig(t *testing.T) {

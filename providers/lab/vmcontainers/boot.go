@@ -18,7 +18,10 @@ import (
 // write_files, then bootcmd, then runcmd. A failing command does not stop
 // the ones after it (cloud-init runs runcmd as a script without -e;
 // CABPK chains what must not run after a failure with &&); the error
-// joins every failure, with what the command printed.
+// joins every failure, with what the command printed. What the commands
+// print is also appended to /var/log/cloud-init-output.log in the node,
+// where cloud-init keeps it on a real VM: a join that hangs can be read
+// there while it runs.
 func (d *Driver) Boot(ctx context.Context, vm string, cc *CloudConfig) error {
 	d.mu.Lock()
 	c, ok := d.state.Containers[vm]
@@ -39,7 +42,7 @@ func (d *Driver) Boot(ctx context.Context, vm string, cc *CloudConfig) error {
 		if len(cmd) == 0 {
 			continue
 		}
-		out, err := d.cfg.Docker.Run(ctx, append([]string{"exec", c.Name}, cmd...)...)
+		out, err := d.cfg.Docker.Run(ctx, append([]string{"exec", c.Name, "/bin/bash", "-c", teeOutput, "bash"}, cmd...)...)
 		d.cfg.Log.V(1).Info("cloud-init command", "vm", vm, "command", strings.Join(cmd, " "), "output", string(out), "error", fmt.Sprint(err))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("vm %s: %s: %w", vm, strings.Join(cmd, " "), err))
@@ -47,6 +50,10 @@ func (d *Driver) Boot(ctx context.Context, vm string, cc *CloudConfig) error {
 	}
 	return errors.Join(errs...)
 }
+
+// teeOutput runs its arguments with their output appended to cloud-init's
+// output log as well, keeping their exit status.
+const teeOutput = `set -o pipefail; "$@" 2>&1 | tee -a /var/log/cloud-init-output.log`
 
 // waitBooted waits until the container's systemd has finished starting
 // its units ("running", or "degraded" with a unit failed).
