@@ -23,9 +23,9 @@ import (
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
-	"github.com/faultline-dev/faultline/providers/session"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
+	"github.com/faultline-dev/faultline/providers/session"
 )
 
 // A run against a real API server crashed after deleting an object (a
