@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,21 +22,6 @@ import (
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers/lab"
 )
-
-// labState is what `lab up` leaves for `lab down`.
-type labState struct {
-	PID int    `json:"pid"`
-	Dir string `json:"dir"`
-}
-
-// labStateFile is where `lab up` records itself: one lab at a time per user.
-func labStateFile() (string, error) {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("find the cache folder for the lab state: %w", err)
-	}
-	return filepath.Join(dir, "faultline", "lab.json"), nil
-}
 
 func newLabUpCommand() *cobra.Command {
 	var (
@@ -60,13 +45,6 @@ another shell. Everything listens on 127.0.0.1.`,
 			if clusters < 1 {
 				return usageErr("--clusters %d: expected 1 or more", clusters)
 			}
-			stateFile, err := labStateFile()
-			if err != nil {
-				return infraErr(err)
-			}
-			if st, err := readLabState(stateFile); err == nil && processAlive(st.PID) {
-				return usageErr("a lab is already running (pid %d, %s); stop it with 'faultline lab down'", st.PID, st.Dir)
-			}
 			cfg, err := flags.config(newLogger(cmd.ErrOrStderr(), 0))
 			if err != nil {
 				return err
@@ -79,10 +57,6 @@ another shell. Everything listens on 127.0.0.1.`,
 				return infraErr(err)
 			}
 			defer os.RemoveAll(dir)
-			if err := writeLabState(stateFile, labState{PID: os.Getpid(), Dir: dir}); err != nil {
-				return infraErr(err)
-			}
-			defer os.Remove(stateFile)
 
 			ctx, stop := notifyContext(cmd.Context())
 			defer stop()
@@ -140,53 +114,90 @@ func runLabUp(ctx context.Context, cfg session.LabConfig, stdout, stderr io.Writ
 		fmt.Fprintf(stdout, "workload cluster %s kubeconfig: %s\n", c.Name, paths[i+1])
 	}
 	fmt.Fprintf(stdout, "GOVC_URL=%s\nGOVC_USERNAME=%s\nGOVC_PASSWORD=%s\nGOVC_TLS_CA_CERTS=%s\n", vc.URL, vc.Username, vc.Password, vc.CAFile)
-	fmt.Fprintln(stdout, "Ctrl-C or 'faultline lab down' stops it.")
+	fmt.Fprintf(stdout, "Ctrl-C or 'faultline lab down %s' stops it.\n", filepath.Base(l.Dir()))
 	<-ctx.Done()
 	return nil
 }
 
 func newLabDownCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "down",
-		Short: "Stop the lab 'faultline lab up' started, or clean up after one that crashed",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			stateFile, err := labStateFile()
+		Use:   "down [LAB...]",
+		Short: "Clean up after labs whose process is gone, or stop the labs named",
+		Long: `Every lab ('lab up''s, a run's, a suite's or a test's) records itself, while it
+runs, in the user's lab records (faultline/labs in $XDG_CACHE_HOME or
+~/.cache): its folder, and the pid and start time of the process that owns it.
+
+With no argument, 'lab down' removes what labs whose owner is gone left behind
+(a run killed with SIGKILL, a crashed test): leftover processes, the
+containers and network of real nodes, the folder. It lists the labs whose
+owner still runs and leaves them alone. Name a lab (its folder, or the folder's
+name that 'lab up' prints) to stop it: its owner gets SIGTERM (SIGKILL after
+30 s), then what is left is removed.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			records, err := lab.Records()
 			if err != nil {
 				return infraErr(err)
 			}
-			st, err := readLabState(stateFile)
-			if errors.Is(err, os.ErrNotExist) {
-				fmt.Fprintln(cmd.OutOrStdout(), "no lab is running")
+			if len(args) == 0 {
+				if len(records) == 0 {
+					fmt.Fprintln(out, "no lab is recorded")
+				}
+				for _, r := range records {
+					if r.OwnerAlive() {
+						fmt.Fprintf(out, "lab %s is in use by pid %d (%s) since %s; 'faultline lab down %s' stops it\n", r.Name(), r.PID, r.Command, r.Created.Format(time.RFC3339), r.Name())
+						continue
+					}
+					if err := labDown(r, out); err != nil {
+						return infraErr(err)
+					}
+				}
 				return nil
 			}
-			if err != nil {
-				return infraErr(err)
+			var named []lab.Record
+			for _, a := range args {
+				i := slices.IndexFunc(records, func(r lab.Record) bool { return r.Name() == a || r.Dir == a })
+				if i < 0 {
+					names := make([]string, 0, len(records))
+					for _, r := range records {
+						names = append(names, r.Name())
+					}
+					return usageErr("no lab %q is recorded; recorded: %s", a, orNone(names))
+				}
+				named = append(named, records[i])
 			}
-			if err := labDown(st, cmd.OutOrStdout()); err != nil {
-				return infraErr(err)
-			}
-			if err := removeIfExists(stateFile); err != nil {
-				return infraErr(err)
+			for _, r := range named {
+				if err := labDown(r, out); err != nil {
+					return infraErr(err)
+				}
 			}
 			return nil
 		},
 	}
 }
 
-// labDown stops `lab up` (SIGTERM, then SIGKILL after 30s); then, as after a
-// crash, kills any process whose command line names the lab folder
-// (kube-apiserver, etcd) and removes the folder.
-func labDown(st labState, out io.Writer) error {
-	if processAlive(st.PID) {
-		fmt.Fprintf(out, "stopping lab (pid %d)\n", st.PID)
-		_ = syscall.Kill(st.PID, syscall.SIGTERM)
-		waitExit(st.PID, 30*time.Second)
-		if processAlive(st.PID) {
-			_ = syscall.Kill(st.PID, syscall.SIGKILL)
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// labDown stops a lab's owner if it still runs (SIGTERM, then SIGKILL
+// after 30 s); then, as after a crash, kills any process whose command
+// line names the lab folder (kube-apiserver, etcd), removes the real
+// nodes' containers and network, the folder and the record.
+func labDown(r lab.Record, out io.Writer) error {
+	if r.OwnerAlive() {
+		fmt.Fprintf(out, "stopping lab %s (pid %d)\n", r.Name(), r.PID)
+		_ = syscall.Kill(r.PID, syscall.SIGTERM)
+		waitExit(r.PID, 30*time.Second)
+		if r.OwnerAlive() {
+			_ = syscall.Kill(r.PID, syscall.SIGKILL)
+			waitExit(r.PID, 5*time.Second)
 		}
 	}
-	for _, pid := range processesNaming(st.Dir) {
+	for _, pid := range processesNaming(r.Dir) {
 		fmt.Fprintf(out, "killing leftover process %d\n", pid)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
@@ -194,13 +205,16 @@ func labDown(st labState, out io.Writer) error {
 	// they were made.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := lab.RemoveRealNodes(ctx, st.Dir); err != nil {
-		return fmt.Errorf("remove the lab's real nodes: %w", err)
+	if err := lab.RemoveRealNodes(ctx, r.Dir); err != nil {
+		return fmt.Errorf("remove the real nodes of lab %s: %w", r.Name(), err)
 	}
-	if err := os.RemoveAll(st.Dir); err != nil {
-		return fmt.Errorf("remove lab folder %s: %w", st.Dir, err)
+	if err := os.RemoveAll(r.Dir); err != nil {
+		return fmt.Errorf("remove lab folder %s: %w", r.Dir, err)
 	}
-	fmt.Fprintf(out, "lab down; removed %s\n", st.Dir)
+	if err := lab.RemoveRecord(r); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "lab %s down; removed %s\n", r.Name(), r.Dir)
 	return nil
 }
 
@@ -247,50 +261,4 @@ func processesNaming(s string) []int {
 		}
 	}
 	return out
-}
-
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	if err := syscall.Kill(pid, 0); err != nil {
-		return false
-	}
-	// A zombie (exited, not yet reaped) counts as gone.
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	fields := strings.Fields(string(b))
-	return len(fields) < 3 || fields[2] != "Z"
-}
-
-func readLabState(path string) (labState, error) {
-	var st labState
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return st, err
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		return st, fmt.Errorf("lab state %s: %w", path, err)
-	}
-	return st, nil
-}
-
-func writeLabState(path string, st labState) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	b, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, b, 0o600)
-}
-
-func removeIfExists(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
 }

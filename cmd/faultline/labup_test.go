@@ -20,9 +20,10 @@ import (
 )
 
 // TestIntegrationLabUpDown starts `faultline lab up` in its own process,
-// reads Machines through the kubeconfig it prints, and checks that both
-// `lab down` and SIGKILL followed by `lab down` leave no process and no
-// folder behind.
+// reads Machines through the kubeconfig it prints, and checks that a plain
+// `lab down` leaves it alone while it runs, that `lab down NAME` stops it,
+// and that after SIGKILL its kube-apiserver and etcd are gone within 5 s
+// and a plain `lab down` removes its folder.
 func TestIntegrationLabUpDown(t *testing.T) {
 	labtest.Require(t)
 	bin := filepath.Join(t.TempDir(), "faultline")
@@ -31,8 +32,8 @@ func TestIntegrationLabUpDown(t *testing.T) {
 	}
 	cache := t.TempDir()
 	env := append(os.Environ(), "XDG_CACHE_HOME="+cache)
-	down := func(t *testing.T) string {
-		cmd := exec.Command(bin, "lab", "down")
+	down := func(t *testing.T, args ...string) string {
+		cmd := exec.Command(bin, append([]string{"lab", "down"}, args...)...)
 		cmd.Env = env
 		out, err := cmd.CombinedOutput()
 		if err != nil {
@@ -110,12 +111,34 @@ func TestIntegrationLabUpDown(t *testing.T) {
 			if len(machines.Items) != 2 {
 				t.Errorf("%d Machines, want 2", len(machines.Items))
 			}
+			// A plain `lab down` leaves a lab whose owner runs alone.
+			name := filepath.Base(dir)
+			if out := down(t); !strings.Contains(out, "lab "+name+" is in use by pid") {
+				t.Errorf("lab down beside a live lab printed:\n%s", out)
+			}
+			if _, err := os.Stat(dir); err != nil {
+				t.Fatalf("lab down removed a live lab's folder: %v", err)
+			}
+			select {
+			case err := <-exited:
+				t.Fatalf("lab down stopped a live lab it was not given: %v", err)
+			default:
+			}
 			if how == "sigkill" {
 				_ = up.Process.Signal(syscall.SIGKILL)
 				<-exited
-				t.Logf("after SIGKILL, %d processes name the lab folder", len(processesNaming(dir)))
+				// kube-apiserver and etcd die with it (parentdeath.go).
+				deadline := time.Now().Add(5 * time.Second)
+				for len(processesNaming(dir)) > 0 && time.Now().Before(deadline) {
+					time.Sleep(100 * time.Millisecond)
+				}
+				if left := processesNaming(dir); len(left) > 0 {
+					t.Errorf("5 s after SIGKILL, processes naming the lab folder are alive: %v", left)
+				}
+				t.Log(down(t))
+			} else {
+				t.Log(down(t, name))
 			}
-			t.Log(down(t))
 			if how == "lab-down" {
 				select {
 				case <-exited:

@@ -83,6 +83,8 @@ type Lab struct {
 	in        Input
 	dir       string
 	ownDir    bool
+	// record is the lab's entry in the user's lab records.
+	record Record
 	sim       *VCSim
 	vc        *vsphere.Provider
 	mgmt      *management
@@ -116,6 +118,14 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 			return nil, fmt.Errorf("lab folder: %w", err)
 		}
 		l.ownDir = true
+	}
+	// Recorded before anything is started, so that whatever a crash
+	// leaves is found by `faultline lab down`.
+	if l.record, err = record(l.dir); err != nil {
+		if l.ownDir {
+			err = errors.Join(err, os.RemoveAll(l.dir))
+		}
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -352,6 +362,7 @@ func (l *Lab) Stop(ctx context.Context) error {
 	if l.ownDir {
 		errs = append(errs, os.RemoveAll(l.dir))
 	}
+	errs = append(errs, RemoveRecord(l.record))
 	return errors.Join(errs...)
 }
 

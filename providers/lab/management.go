@@ -117,6 +117,13 @@ func startManagement(ctx context.Context, in managementInput) (*management, erro
 	// found by that folder on their command lines (faultline lab down).
 	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(in.dir, "etcd")}
 	env.ControlPlane.APIServer = &envtest.APIServer{CertDir: filepath.Join(in.dir, "apiserver")}
+	// Both die with this process (parentdeath.go).
+	if env.ControlPlane.Etcd.Path, err = shim(filepath.Join(in.dir, "bin"), filepath.Join(in.assets, "etcd")); err != nil {
+		return nil, err
+	}
+	if env.ControlPlane.APIServer.Path, err = shim(filepath.Join(in.dir, "bin"), filepath.Join(in.assets, "kube-apiserver")); err != nil {
+		return nil, err
+	}
 	for _, d := range []string{env.ControlPlane.Etcd.DataDir, env.ControlPlane.APIServer.CertDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("create lab folder: %w", err)

@@ -1,0 +1,84 @@
+package lab
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The lab's kube-apiserver and etcd must die with the process that started
+// them, even when it is killed with SIGKILL. envtest starts them itself
+// (controller-runtime's process package, with no hook for that), so the
+// lab points envtest at a shim instead: a link, in the lab folder, to the
+// running executable, which on start (the init below, before anything
+// else) asks the kernel for SIGKILL when its parent dies
+// (PR_SET_PDEATHSIG) and replaces itself with the real binary, keeping that
+// request across the exec.
+
+// envShimParent holds the pid of the lab process; set, it makes a process
+// started through a shim link check that its parent is still that one.
+const envShimParent = "FAULTLINE_LAB_SHIM_PARENT"
+
+// shimTarget is the suffix of the file beside a shim link that names the
+// binary it stands for.
+const shimTarget = ".target"
+
+func init() {
+	parent := os.Getenv(envShimParent)
+	if parent == "" {
+		return
+	}
+	target, err := os.ReadFile(os.Args[0] + shimTarget)
+	if err != nil {
+		return // not started through a shim: an ordinary child
+	}
+	// The parent-death signal belongs to the thread that execs.
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "faultline lab shim: %v\n", err)
+		os.Exit(1)
+	}
+	// The parent may have died before the request was made.
+	if strconv.Itoa(os.Getppid()) != parent {
+		os.Exit(1)
+	}
+	path := string(target)
+	env := make([]string, 0, len(os.Environ()))
+	for _, kv := range os.Environ() {
+		if len(kv) < len(envShimParent) || kv[:len(envShimParent)] != envShimParent {
+			env = append(env, kv)
+		}
+	}
+	err = syscall.Exec(path, append([]string{path}, os.Args[1:]...), env)
+	fmt.Fprintf(os.Stderr, "faultline lab shim: exec %s: %v\n", path, err)
+	os.Exit(1)
+}
+
+// shim makes, in dir, a link named after the binary at path that starts
+// it through the shim, and returns the link's path.
+func shim(dir, path string) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("lab shim: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("lab shim: %w", err)
+	}
+	link := filepath.Join(dir, filepath.Base(path))
+	if err := os.Symlink(self, link); err != nil {
+		return "", fmt.Errorf("lab shim: %w", err)
+	}
+	if err := os.WriteFile(link+shimTarget, []byte(path), 0o600); err != nil {
+		return "", fmt.Errorf("lab shim: %w", err)
+	}
+	// Children inherit the environment; only a shim link acts on it.
+	if err := os.Setenv(envShimParent, strconv.Itoa(os.Getpid())); err != nil {
+		return "", fmt.Errorf("lab shim: %w", err)
+	}
+	return link, nil
+}

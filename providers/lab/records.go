@@ -1,0 +1,154 @@
+package lab
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Record is what a running lab leaves in the user's lab state folder
+// (RecordsDir), one file per lab, keyed by its folder: who owns it, so
+// that `faultline lab down` can tell a lab whose owner died (a run killed
+// with SIGKILL, a crashed test) from one still in use by another process.
+type Record struct {
+	// Dir is the lab's folder.
+	Dir string `json:"dir"`
+	// PID and PIDStart identify the owner: its pid and its start time
+	// (clock ticks after boot, /proc/PID/stat), so a reused pid is not
+	// taken for it.
+	PID      int    `json:"pid"`
+	PIDStart uint64 `json:"pidStart"`
+	// Command is the owner's command line, for people.
+	Command string    `json:"command"`
+	Created time.Time `json:"created"`
+}
+
+// OwnerAlive tells whether the process that started the lab still runs.
+func (r Record) OwnerAlive() bool {
+	start, err := processStart(r.PID)
+	return err == nil && start == r.PIDStart
+}
+
+// Name is how `lab down` names the lab: its folder's base name.
+func (r Record) Name() string { return filepath.Base(r.Dir) }
+
+// RecordsDir is the user's lab state folder ($XDG_CACHE_HOME or
+// ~/.cache, then faultline/labs).
+func RecordsDir() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("find the cache folder for lab records: %w", err)
+	}
+	return filepath.Join(dir, "faultline", "labs"), nil
+}
+
+// Records lists the labs recorded in RecordsDir, oldest first.
+func Records() ([]Record, error) {
+	dir, err := RecordsDir()
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lab records: %w", err)
+	}
+	var out []Record
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue // removed meanwhile by its lab
+		}
+		var r Record
+		if err := json.Unmarshal(b, &r); err != nil || r.Dir == "" {
+			return nil, fmt.Errorf("lab record %s: not a lab record", filepath.Join(dir, e.Name()))
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out, nil
+}
+
+// RemoveRecord removes r's file.
+func RemoveRecord(r Record) error {
+	dir, err := RecordsDir()
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(dir, r.Name()+".json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// record writes the record of a lab in folder dir, owned by this process.
+func record(dir string) (Record, error) {
+	start, err := processStart(os.Getpid())
+	if err != nil {
+		return Record{}, fmt.Errorf("lab record: %w", err)
+	}
+	args := os.Args
+	if len(args) > 3 {
+		args = args[:3]
+	}
+	r := Record{Dir: dir, PID: os.Getpid(), PIDStart: start, Command: strings.Join(args, " "), Created: time.Now()}
+	states, err := RecordsDir()
+	if err != nil {
+		return r, err
+	}
+	if err := os.MkdirAll(states, 0o700); err != nil {
+		return r, fmt.Errorf("lab record: %w", err)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return r, err
+	}
+	if err := os.WriteFile(filepath.Join(states, r.Name()+".json"), b, 0o600); err != nil {
+		return r, fmt.Errorf("lab record: %w", err)
+	}
+	return r, nil
+}
+
+// processStart is a process's start time in clock ticks after boot, from
+// /proc/PID/stat; an error for a process that is gone or a zombie.
+func processStart(pid int) (uint64, error) {
+	if pid <= 0 {
+		return 0, fmt.Errorf("pid %d", pid)
+	}
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, err
+	}
+	// The command (field 2) may hold spaces and parentheses: the fields
+	// that follow start after its last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	// f[0] is field 3 (state), so field 22 (starttime) is f[19].
+	if len(f) < 20 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	if f[0] == "Z" || f[0] == "X" {
+		return 0, fmt.Errorf("process %d has exited", pid)
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return 0, err
+	}
+	return strconv.ParseUint(f[19], 10, 64)
+}
