@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/providers"
@@ -143,7 +149,7 @@ func TestIntegrationCrash(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	env := startVCSimProcess(t, bin)
+	env, _ := startVCSimProcess(t, bin)
 	scenario := filepath.Join(t.TempDir(), "hold.yaml")
 	if err := os.WriteFile(scenario, []byte(holdScenario), 0o600); err != nil {
 		t.Fatal(err)
@@ -224,8 +230,8 @@ func TestIntegrationCrash(t *testing.T) {
 }
 
 // startVCSimProcess runs 'faultline lab vcsim' and returns an environment
-// holding its GOVC_* settings.
-func startVCSimProcess(t *testing.T, bin string) []string {
+// holding its GOVC_* settings, and the process.
+func startVCSimProcess(t *testing.T, bin string) ([]string, *exec.Cmd) {
 	t.Helper()
 	envFile := filepath.Join(t.TempDir(), "vcsim.env")
 	cmd := exec.Command(bin, "lab", "vcsim", "--env-file", envFile)
@@ -233,6 +239,9 @@ func startVCSimProcess(t *testing.T, bin string) []string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		if cmd.ProcessState != nil {
+			return // waited for by the test
+		}
 		if err := cmd.Process.Kill(); err != nil {
 			t.Log(err)
 		}
@@ -254,7 +263,89 @@ func startVCSimProcess(t *testing.T, bin string) []string {
 	for sc.Scan() {
 		env = append(env, sc.Text())
 	}
-	return env
+	return env, cmd
+}
+
+// `faultline lab vcsim` stops within 5 s of SIGTERM whatever its clients
+// do: one holds a request half sent, one waits for property updates that
+// never come.
+func TestIntegrationVCSimStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: builds faultline and runs vcsim in another process")
+	}
+	bin := filepath.Join(t.TempDir(), "faultline")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	env, proc := startVCSimProcess(t, bin)
+	cfg, err := vsphere.ConfigFromEnv(func(k string) string { return envValue(env, k) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := cfg.Endpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pem, err := os.ReadFile(cfg.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	conn, err := tls.Dial("tcp", u.Host, &tls.Config{RootCAs: roots, ServerName: u.Hostname()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := fmt.Fprintf(conn, "POST /sdk HTTP/1.1\r\nHost: %s\r\nContent-Type: text/xml\r\nContent-Length: 100000\r\n\r\n<soapenv:Envelope", u.Host); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p, err := vsphere.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vms, err := p.Resolve(ctx, providers.Selector{VM: "DC0_H0_VM0"})
+	if err != nil || len(vms) != 1 {
+		t.Fatalf("resolve: %v %v", vms, err)
+	}
+	waiting := make(chan struct{})
+	go func() {
+		ref := types.ManagedObjectReference{Type: "VirtualMachine", Value: vms[0].ID}
+		first := true
+		_ = property.Wait(ctx, property.DefaultCollector(p.Client()), ref, []string{"runtime.powerState"}, func([]types.PropertyChange) bool {
+			if first {
+				first = false
+				close(waiting) // the next call waits for a change
+			}
+			return false
+		})
+	}()
+	select {
+	case <-waiting:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the property waiter never got its first update")
+	}
+
+	start := time.Now()
+	if err := proc.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- proc.Wait() }()
+	select {
+	case err := <-exited:
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("lab vcsim took %s to stop, want 5 s at most", took.Round(time.Millisecond))
+		}
+		t.Logf("lab vcsim stopped %s after SIGTERM: %v", time.Since(start).Round(time.Millisecond), err)
+	case <-time.After(20 * time.Second):
+		_ = proc.Process.Kill()
+		<-exited
+		t.Fatal("lab vcsim still running 20 s after SIGTERM")
+	}
 }
 
 func envValue(env []string, key string) string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"time"
 
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/types"
@@ -124,10 +125,28 @@ func (v *VCSim) SetGuestIP(ref types.ManagedObjectReference, ip string) error {
 	return err
 }
 
-// Close stops the server and removes the inventory.
+// closeWait bounds how long Close waits for handlers to return once their
+// connections are closed.
+const closeWait = 3 * time.Second
+
+// Close stops the server and removes the inventory, within a few seconds
+// whatever the clients do: their connections are closed first (a client
+// that holds a request half sent, or waits in WaitForUpdates, would
+// otherwise keep httptest's Close waiting for as long as it likes). A
+// handler that still has not returned after closeWait is left behind, and
+// so is the inventory it may be using.
 func (v *VCSim) Close() {
-	v.server.Close()
-	v.model.Remove()
+	v.server.CloseClientConnections()
+	done := make(chan struct{})
+	go func() {
+		v.server.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+		v.model.Remove()
+	case <-time.After(closeWait):
+	}
 }
 
 // VCenterLab is the vCenter-only lab: a simulator and a vsphere provider
