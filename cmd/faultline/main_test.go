@@ -74,6 +74,10 @@ func TestValidateExitCodes(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("apiVersion: faultline.dev/v1alpha1\nkind: Scenario\nmetadata: {name: x}\nspec:\n  steps: [{name: a, undo: {fault: nope}}]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	readOnly := filepath.Join(t.TempDir(), "read-only.yaml")
+	if err := os.WriteFile(readOnly, []byte("apiVersion: faultline.dev/v1alpha1\nkind: Scenario\nmetadata: {name: read-only}\nspec:\n  requires: [ClusterAPI]\n  targets: [{name: w, select: {role: worker}}]\n  steps: [{name: a, setup: {require: [{probe: replicas-restored, target: w}]}}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args     []string
 		code     int
@@ -88,7 +92,11 @@ func TestValidateExitCodes(t *testing.T) {
 		{[]string{"run", catalogueScenario, "--timeout", "0s"}, 2, "--timeout 0s: expected a positive duration up to 24h0m0s"},
 		{[]string{"run", catalogueScenario, "--timeout", "1000000h"}, 2, "--timeout 1000000h0m0s: expected a positive duration up to 24h0m0s"},
 		{[]string{"run", catalogueScenario, "--set", "budget.off=1000000h"}, 2, "duration 1000000h is longer than 24h0m0s, the longest a scenario waits"},
-		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "https://vc.example.com"}, 2, "refusing a destructive run against vCenter vc.example.com"},
+		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "https://vc.example.com"}, 2, "refusing a destructive run against vCenter https://vc.example.com/sdk: host vc.example.com is not in --allow-vcenter"},
+		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "not-a-url"}, 2, "vCenter https://not-a-url/sdk: host not-a-url"},
+		// A scenario that injects nothing needs no opt-in: it gets past
+		// the allow-list to the (unreachable) server.
+		{[]string{"run", readOnly, "--provider", "capi", "--kubeconfig", kubeconfig, "--setup-timeout", "10s"}, 3, "127.0.0.1:1"},
 		{[]string{"run", catalogueScenario, "--provider", "nope"}, 2, `--provider "nope"`},
 		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "https://vc.example.com", "--allow-vcenter", "vc.example.com", "--guest-username", "capv"}, 2, `guest login for "capv": no password`},
 		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "https://vc.example.com", "--allow-vcenter", "vc.example.com", "--guest-username", "root", "--guest-password-file", "/no/such/file"}, 2, "guest password file: open /no/such/file: no such file or directory"},

@@ -364,8 +364,10 @@ func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir stri
 func (o *runOptions) openSession(ctx context.Context, sc *scenario.Scenario, stderr io.Writer, log logr.Logger) (*session.Session, error) {
 	cfg := session.Config{Provider: o.provider, Log: log, Out: stderr, Kind: session.KindConfig{Cluster: o.kind.cluster}}
 	cfg.Management = o.cluster.config()
-	// A dry run's management cluster client refuses every write.
-	cfg.Management.ReadOnly = o.dryRun
+	// A dry run's management cluster client and vCenter session refuse
+	// every write, and so do those of a scenario that injects nothing
+	// (it needs no opt-in).
+	cfg.Management.ReadOnly = o.dryRun || !injects(sc)
 	var err error
 	switch o.provider {
 	case session.ProviderLab:

@@ -390,6 +390,24 @@ func TestRunTargetNotFound(t *testing.T) {
 	}
 }
 
+// A count is how many objects to pick: one larger than what the selector
+// matches is an error before anything is injected, not a quiet "all".
+func TestRunCountLargerThanMatches(t *testing.T) {
+	t.Parallel()
+	s := parseScenario(t, "[VMPower, VMLifecycle, VMNetwork]", "", `
+    - name: victim
+      select: {vm: "vm-*"}
+      count: 1000`, powerCycle)
+	p := fake.New("vm-a", "vm-b")
+	res, journal := run(t, context.Background(), s, p)
+	if res.Verdict != engine.Error || !strings.Contains(res.Reason, "resolve target victim: count is 1000, but the selector matches 2 object(s)") {
+		t.Errorf("verdict = %s (%s)", res.Verdict, res.Reason)
+	}
+	if p.VM("vm-a").State != providers.PoweredOn || p.VM("vm-b").State != providers.PoweredOn || len(pending(t, journal)) != 0 {
+		t.Error("a VM was powered off")
+	}
+}
+
 func TestRunInputValidate(t *testing.T) {
 	t.Parallel()
 	_, err := engine.Run(context.Background(), engine.RunInput{})

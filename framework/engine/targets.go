@@ -29,6 +29,9 @@ func (r *run) resolveTargets(ctx context.Context) error {
 		if len(all) == 0 {
 			return fmt.Errorf("resolve target %s: every match belongs to an excluded target (%s): %w", t.Name, strings.Join(t.Exclude, ", "), providers.ErrNotFound)
 		}
+		if t.Count > len(all) {
+			return fmt.Errorf("resolve target %s: count is %d, but the selector matches %d object(s)%s; a count is how many to pick, not an upper bound", t.Name, t.Count, len(all), excludedNote(t.Exclude))
+		}
 		picked, seed := pick(all, t, r.in.Seed)
 		r.objects[t.Name] = picked
 		tr := TargetResult{Name: t.Name, Seed: seed}
@@ -43,6 +46,13 @@ func (r *run) resolveTargets(ctx context.Context) error {
 		r.tl.Record("runner", "target/"+t.Name, "target-resolved", details)
 	}
 	return nil
+}
+
+func excludedNote(excluded []string) string {
+	if len(excluded) == 0 {
+		return ""
+	}
+	return " once those of " + strings.Join(excluded, ", ") + " are excluded"
 }
 
 // excluding drops the objects of the named, already resolved targets.

@@ -38,7 +38,7 @@ func (d *decoder) fail(n *yaml.Node, field, format string, args ...any) {
 	if d.reported[n] {
 		return
 	}
-	d.errs = append(d.errs, FieldError{File: d.file, Pos: Pos{n.Line, n.Column}, Field: field, Msg: fmt.Sprintf(format, args...)})
+	d.errs = append(d.errs, FieldError{File: d.file, Pos: Pos{n.Line, n.Column}, Field: field, Msg: fmt.Sprintf(format, shown(args)...)})
 }
 
 func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value, depth int) {

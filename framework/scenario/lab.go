@@ -26,7 +26,7 @@ const (
 func (l LabSpec) Validate(fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	invalid := func(f *field.Path, v any, format string, args ...any) {
-		errs = append(errs, field.Invalid(f, v, fmt.Sprintf(format, args...)))
+		errs = append(errs, field.Invalid(f, v, fmt.Sprintf(format, shown(args)...)))
 	}
 	if l.ControlPlanes < 1 || l.ControlPlanes%2 == 0 {
 		invalid(fld.Child("controlPlanes"), l.ControlPlanes, "got %d, expected an odd number of at least 1 (etcd needs a majority)", l.ControlPlanes)

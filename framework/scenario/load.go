@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -47,6 +48,13 @@ func Parse(name string, data []byte, overrides map[string]string, vocab Vocabula
 	}
 	if len(data) > maxScenarioBytes {
 		return nil, fail(0, "", fmt.Sprintf("file is larger than %d bytes; a scenario is expected to be a page of YAML", maxScenarioBytes))
+	}
+	if pos, r, ok := controlChar(data); ok {
+		what := fmt.Sprintf("character %U: a scenario is YAML text, and YAML allows no control characters but tab and line breaks", r)
+		if r == utf8.RuneError {
+			what = "bytes that are not UTF-8: a scenario is YAML text"
+		}
+		return nil, &ValidationError{Errors: []FieldError{{File: name, Pos: pos, Msg: what + " (is this a binary file?)"}}}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
@@ -188,6 +196,28 @@ func mappingValue(n *yaml.Node, key string) *yaml.Node {
 		}
 	}
 	return nil
+}
+
+// controlChar finds the first character YAML does not allow in a file
+// (C0 controls but tab, LF and CR; DEL; C1 controls but NEL), or bytes that
+// are not UTF-8, and its position.
+func controlChar(data []byte) (Pos, rune, bool) {
+	line, col := 1, 1
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1,
+			r < 0x20 && r != '\t' && r != '\n' && r != '\r',
+			r == 0x7f, r >= 0x80 && r <= 0x9f && r != 0x85:
+			return Pos{Line: line, Column: col}, r, true
+		case r == '\n':
+			line, col = line+1, 1
+		default:
+			col++
+		}
+		i += size
+	}
+	return Pos{}, 0, false
 }
 
 func yamlError(name string, err error) error {

@@ -115,6 +115,18 @@ func TestParseInvalid(t *testing.T) {
 			old2: "        fault: vm.power-off", new2: "        fault: node.remove-static-pod\n        params: {component: kubelet}",
 			want: `spec.steps[0].inject.params.component: got "kubelet", expected one of etcd, kube-apiserver, kube-controller-manager, kube-scheduler`},
 		{name: "second document", old: "", new: "", want: "a second YAML document"},
+		{name: "NUL byte", old: "name: t", new: "name: t\x00",
+			want: "t.yaml:4:10: character U+0000: a scenario is YAML text"},
+		{name: "not UTF-8", old: "name: t", new: "name: t\xff",
+			want: "t.yaml:4:10: bytes that are not UTF-8"},
+		{name: "long name cut", old: "name: t", new: "name: " + strings.Repeat("X", 200000),
+			want: `metadata.name: "` + strings.Repeat("X", 120) + `...(200000 bytes)" must be lower-case`},
+		{name: "count larger than the lab", old: "requires: [VMPower]", new: "requires: [VMPower, ClusterAPI]\n  lab: {controlPlanes: 3, workers: 2}",
+			old2: "        vm: vm-a", new2: "        role: worker\n      count: 3",
+			want: "t.yaml:14:7: spec.targets[0].count: 3, but spec.lab has 2 worker Machine(s) for it to pick from; expected at most 2"},
+		{name: "quorum loss known from spec.lab", old: "requires: [VMPower]", new: "requires: [VMPower, ClusterAPI]\n  lab: {controlPlanes: 3, workers: 2}",
+			old2: "        vm: vm-a", new2: "        role: control-plane\n      count: 2",
+			want: "t.yaml:17:7: spec.steps[0].inject: would have at least 2 of the lab's 3 etcd members down at once"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

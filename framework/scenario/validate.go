@@ -39,7 +39,7 @@ func validate(s *Scenario, vocab Vocabulary) []FieldError {
 }
 
 func (v *validator) errf(path, format string, args ...any) {
-	v.errs = append(v.errs, FieldError{File: v.s.Source, Pos: v.pos(path), Field: path, Msg: fmt.Sprintf(format, args...)})
+	v.errs = append(v.errs, FieldError{File: v.s.Source, Pos: v.pos(path), Field: path, Msg: fmt.Sprintf(format, shown(args)...)})
 }
 
 // pos finds the position of path or of its nearest recorded parent, so that
@@ -122,6 +122,7 @@ func (v *validator) spec() {
 		names[st.Name] = true
 		v.step(path, st)
 	}
+	v.labShape()
 }
 
 func (v *validator) target(path string, t Target) {

@@ -20,6 +20,10 @@ type Word struct {
 	Summary string
 	// Check, when set, validates the params or args when the file loads.
 	Check func(args map[string]string) []ArgError
+	// TakesEtcd, for a fault, tells whether with these params it takes
+	// down the etcd member of a control plane it hits (for the quorum
+	// check of spec.lab).
+	TakesEtcd func(params map[string]string) bool
 }
 
 // ArgError is a problem with one param or arg of a word, found when the

@@ -291,7 +291,7 @@ func (s *Session) openVCenter(ctx context.Context, v VCenterConfig, log logr.Log
 		return nil, &ConfigError{Err: err}
 	}
 	if !allowed && !AllowedVCenter(v.Allowed, u) {
-		return nil, configErr("refusing a destructive run against vCenter %s: it is not in --allow-vcenter or $%s", u.Host, EnvAllowedVCenters)
+		return nil, configErr("refusing a destructive run against vCenter %s: host %s is not in --allow-vcenter or $%s", u, u.Host, EnvAllowedVCenters)
 	}
 	if v.Insecure {
 		log.Info("WARNING: TLS verification of vCenter is disabled (--vcenter-insecure / GOVC_INSECURE)")
