@@ -80,11 +80,11 @@ func (in Input) Validate() error {
 // clusters whose Nodes, etcd members and API servers the node simulator
 // runs from their VMs' state.
 type Lab struct {
-	in        Input
-	dir       string
-	ownDir    bool
+	in     Input
+	dir    string
+	ownDir bool
 	// record is the lab's entry in the user's lab records.
-	record Record
+	record    Record
 	sim       *VCSim
 	vc        *vsphere.Provider
 	mgmt      *management
