@@ -3,6 +3,9 @@ package scenario
 import (
 	"fmt"
 	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -46,6 +49,7 @@ func (l LabSpec) Validate(fld *field.Path) field.ErrorList {
 	if d := l.NodeStartupTimeout.Duration; d < 0 || (d > 0 && d < 10*time.Second) {
 		invalid(fld.Child("nodeStartupTimeout"), l.NodeStartupTimeout.String(), "got %s, expected at least 10s: a control plane needs that long to join", l.NodeStartupTimeout)
 	}
+	errs = append(errs, l.validateRemediation(fld)...)
 	net := fld.Child("network")
 	podBits := 16
 	if n := l.Network.PodCIDR; n != "" {
@@ -102,4 +106,56 @@ func (l LabSpec) PodNetwork() (pod netip.Prefix, nodeBits, blockBits int) {
 		blockBits = 26
 	}
 	return pod.Masked(), nodeBits, blockBits
+}
+
+// unhealthyRange is Cluster API's pattern for unhealthyInRange.
+var unhealthyRange = regexp.MustCompile(`^\[([0-9]+)-([0-9]+)\]$`)
+
+func (l LabSpec) validateRemediation(fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	t := fld.Child("remediation", "triggerIf")
+	if l.MaxUnhealthy != "" && l.Remediation.TriggerIf.UnhealthyLessThanOrEqualTo != "" {
+		errs = append(errs, field.Invalid(fld.Child("maxUnhealthy"), l.MaxUnhealthy, "is an alias of "+t.Child("unhealthyLessThanOrEqualTo").String()+"; set one of them"))
+	}
+	if l.UnhealthyRange != "" && l.Remediation.TriggerIf.UnhealthyInRange != "" {
+		errs = append(errs, field.Invalid(fld.Child("unhealthyRange"), l.UnhealthyRange, "is an alias of "+t.Child("unhealthyInRange").String()+"; set one of them"))
+	}
+	trigger := l.TriggerIf()
+	if v := trigger.UnhealthyLessThanOrEqualTo; v != "" {
+		n, pct := strings.CutSuffix(v, "%")
+		i, err := strconv.Atoi(n)
+		if err != nil || i < 0 || (pct && i > 100) {
+			errs = append(errs, field.Invalid(t.Child("unhealthyLessThanOrEqualTo"), v, fmt.Sprintf("got %q, expected a number of Machines such as 2, or a percentage such as 40%%", shown([]any{v})...)))
+		}
+	}
+	if v := trigger.UnhealthyInRange; v != "" {
+		m := unhealthyRange.FindStringSubmatch(v)
+		if m == nil {
+			errs = append(errs, field.Invalid(t.Child("unhealthyInRange"), v, fmt.Sprintf("got %q, expected a range such as [1-3]", shown([]any{v})...)))
+		} else if lo, hi := atoi(m[1]), atoi(m[2]); lo > hi {
+			errs = append(errs, field.Invalid(t.Child("unhealthyInRange"), v, fmt.Sprintf("got %q: the low end is above the high one", v)))
+		}
+	}
+	if trigger.UnhealthyLessThanOrEqualTo != "" && trigger.UnhealthyInRange != "" {
+		errs = append(errs, field.Invalid(t, "", "set unhealthyLessThanOrEqualTo or unhealthyInRange, not both"))
+	}
+	return errs
+}
+
+// TriggerIf is the remediation trigger with the aliases folded in.
+func (l LabSpec) TriggerIf() LabTriggerIf {
+	t := l.Remediation.TriggerIf
+	if t.UnhealthyLessThanOrEqualTo == "" {
+		t.UnhealthyLessThanOrEqualTo = l.MaxUnhealthy
+	}
+	if t.UnhealthyInRange == "" {
+		t.UnhealthyInRange = l.UnhealthyRange
+	}
+	return t
+}
+
+// atoi is strconv.Atoi for digits a pattern has matched.
+func atoi(digits string) int {
+	n, _ := strconv.Atoi(digits)
+	return n
 }

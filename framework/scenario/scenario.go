@@ -114,6 +114,28 @@ type LabSpec struct {
 	// has real nodes (nodes: containers, --nodes containers, a suite's
 	// NODES=containers) ends as skipped with that reason.
 	SimulatedOnly string `yaml:"simulatedOnly"`
+	// Remediation limits when the health checks may remediate, in Cluster
+	// API v1beta2's words; empty, they always may (100%).
+	Remediation LabRemediation `yaml:"remediation"`
+	// MaxUnhealthy and UnhealthyRange are v1beta1's names of
+	// Remediation.TriggerIf's two fields, accepted as aliases.
+	MaxUnhealthy   string `yaml:"maxUnhealthy"`
+	UnhealthyRange string `yaml:"unhealthyRange"`
+}
+
+// LabRemediation is the remediation of the lab's MachineHealthChecks.
+type LabRemediation struct {
+	TriggerIf LabTriggerIf `yaml:"triggerIf"`
+}
+
+// LabTriggerIf says when a MachineHealthCheck may remediate, as Cluster
+// API's MachineHealthCheckRemediationTriggerIf: while at most
+// UnhealthyLessThanOrEqualTo Machines (a number, or a percentage such as
+// "40%") are unhealthy, or while their number is in UnhealthyInRange
+// ("[1-3]").
+type LabTriggerIf struct {
+	UnhealthyLessThanOrEqualTo string `yaml:"unhealthyLessThanOrEqualTo"`
+	UnhealthyInRange           string `yaml:"unhealthyInRange"`
 }
 
 // LabNetwork is a lab cluster's pod network.

@@ -59,7 +59,8 @@ func (c ClusterSpec) Serves(s scenario.LabSpec) bool {
 	cpod, cnode, cblock := c.PodNetwork()
 	return c.ControlPlanes == s.ControlPlanes && c.Workers >= s.Workers && c.CNIName() == s.CNIName() && c.RealNodes() == s.RealNodes() &&
 		cpod == wpod && cnode == wnode && cblock == wblock && c.NodeStartupTimeout == s.NodeStartupTimeout &&
-		c.HasWorkerMHC() == s.HasWorkerMHC() && (s.ControlPlaneMHC == nil || c.HasControlPlaneMHC() == s.HasControlPlaneMHC())
+		c.HasWorkerMHC() == s.HasWorkerMHC() && (s.ControlPlaneMHC == nil || c.HasControlPlaneMHC() == s.HasControlPlaneMHC()) &&
+		c.TriggerIf() == s.TriggerIf()
 }
 
 // Validate checks the name and the shape.
@@ -190,18 +191,26 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infr
 		p.MHCNodeStartup = s.NodeStartupTimeout.Duration
 	}
 	if s.HasWorkerMHC() && s.Workers > 0 {
-		objs = append(objs, healthCheck(meta(s.Name+"-workers"), s.Name, map[string]string{clusterv1.MachineDeploymentNameLabel: s.machineDeploymentName()}, p))
+		objs = append(objs, healthCheck(meta(s.Name+"-workers"), s.Name, map[string]string{clusterv1.MachineDeploymentNameLabel: s.machineDeploymentName()}, p, s.TriggerIf()))
 	}
 	if s.HasControlPlaneMHC() {
-		objs = append(objs, healthCheck(meta(s.Name+"-control-plane"), s.Name, map[string]string{clusterv1.MachineControlPlaneLabel: ""}, p))
+		objs = append(objs, healthCheck(meta(s.Name+"-control-plane"), s.Name, map[string]string{clusterv1.MachineControlPlaneLabel: ""}, p, s.TriggerIf()))
 	}
 	return objs
 }
 
 // healthCheck is a MachineHealthCheck on Node Ready Unknown or False, with
-// the profile's timeouts and Cluster API's default maxUnhealthy of 100%.
-func healthCheck(meta metav1.ObjectMeta, cluster string, selector map[string]string, p Profile) *clusterv1.MachineHealthCheck {
+// the profile's timeouts, remediating as trigger says (Cluster API's
+// default, always, when it says nothing).
+func healthCheck(meta metav1.ObjectMeta, cluster string, selector map[string]string, p Profile, trigger scenario.LabTriggerIf) *clusterv1.MachineHealthCheck {
 	secs := func(d time.Duration) *int32 { return ptrTo(int32(d / time.Second)) }
+	triggerIf := clusterv1.MachineHealthCheckRemediationTriggerIf{UnhealthyLessThanOrEqualTo: ptrTo(intstr.FromString("100%"))}
+	switch {
+	case trigger.UnhealthyInRange != "":
+		triggerIf = clusterv1.MachineHealthCheckRemediationTriggerIf{UnhealthyInRange: trigger.UnhealthyInRange}
+	case trigger.UnhealthyLessThanOrEqualTo != "":
+		triggerIf.UnhealthyLessThanOrEqualTo = ptrTo(intstr.Parse(trigger.UnhealthyLessThanOrEqualTo))
+	}
 	return &clusterv1.MachineHealthCheck{
 		ObjectMeta: meta,
 		Spec: clusterv1.MachineHealthCheckSpec{
@@ -214,11 +223,7 @@ func healthCheck(meta metav1.ObjectMeta, cluster string, selector map[string]str
 					{Type: "Ready", Status: "False", TimeoutSeconds: secs(p.MHCUnhealthy)},
 				},
 			},
-			Remediation: clusterv1.MachineHealthCheckRemediation{
-				TriggerIf: clusterv1.MachineHealthCheckRemediationTriggerIf{
-					UnhealthyLessThanOrEqualTo: ptrTo(intstr.FromString("100%")),
-				},
-			},
+			Remediation: clusterv1.MachineHealthCheckRemediation{TriggerIf: triggerIf},
 		},
 	}
 }

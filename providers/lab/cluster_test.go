@@ -1,8 +1,13 @@
 package lab
 
 import (
+	"net/url"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/faultline-dev/faultline/framework/scenario"
 )
@@ -28,9 +33,59 @@ func TestServes(t *testing.T) {
 		{"pod network", scenario.LabSpec{ControlPlanes: 3, Workers: 2, Network: scenario.LabNetwork{PodCIDR: "10.202.146.0/24"}}, false},
 		{"default pod network by name", scenario.LabSpec{ControlPlanes: 3, Workers: 2, Network: scenario.LabNetwork{PodCIDR: "192.168.0.0/16", CalicoBlockSize: 26}}, true},
 		{"node startup", scenario.LabSpec{ControlPlanes: 3, Workers: 1, NodeStartupTimeout: scenario.D(30 * time.Second)}, false},
+		{"remediation limited", scenario.LabSpec{ControlPlanes: 3, Workers: 2, MaxUnhealthy: "1"}, false},
 	} {
 		if got := shared.Serves(tc.lab); got != tc.want {
 			t.Errorf("%s: Serves = %t, want %t", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The health checks remediate as spec.lab's remediation says, in Cluster
+// API v1beta2's words or v1beta1's aliases; by default always (100%).
+func TestHealthCheckTrigger(t *testing.T) {
+	p, err := ProfileNamed(DefaultProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name        string
+		lab         scenario.LabSpec
+		lessOrEqual string
+		inRange     string
+	}{
+		{"default", scenario.LabSpec{}, "100%", ""},
+		{"v1beta2 count", scenario.LabSpec{Remediation: scenario.LabRemediation{TriggerIf: scenario.LabTriggerIf{UnhealthyLessThanOrEqualTo: "1"}}}, "1", ""},
+		{"maxUnhealthy percentage", scenario.LabSpec{MaxUnhealthy: "40%"}, "40%", ""},
+		{"unhealthyRange", scenario.LabSpec{UnhealthyRange: "[1-2]"}, "", "[1-2]"},
+	} {
+		tc.lab.ControlPlanes, tc.lab.Workers = 1, 3
+		var mhc *clusterv1.MachineHealthCheck
+		for _, o := range clusterObjects(ClusterSpec{Name: "lab", LabSpec: tc.lab}, &url.URL{Scheme: "https", Host: "127.0.0.1:1"}, "", infrav1.APIEndpoint{Host: "127.0.0.1", Port: 6443}, p, nil) {
+			if m, ok := o.(*clusterv1.MachineHealthCheck); ok && m.Name == "lab-workers" {
+				mhc = m
+			}
+		}
+		if mhc == nil {
+			t.Fatalf("%s: no worker MachineHealthCheck", tc.name)
+		}
+		got := mhc.Spec.Remediation.TriggerIf
+		less := ""
+		if got.UnhealthyLessThanOrEqualTo != nil {
+			less = got.UnhealthyLessThanOrEqualTo.String()
+		}
+		if less != tc.lessOrEqual || got.UnhealthyInRange != tc.inRange {
+			t.Errorf("%s: triggerIf %q / %q, want %q / %q", tc.name, less, got.UnhealthyInRange, tc.lessOrEqual, tc.inRange)
+		}
+	}
+	errs := scenario.LabSpec{ControlPlanes: 1, MaxUnhealthy: "1", Remediation: scenario.LabRemediation{TriggerIf: scenario.LabTriggerIf{UnhealthyLessThanOrEqualTo: "2", UnhealthyInRange: "[3-1]"}}}.Validate(field.NewPath("spec", "lab"))
+	want := []string{"spec.lab.maxUnhealthy", "spec.lab.remediation.triggerIf.unhealthyInRange", "spec.lab.remediation.triggerIf"}
+	if len(errs) != len(want) {
+		t.Fatalf("errors %v, want on %v", errs, want)
+	}
+	for i, e := range errs {
+		if e.Field != want[i] {
+			t.Errorf("error %d on %s, want %s: %v", i, e.Field, want[i], e)
 		}
 	}
 }

@@ -98,10 +98,12 @@ func TestIntegrationLabScenarios(t *testing.T) {
 		}
 	})
 	// Seed 002's quorum loss, broken two ways: without the declaration
-	// the runner refuses; with one member stopped the API never fails, and
-	// the run fails naming the phase.
+	// the runner refuses (its spec.lab taken out, which would let the
+	// file's validation refuse it first); with one member stopped the API
+	// never fails, and the run fails naming the phase.
 	t.Run("kill-etcd-quorum-undeclared", func(t *testing.T) {
 		res := runScenarioText(t, l, "kill-etcd-quorum", func(s string) string {
+			s = strings.Replace(s, "  lab:\n    controlPlanes: 3\n    workers: 1\n    controlPlaneMHC: true\n", "", 1)
 			return strings.Replace(s, "acceptQuorumLoss: true", "acceptQuorumLoss: false", 1)
 		}, nil)
 		expect(t, res, engine.Error, "refused: step stop-etcd would have 2 of the 3 etcd members of default/lab-control-plane down at once")
