@@ -88,6 +88,7 @@ func (r *run) assertWindow(ctx context.Context, name string, w scenario.WindowAs
 func (r *run) assertCount(ctx context.Context, name string, c scenario.CountAssertion) (bool, string, error) {
 	start := time.Now()
 	count := 0
+	baseline := -1           // objects satisfying the condition at the first reading
 	var held map[string]bool // objects satisfying the condition at the last reading
 	satisfied := func() bool {
 		return (c.AtLeast == nil || count >= *c.AtLeast) && (c.AtMost == nil || count <= *c.AtMost)
@@ -104,6 +105,9 @@ func (r *run) assertCount(ctx context.Context, name string, c scenario.CountAsse
 				if held != nil && !held[id] {
 					count++
 				}
+			}
+			if held == nil {
+				baseline = len(current)
 			}
 			held = current
 			if count > before {
@@ -123,5 +127,10 @@ func (r *run) assertCount(ctx context.Context, name string, c scenario.CountAsse
 		bounds = append(bounds, fmt.Sprintf("at most %d", *c.AtMost))
 	}
 	msg := fmt.Sprintf("%d occurrence(s) of %s in %s; expected %s", count, c.Condition.Probe, time.Since(start).Round(time.Millisecond), strings.Join(bounds, " and "))
+	// What already held when the window opened is not an occurrence; say
+	// so, or a 0 looks like a probe that never matched.
+	if baseline > 0 {
+		msg += fmt.Sprintf(" (%d matching object(s) already held at the window's first reading and are not counted)", baseline)
+	}
 	return satisfied(), msg, nil
 }

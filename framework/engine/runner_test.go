@@ -209,6 +209,17 @@ func TestRunVerdicts(t *testing.T) {
 			wantVMState: providers.PoweredOn,
 		},
 		{
+			name: "count says what held before its window",
+			steps: `
+    - name: loop
+      assert:
+        count: {condition: {probe: vm-powered-on, target: victim}, for: 300ms, atLeast: 1}
+`,
+			want:        engine.Fail,
+			wantReason:  "(1 matching object(s) already held at the window's first reading and are not counted)",
+			wantVMState: providers.PoweredOn,
+		},
+		{
 			name: "inject failure is an error and still undoes",
 			steps: `
     - name: off
