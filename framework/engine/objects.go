@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,7 +17,54 @@ import (
 )
 
 // objectArgs are the arguments every object probe takes.
-var objectArgs = []string{"cluster", "apiVersion", "kind", "namespace", "name"}
+var objectArgs = []string{"cluster", "apiVersion", "kind", "namespace", "name", "of"}
+
+// relatedObjects are what `of` names: an object related to each object of
+// the probe's target (a Cluster API Machine), in place of apiVersion,
+// kind, namespace and name.
+var relatedObjects = map[string]func(providers.Object) (providers.ObjectRef, error){
+	"machine": func(o providers.Object) (providers.ObjectRef, error) {
+		if o.Kind != "Machine" {
+			return providers.ObjectRef{}, fmt.Errorf("%s is not a Cluster API Machine", o)
+		}
+		return providers.ObjectRef{Cluster: "management", APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Machine", Namespace: o.Attributes[providers.AttrNamespace], Name: o.Name}, nil
+	},
+	"node": func(o providers.Object) (providers.ObjectRef, error) {
+		if o.Kind == "Node" {
+			return providers.ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "Node", Name: o.Name}, nil
+		}
+		// A Machine with no Node yet reads as its Node absent.
+		return providers.ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "Node", Name: o.Attributes[providers.AttrNode]}, nil
+	},
+	"controlPlane":      ownerRef("KubeadmControlPlane", "controlplane.cluster.x-k8s.io/v1beta2"),
+	"machineDeployment": ownerRef("MachineDeployment", "cluster.x-k8s.io/v1beta2"),
+	"cluster": func(o providers.Object) (providers.ObjectRef, error) {
+		c := o.Attributes[providers.AttrCluster]
+		if c == "" || o.Kind != "Machine" {
+			return providers.ObjectRef{}, fmt.Errorf("%s belongs to no Cluster API Cluster", o)
+		}
+		return providers.ObjectRef{Cluster: "management", APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Namespace: o.Attributes[providers.AttrNamespace], Name: c}, nil
+	},
+}
+
+// ownerRef is `of` for the owner of a Machine of one kind.
+func ownerRef(kind, apiVersion string) func(providers.Object) (providers.ObjectRef, error) {
+	return func(o providers.Object) (providers.ObjectRef, error) {
+		if o.Attributes[providers.AttrOwnerKind] != kind {
+			return providers.ObjectRef{}, fmt.Errorf("%s is not owned by a %s", o, kind)
+		}
+		return providers.ObjectRef{Cluster: "management", APIVersion: apiVersion, Kind: kind, Namespace: o.Attributes[providers.AttrNamespace], Name: o.Attributes[providers.AttrOwner]}, nil
+	}
+}
+
+// refFor is the object a probe reads for one object of its target: the
+// one its args name, or the one `of` relates to obj.
+func refFor(obj providers.Object, args map[string]string) (providers.ObjectRef, error) {
+	if of := args["of"]; of != "" {
+		return relatedObjects[of](obj)
+	}
+	return refFromArgs(args), nil
+}
 
 func refFromArgs(args map[string]string) providers.ObjectRef {
 	c := args["cluster"]
@@ -28,6 +77,17 @@ func refFromArgs(args map[string]string) providers.ObjectRef {
 // checkObjectArgs is the load-time check of an object probe's arguments.
 func checkObjectArgs(args map[string]string) []scenario.ArgError {
 	var errs []scenario.ArgError
+	if of := args["of"]; of != "" {
+		if _, ok := relatedObjects[of]; !ok {
+			errs = append(errs, scenario.ArgError{Arg: "of", Msg: fmt.Sprintf("got %q, expected one of %s", of, strings.Join(slices.Sorted(maps.Keys(relatedObjects)), ", "))})
+		}
+		for _, k := range []string{"cluster", "apiVersion", "kind", "namespace", "name"} {
+			if args[k] != "" {
+				errs = append(errs, scenario.ArgError{Arg: k, Msg: "of names the object already; leave " + k + " out"})
+			}
+		}
+		return errs
+	}
 	for _, k := range []string{"apiVersion", "kind", "name"} {
 		if args[k] == "" {
 			errs = append(errs, scenario.ArgError{Arg: k, Msg: "required"})
@@ -44,7 +104,13 @@ func readObject(ctx context.Context, p providers.Provider, obj providers.Object,
 	if err != nil {
 		return nil, providers.ObjectRef{}, err
 	}
-	ref := refFromArgs(args)
+	ref, err := refFor(obj, args)
+	if err != nil || ref.Name == "" {
+		if ref.Name == "" && err == nil {
+			ref.Name = "(none of " + obj.String() + ")"
+		}
+		return nil, ref, err
+	}
 	u, err := o.GetObject(ctx, obj, ref)
 	return u, ref, err
 }
@@ -187,7 +253,7 @@ func metaStamps(u map[string]any) string {
 // objectProbes are the probes over any object.
 var objectProbes = map[string]probeDef{
 	"object-present": {capability: providers.CapObjects, args: objectArgs, check: checkObjectArgs,
-		summary: "an object exists (args: cluster, apiVersion, kind, namespace, name)", eval: objectPresent(true)},
+		summary: "an object exists (args: cluster, apiVersion, kind, namespace, name; or of: machine, node, controlPlane, machineDeployment or cluster, the object related to each of the target's)", eval: objectPresent(true)},
 	"object-absent": {capability: providers.CapObjects, args: objectArgs, check: checkObjectArgs,
 		summary: "an object does not exist (same args)", eval: objectPresent(false)},
 	"object-condition": {capability: providers.CapObjects, args: append(append([]string{}, objectArgs...), "type", "status", "reason"), check: checkConditionArgs,

@@ -106,6 +106,8 @@ func TestObjectProbeValidation(t *testing.T) {
 		{"expression does not compile", "object-expression", "apiVersion: v1, kind: Node, name: x, expression: \"object.status ==\"", "args.expression: does not compile"},
 		{"expression not bool", "object-expression", "apiVersion: v1, kind: Node, name: x, expression: \"1 + 2\"", "args.expression: does not compile: yields int, expected a bool"},
 		{"unknown arg", "object-present", "apiVersion: v1, kind: Node, name: x, colour: red", `unknown parameter "colour"`},
+		{"of unknown", "object-present", "of: pod", `args.of: got "pod", expected one of cluster, controlPlane, machine, machineDeployment, node`},
+		{"of with a name", "object-condition", "of: node, name: x, type: Ready", "args.name: of names the object already; leave name out"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

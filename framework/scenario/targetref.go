@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/faultline-dev/faultline/providers"
@@ -10,29 +11,54 @@ import (
 // targetRef is ${target.NAME} in a fault's params or a probe's args: the
 // names of the objects target NAME resolved to, comma separated, known
 // only once the run has resolved its targets (a manifest that pins a pod
-// to the picked node, a Node object probe).
-var targetRef = regexp.MustCompile(`\$\{target\.([^}]*)\}`)
+// to the picked node, a Node object probe). ${target.NAME.FIELD} is one
+// fact of each of those objects instead (TargetRefFields): the name of its
+// Node, its namespace, its Cluster, its owner (the KubeadmControlPlane or
+// MachineDeployment), its providerID.
+var targetRef = regexp.MustCompile(`\$\{target\.([^}.]*)(?:\.([^}]*))?\}`)
 
-// targetRefs lists the target names value refers to.
-func targetRefs(value string) []string {
-	var names []string
+// TargetRefFields are the FIELDs of ${target.NAME.FIELD}, with the
+// attribute each reads.
+var TargetRefFields = map[string]providers.Attribute{
+	"node":       providers.AttrNode,
+	"namespace":  providers.AttrNamespace,
+	"cluster":    providers.AttrCluster,
+	"owner":      providers.AttrOwner,
+	"providerID": providers.AttrProviderID,
+}
+
+// targetRefs lists the target names value refers to, and the FIELDs it
+// reads of them ("" for the names themselves).
+func targetRefs(value string) (names, fields []string) {
 	for _, m := range targetRef.FindAllStringSubmatch(value, -1) {
 		names = append(names, m[1])
+		fields = append(fields, m[2])
 	}
-	return names
+	return names, fields
 }
 
 // ExpandTargetRefs returns sc with every ${target.NAME} in its steps'
-// params and args replaced by the names of objects[NAME]. sc itself is
-// not changed.
+// params and args replaced by the names of objects[NAME], and every
+// ${target.NAME.FIELD} by that fact of each. sc itself is not changed.
 func ExpandTargetRefs(sc *Scenario, objects map[string][]providers.Object) *Scenario {
-	names := map[string]string{}
-	for t, objs := range objects {
-		list := make([]string, len(objs))
-		for i, o := range objs {
-			list[i] = o.Name
+	value := func(name, fieldName string) (string, bool) {
+		objs, ok := objects[name]
+		if !ok {
+			return "", false
 		}
-		names[t] = strings.Join(list, ",")
+		var list []string
+		for _, o := range objs {
+			v := o.Name
+			if fieldName != "" {
+				v = o.Attributes[TargetRefFields[fieldName]]
+			}
+			// A fact the objects share (their namespace, their
+			// Cluster) is said once.
+			if fieldName == "" || !slices.Contains(list, v) {
+				list = append(list, v)
+			}
+		}
+		return strings.Join(list, ","), true
 	}
 	expand := func(m map[string]string) map[string]string {
 		if m == nil {
@@ -41,7 +67,8 @@ func ExpandTargetRefs(sc *Scenario, objects map[string][]providers.Object) *Scen
 		out := make(map[string]string, len(m))
 		for k, v := range m {
 			out[k] = targetRef.ReplaceAllStringFunc(v, func(ref string) string {
-				if n, ok := names[targetRef.FindStringSubmatch(ref)[1]]; ok {
+				m := targetRef.FindStringSubmatch(ref)
+				if n, ok := value(m[1], m[2]); ok {
 					return n
 				}
 				return ref

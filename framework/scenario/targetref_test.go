@@ -63,3 +63,31 @@ func TestTargetRefs(t *testing.T) {
 		t.Fatalf("an unknown target: %v", err)
 	}
 }
+
+// ${target.NAME.FIELD} is one fact of each picked object, said once when
+// they share it; an unknown FIELD is a load error naming the fields.
+func TestTargetRefFields(t *testing.T) {
+	src := strings.Replace(targetRefScenario, "%s", "victim.node", 1)
+	src = strings.Replace(src, "namespace: default}", "namespace: \"${target.victim.namespace}\"}", 1)
+	sc, err := scenario.Parse("t.yaml", []byte(src), nil, engine.Vocabulary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrs := func(node string) map[providers.Attribute]string {
+		return map[providers.Attribute]string{providers.AttrNode: node, providers.AttrNamespace: "team-a"}
+	}
+	out := scenario.ExpandTargetRefs(sc, map[string][]providers.Object{"victim": {
+		{Kind: "Machine", Name: "md-0-a", Attributes: attrs("node-a")},
+		{Kind: "Machine", Name: "md-0-b", Attributes: attrs("node-b")},
+	}})
+	if got := out.Spec.Steps[1].Observe.Phases[0].When.Args["name"]; got != "node-a,node-b" {
+		t.Errorf("${target.victim.node}: %q, want node-a,node-b", got)
+	}
+	if got := out.Spec.Steps[0].Inject.Params["manifest"]; !strings.Contains(got, `namespace: "team-a"}`) {
+		t.Errorf("${target.victim.namespace} in the manifest: %s", got)
+	}
+	_, err = scenario.Parse("t.yaml", []byte(strings.Replace(targetRefScenario, "%s", "victim.colour", 1)), nil, engine.Vocabulary)
+	if err == nil || !strings.Contains(err.Error(), `${target.victim.colour}: unknown field "colour"; expected one of cluster, namespace, node, owner, providerID`) {
+		t.Fatalf("an unknown field: %v", err)
+	}
+}

@@ -341,9 +341,15 @@ func (v *validator) targetRef(path, name string) {
 
 func (v *validator) args(path string, got map[string]string, allowed []string) {
 	for _, k := range sortedKeys(got) {
-		for _, t := range targetRefs(got[k]) {
+		names, fields := targetRefs(got[k])
+		for i, t := range names {
 			if !v.targets[t] {
 				v.errf(path+"."+k, "${target.%s}: unknown target %q; spec.targets defines: %s", t, t, list(v.targets))
+			}
+			if f := fields[i]; f != "" {
+				if _, ok := TargetRefFields[f]; !ok {
+					v.errf(path+"."+k, "${target.%s.%s}: unknown field %q; expected one of %s", t, f, f, strings.Join(sortedKeys(TargetRefFields), ", "))
+				}
 			}
 		}
 		if !slices.Contains(allowed, k) {
