@@ -42,6 +42,10 @@ type faultDef struct {
 	// member an object may host; the runner keeps such faults within
 	// quorum (see checkBlastRadius).
 	takesEtcd func(params map[string]string) bool
+	// standalone: the fault may be given no target when its params name
+	// the management cluster (an object written there belongs to no
+	// Machine); it is applied once.
+	standalone bool
 }
 
 // vmPowerFault is a fault of a VM's power; it takes down the etcd member

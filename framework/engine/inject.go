@@ -12,7 +12,12 @@ import (
 	"github.com/faultline-dev/faultline/providers"
 )
 
-// inject journals and applies a fault to every object of the target.
+// managementScope is the scope of an object fault given no target: the
+// management cluster, whose objects belong to no Machine.
+var managementScope = providers.Object{Kind: "Cluster", Name: "management"}
+
+// inject journals and applies a fault to every object of the target, or
+// once to the management cluster for a standalone object fault.
 func (r *run) inject(ctx context.Context, step string, in scenario.Inject) error {
 	def := faultCatalogue[in.Fault]
 	ref := providers.ProviderRef{Name: r.in.Provider.Name()}
@@ -31,7 +36,11 @@ func (r *run) inject(ctx context.Context, step string, in scenario.Inject) error
 		}
 		params[paramBackups] = filepath.Join(dir, step)
 	}
-	for _, obj := range r.objects[in.Target] {
+	objects := r.objects[in.Target]
+	if in.Target == "" {
+		objects = []providers.Object{managementScope} // a standalone object fault
+	}
+	for _, obj := range objects {
 		id := step + "/" + obj.Name
 		undo := def.undo(obj, params)
 		f := &activeFault{step: step, undo: undo, result: &FaultResult{ID: id, Kind: in.Fault, Target: obj.String(), Undo: undo.Action, Note: undo.Note}}

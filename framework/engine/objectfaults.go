@@ -25,7 +25,7 @@ const paramBackups = "backups"
 // objectFaults are the faults on Kubernetes objects.
 var objectFaults = map[string]faultDef{
 	"object.apply": {
-		capability: providers.CapObjectWrites, params: []string{"cluster", "manifest"}, backups: true,
+		capability: providers.CapObjectWrites, params: []string{"cluster", "manifest"}, backups: true, standalone: true,
 		summary: "create or replace the objects of a YAML manifest; undo deletes the ones it created and restores the ones it replaced from their backups",
 		inject:  applyManifest,
 		undo: func(obj providers.Object, params map[string]string) UndoAction {
@@ -39,7 +39,7 @@ var objectFaults = map[string]faultDef{
 		},
 	},
 	"object.delete": {
-		capability: providers.CapObjectWrites, params: []string{"cluster", "apiVersion", "kind", "namespace", "name"}, backups: true,
+		capability: providers.CapObjectWrites, params: []string{"cluster", "apiVersion", "kind", "namespace", "name"}, backups: true, standalone: true,
 		summary: "back up an object to a file, then delete it (a runbook step such as seed 000's); undo recreates it from the backup and checks it is byte for byte what it was",
 		inject:  deleteWithBackup,
 		undo: func(obj providers.Object, params map[string]string) UndoAction {

@@ -218,6 +218,9 @@ func (r *run) plan(sc *scenario.Scenario) {
 		for _, o := range r.objects[st.Inject.Target] {
 			pf.Objects = append(pf.Objects, o.String())
 		}
+		if st.Inject.Target == "" {
+			pf.Objects = []string{managementScope.String()}
+		}
 		r.res.Planned = append(r.res.Planned, pf)
 	}
 }

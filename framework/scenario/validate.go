@@ -203,7 +203,12 @@ func (v *validator) baseline(path string, b Baseline) {
 
 func (v *validator) inject(path string, in Inject) {
 	v.word(path, "fault", in.Fault, v.vocab.Faults)
-	v.targetRef(path+".target", in.Target)
+	switch def := v.vocab.Faults[in.Fault]; {
+	case in.Target == "" && def.Standalone && in.Params["cluster"] != "management":
+		v.errf(path+".target", "required: the target whose workload cluster the objects are in; without a target, set params.cluster: management")
+	case in.Target != "" || !def.Standalone:
+		v.targetRef(path+".target", in.Target)
+	}
 	if def, ok := v.vocab.Faults[in.Fault]; ok {
 		v.wordArgs(path+".params", in.Params, def)
 	}

@@ -24,6 +24,9 @@ type Word struct {
 	// down the etcd member of a control plane it hits (for the quorum
 	// check of spec.lab).
 	TakesEtcd func(params map[string]string) bool
+	// Standalone, for a fault, says it may be given no target when its
+	// params set cluster: management.
+	Standalone bool
 }
 
 // ArgError is a problem with one param or arg of a word, found when the

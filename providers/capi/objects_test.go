@@ -51,7 +51,8 @@ spec:
 
 // A runbook on objects: apply a manifest that creates one ConfigMap and
 // replaces another, delete a third with a backup, then undo both; the
-// cluster ends as it began, and the backups are files.
+// cluster ends as it began, and the backups are files. The delete is given
+// no target (a standalone object fault).
 func TestObjectFaultsRoundTrip(t *testing.T) {
 	t.Parallel()
 	cm := func(name, v string) *corev1.ConfigMap {
@@ -68,9 +69,9 @@ kind: ConfigMap
 metadata: {name: replaced, namespace: ns}
 data: {k: after}`) + `
     - name: remove
+      # A management-cluster object belongs to no Machine: no target.
       inject:
         fault: object.delete
-        target: scope
         params: {cluster: management, apiVersion: v1, kind: ConfigMap, namespace: ns, name: runbook}
     - name: removed
       observe:
