@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"path/filepath"
 	"time"
 
@@ -16,14 +17,35 @@ import (
 // management cluster, whose objects belong to no Machine.
 var managementScope = providers.Object{Kind: "Cluster", Name: "management"}
 
+// ref is how the journal records the run's provider.
+func (r *run) ref() providers.ProviderRef {
+	if d, ok := r.in.Provider.(providers.Describer); ok {
+		return d.Ref()
+	}
+	return providers.ProviderRef{Name: r.in.Provider.Name()}
+}
+
+// RecoverCommand is the command that undoes what a journal left pending:
+// `faultline recover` with the journal and the allow-list entries its
+// provider needs (recover asks for them again).
+func RecoverCommand(journal string, ref providers.ProviderRef) string {
+	cmd := "faultline recover " + journal
+	if raw := ref.Config["url"]; raw != "" {
+		if u, err := url.Parse(raw); err == nil && u.Hostname() != "" {
+			cmd += " --allow-vcenter " + u.Hostname()
+		}
+	}
+	if c := ref.Config["context"]; c != "" {
+		cmd += " --allow-context " + c
+	}
+	return cmd
+}
+
 // inject journals and applies a fault to every object of the target, or
 // once to the management cluster for a standalone object fault.
 func (r *run) inject(ctx context.Context, step string, in scenario.Inject) error {
 	def := faultCatalogue[in.Fault]
-	ref := providers.ProviderRef{Name: r.in.Provider.Name()}
-	if d, ok := r.in.Provider.(providers.Describer); ok {
-		ref = d.Ref()
-	}
+	ref := r.ref()
 	params := in.Params
 	if def.backups {
 		params = maps.Clone(in.Params)
@@ -113,7 +135,7 @@ func (r *run) undoFault(ctx context.Context, f *activeFault) error {
 		r.mu.Lock()
 		f.result.Result = ResultFailed
 		r.mu.Unlock()
-		return &providers.InfraError{Err: fmt.Errorf("%w (still pending in journal %s; run faultline recover)", err, r.in.Journal.Path())}
+		return &providers.InfraError{Err: fmt.Errorf("%w (still pending in journal %s; undo it with: %s)", err, r.in.Journal.Path(), RecoverCommand(r.in.Journal.Path(), r.ref()))}
 	}
 	if jerr := r.in.Journal.Append(entry); jerr != nil {
 		err = fmt.Errorf("fault %s was undone but the journal could not record it: %w", f.result.ID, jerr)

@@ -419,6 +419,25 @@ func TestRunCountLargerThanMatches(t *testing.T) {
 	}
 }
 
+// An undo that fails leaves its entry pending, and the result says the
+// exact command that undoes it.
+func TestRunUndoFailureNamesRecover(t *testing.T) {
+	t.Parallel()
+	p := fake.New("vm-a")
+	p.FailOn("PowerOn", "vm-a", errors.New("host unreachable"))
+	res, journal := run(t, context.Background(), newScenario(t, powerCycle), p)
+	if want := "still pending in journal " + journal + "; undo it with: faultline recover " + journal; res.Verdict != engine.Error || !strings.Contains(res.Reason, want) {
+		t.Errorf("verdict = %s (%s), want an error saying %q", res.Verdict, res.Reason, want)
+	}
+	if len(pending(t, journal)) != 1 {
+		t.Errorf("the failed undo is not pending in the journal")
+	}
+	ref := providers.ProviderRef{Name: "capi", Config: map[string]string{"url": "https://vc.example.com/sdk", "context": "mgmt"}}
+	if got := engine.RecoverCommand("j.jsonl", ref); got != "faultline recover j.jsonl --allow-vcenter vc.example.com --allow-context mgmt" {
+		t.Errorf("RecoverCommand = %q", got)
+	}
+}
+
 func TestRunInputValidate(t *testing.T) {
 	t.Parallel()
 	_, err := engine.Run(context.Background(), engine.RunInput{})
