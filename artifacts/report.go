@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/faultline-dev/faultline/framework/engine"
@@ -53,6 +55,8 @@ type reportData struct {
 	History      map[string]PhaseStats
 	ZeroLabel    string
 	VerdictClass string
+	// Settings are the profile's settings, NAME=VALUE, sorted.
+	Settings []string
 }
 
 // WriteReport writes a self-contained HTML report of res: the verdict, a
@@ -64,6 +68,9 @@ type reportData struct {
 func WriteReport(w io.Writer, res *engine.Result, dumps []string, history map[string]PhaseStats) error {
 	d := reportData{Res: res, Dumps: dumps, History: history, Duration: res.FinishedAt.Sub(res.StartedAt).Round(time.Millisecond).String(),
 		PlotLeft: chartLabel, PlotRight: chartLabel + chartPlot, Width: chartLabel + chartPlot + 20, VerdictClass: string(res.Verdict)}
+	for _, k := range slices.Sorted(maps.Keys(res.ProfileSettings)) {
+		d.Settings = append(d.Settings, k+"="+res.ProfileSettings[k])
+	}
 	zero := res.StartedAt
 	d.ZeroLabel = "run start"
 	for _, f := range res.Faults {
@@ -206,6 +213,7 @@ line.tick { stroke: #ccc; } line.zero { stroke: #888; stroke-dasharray: 4 3; }
 <h1>{{.Res.Scenario}} <span class="verdict {{.VerdictClass}}">{{.Res.Verdict}}</span></h1>
 <p>provider {{.Res.Provider}}{{with .Res.Profile}} ({{.}} time profile){{end}};
 started {{.Res.StartedAt.UTC.Format "2006-01-02 15:04:05.000 MST"}}, took {{.Duration}}.{{with .Res.Reason}}<br><b>{{.}}</b>{{end}}</p>
+{{with .Settings}}<p class="settings">profile settings: {{range $i, $s := .}}{{if $i}}, {{end}}<code>{{$s}}</code>{{end}}</p>{{end}}
 
 <h2>Timeline</h2>
 <p>Seconds from the {{.ZeroLabel}}. Faults (blue) run from injection to undo (dark mark);

@@ -52,16 +52,19 @@ type Result struct {
 	Provider string `json:"provider"`
 	// Profile names the lab's time profile (compressed or real); empty on
 	// real infrastructure.
-	Profile    string            `json:"profile,omitempty"`
-	Verdict    Verdict           `json:"verdict"`
-	Reason     string            `json:"reason,omitempty"`
-	StartedAt  time.Time         `json:"startedAt"`
-	FinishedAt time.Time         `json:"finishedAt"`
-	Parameters map[string]string `json:"parameters,omitempty"`
-	Targets    []TargetResult    `json:"targets"`
-	Phases     []PhaseResult     `json:"phases"`
-	Assertions []AssertionResult `json:"assertions"`
-	Faults     []FaultResult     `json:"faults"`
+	Profile string `json:"profile,omitempty"`
+	// ProfileSettings are the profile's timings and the feature gates it
+	// sets (gate.NAME), as the lab ran with them.
+	ProfileSettings map[string]string `json:"profileSettings,omitempty"`
+	Verdict         Verdict           `json:"verdict"`
+	Reason          string            `json:"reason,omitempty"`
+	StartedAt       time.Time         `json:"startedAt"`
+	FinishedAt      time.Time         `json:"finishedAt"`
+	Parameters      map[string]string `json:"parameters,omitempty"`
+	Targets         []TargetResult    `json:"targets"`
+	Phases          []PhaseResult     `json:"phases"`
+	Assertions      []AssertionResult `json:"assertions"`
+	Faults          []FaultResult     `json:"faults"`
 	// Planned is what a dry run would inject, step by step.
 	Planned []PlannedFault `json:"planned,omitempty"`
 }

@@ -162,6 +162,9 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 		l.workloads[c.Name] = w
 	}
 	user, pass := l.sim.Config().Username, l.sim.Config().Password
+	if err := setGates(in.Profile); err != nil {
+		return l, err
+	}
 	if l.mgmt, err = startManagement(ctx, managementInput{
 		assets: assets, dir: l.dir, profile: in.Profile, vcUser: user, vcPass: pass,
 		log: in.Log.WithName("controllers"), manifests: m,

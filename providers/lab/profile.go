@@ -43,6 +43,9 @@ type Profile struct {
 	RemoteGrace     time.Duration `json:"remoteGrace"`
 	EtcdDialTimeout time.Duration `json:"etcdDialTimeout"`
 	EtcdCallTimeout time.Duration `json:"etcdCallTimeout"`
+	// Gates are the Cluster API feature gates the profile sets (CAPV's
+	// controllers follow them too); the others keep upstream's defaults.
+	Gates map[string]bool `json:"gates,omitempty"`
 }
 
 // The two named profiles. Real follows the upstream defaults (kubelet and
@@ -65,6 +68,11 @@ var profiles = map[string]Profile{
 		// powered-off VM back on before any health check could act.
 		SyncPeriod: 10 * time.Minute, ConnectRetry: time.Second, RemoteGrace: 2 * time.Minute,
 		EtcdDialTimeout: 2 * time.Second, EtcdCallTimeout: 5 * time.Second,
+		// Upstream spaces the reconciles of one object at least 1 s apart
+		// (and a MachineHealthCheck's more): a lab that waits on them
+		// spends most of its time there. Off, the controllers react as
+		// soon as their watches fire.
+		Gates: map[string]bool{"ReconcilerRateLimiting": false},
 	},
 }
 
@@ -88,4 +96,19 @@ func ProfileNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// Knobs lists every setting of the profile, for results and reports:
+// each timing, and each feature gate it sets as gate.NAME.
+func (p Profile) Knobs() map[string]string {
+	out := map[string]string{
+		"nodeGrace": p.NodeGrace.String(), "heartbeat": p.Heartbeat.String(), "boot": p.Boot.String(), "reboot": p.Reboot.String(),
+		"nodeDelete": p.NodeDelete.String(), "mhcUnhealthy": p.MHCUnhealthy.String(), "mhcNodeStartup": p.MHCNodeStartup.String(),
+		"syncPeriod": p.SyncPeriod.String(), "connectRetry": p.ConnectRetry.String(), "remoteGrace": p.RemoteGrace.String(),
+		"etcdDialTimeout": p.EtcdDialTimeout.String(), "etcdCallTimeout": p.EtcdCallTimeout.String(),
+	}
+	for g, on := range p.Gates {
+		out["gate."+g] = fmt.Sprint(on)
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/providers"
+	"github.com/faultline-dev/faultline/providers/lab"
 )
 
 // ExecuteInput is one scenario run and where its artifacts go.
@@ -52,6 +53,9 @@ func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 		return nil, err
 	}
 	res.Profile = in.Profile
+	if p, err := lab.ProfileNamed(in.Profile); err == nil {
+		res.ProfileSettings = p.Knobs()
+	}
 	var stats map[string]artifacts.PhaseStats
 	if in.History != nil {
 		if stats, err = in.History.Stats(res.Scenario, res.Provider, res.Profile); err != nil {

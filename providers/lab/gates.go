@@ -1,0 +1,56 @@
+package lab
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"sigs.k8s.io/cluster-api/feature"
+)
+
+// processGates are the feature gates this process's labs run with: set
+// once, before the first lab builds its controllers. Cluster API reads the
+// gates when it builds a controller and again on every reconcile, so they
+// cannot change under running controllers (a controller built with
+// ReconcilerRateLimiting off crashes once it is turned on).
+var processGates struct {
+	sync.Mutex
+	set     bool
+	gates   map[string]bool
+	profile string
+}
+
+// setGates sets p's feature gates for this process, or checks that they
+// are the ones already set: a lab of another profile in the same process
+// is refused.
+func setGates(p Profile) error {
+	processGates.Lock()
+	defer processGates.Unlock()
+	if processGates.set {
+		if !maps.Equal(processGates.gates, p.Gates) {
+			return fmt.Errorf("this process already runs labs of the %s profile (feature gates %s); a lab of the %s profile (%s) needs a process of its own: Cluster API's feature gates are process-wide and cannot change under running controllers",
+				processGates.profile, gateList(processGates.gates), p.Name, gateList(p.Gates))
+		}
+		return nil
+	}
+	if len(p.Gates) > 0 {
+		if err := feature.MutableGates.SetFromMap(p.Gates); err != nil {
+			return fmt.Errorf("profile %s: feature gates: %w", p.Name, err)
+		}
+	}
+	processGates.set, processGates.gates, processGates.profile = true, maps.Clone(p.Gates), p.Name
+	return nil
+}
+
+func gateList(g map[string]bool) string {
+	if len(g) == 0 {
+		return "upstream defaults"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(g)) {
+		parts = append(parts, fmt.Sprintf("%s=%t", k, g[k]))
+	}
+	return strings.Join(parts, ",")
+}
