@@ -190,6 +190,9 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infr
 	if s.NodeStartupTimeout.Duration > 0 {
 		p.MHCNodeStartup = s.NodeStartupTimeout.Duration
 	}
+	if s.RealNodes() {
+		p.MHCNotReady = max(p.MHCNotReady, RealNodeNotReady)
+	}
 	if s.HasWorkerMHC() && s.Workers > 0 {
 		objs = append(objs, healthCheck(meta(s.Name+"-workers"), s.Name, map[string]string{clusterv1.MachineDeploymentNameLabel: s.machineDeploymentName()}, p, s.TriggerIf()))
 	}
@@ -220,7 +223,7 @@ func healthCheck(meta metav1.ObjectMeta, cluster string, selector map[string]str
 				NodeStartupTimeoutSeconds: secs(p.MHCNodeStartup),
 				UnhealthyNodeConditions: []clusterv1.UnhealthyNodeCondition{
 					{Type: "Ready", Status: "Unknown", TimeoutSeconds: secs(p.MHCUnhealthy)},
-					{Type: "Ready", Status: "False", TimeoutSeconds: secs(p.MHCUnhealthy)},
+					{Type: "Ready", Status: "False", TimeoutSeconds: secs(p.MHCNotReady)},
 				},
 			},
 			Remediation: clusterv1.MachineHealthCheckRemediation{TriggerIf: triggerIf},

@@ -28,9 +28,12 @@ type Profile struct {
 	// node lifecycle controller deletes the Node.
 	NodeDelete time.Duration `json:"nodeDelete"`
 	// MHCUnhealthy and MHCNodeStartup are the MachineHealthCheck timeouts
-	// the lab's clusters are created with.
+	// the lab's clusters are created with: on Ready=Unknown (the kubelet
+	// stopped posting) and until a Node appears; MHCNotReady is the one on
+	// Ready=False (the kubelet posts that the node is not ready: no CNI).
 	MHCUnhealthy   time.Duration `json:"mhcUnhealthy"`
 	MHCNodeStartup time.Duration `json:"mhcNodeStartup"`
+	MHCNotReady    time.Duration `json:"mhcNotReady"`
 	// SyncPeriod is the controllers' resync; it decides when CAPV notices
 	// an out-of-band power-off and powers the VM on again.
 	SyncPeriod time.Duration `json:"syncPeriod"`
@@ -56,14 +59,14 @@ var profiles = map[string]Profile{
 	"real": {
 		Name: "real", NodeGrace: 40 * time.Second, Heartbeat: 10 * time.Second,
 		Boot: 60 * time.Second, Reboot: 45 * time.Second, NodeDelete: 40 * time.Second,
-		MHCUnhealthy: 5 * time.Minute, MHCNodeStartup: 10 * time.Minute,
+		MHCUnhealthy: 5 * time.Minute, MHCNodeStartup: 10 * time.Minute, MHCNotReady: 5 * time.Minute,
 		SyncPeriod: 10 * time.Minute, ConnectRetry: 30 * time.Second, RemoteGrace: 5 * time.Minute,
 		EtcdDialTimeout: 10 * time.Second, EtcdCallTimeout: 15 * time.Second,
 	},
 	"compressed": {
 		Name: "compressed", NodeGrace: 2 * time.Second, Heartbeat: time.Second,
 		Boot: 500 * time.Millisecond, Reboot: 45 * time.Second, NodeDelete: 3 * time.Second,
-		MHCUnhealthy: 3 * time.Second, MHCNodeStartup: 2 * time.Minute,
+		MHCUnhealthy: 3 * time.Second, MHCNodeStartup: 2 * time.Minute, MHCNotReady: 3 * time.Second,
 		// Kept at the real 10m: a shorter resync would make CAPV power a
 		// powered-off VM back on before any health check could act.
 		SyncPeriod: 10 * time.Minute, ConnectRetry: time.Second, RemoteGrace: 2 * time.Minute,
@@ -75,6 +78,15 @@ var profiles = map[string]Profile{
 		Gates: map[string]bool{"ReconcilerRateLimiting": false},
 	},
 }
+
+// RealNodeNotReady is the shortest Ready=False timeout of a real-node
+// cluster's health checks: a real node that has just registered is
+// NotReady ("cni plugin not initialized") until its CNI agent's pod runs,
+// 5-20 s on this machine, while the simulated kubelet registers Ready. A
+// compressed 3 s would remediate every new control plane before it could
+// turn Ready. The faults themselves (a power-off, a stopped kubelet) turn
+// Ready Unknown, whose timeout stays the profile's.
+const RealNodeNotReady = 30 * time.Second
 
 // DefaultProfile is the profile a lab uses unless told otherwise.
 const DefaultProfile = "compressed"
@@ -104,6 +116,7 @@ func (p Profile) Knobs() map[string]string {
 	out := map[string]string{
 		"nodeGrace": p.NodeGrace.String(), "heartbeat": p.Heartbeat.String(), "boot": p.Boot.String(), "reboot": p.Reboot.String(),
 		"nodeDelete": p.NodeDelete.String(), "mhcUnhealthy": p.MHCUnhealthy.String(), "mhcNodeStartup": p.MHCNodeStartup.String(),
+		"mhcNotReady": p.MHCNotReady.String(), "mhcNotReadyRealNodes": max(p.MHCNotReady, RealNodeNotReady).String(),
 		"syncPeriod": p.SyncPeriod.String(), "connectRetry": p.ConnectRetry.String(), "remoteGrace": p.RemoteGrace.String(),
 		"etcdDialTimeout": p.EtcdDialTimeout.String(), "etcdCallTimeout": p.EtcdCallTimeout.String(),
 	}
