@@ -20,12 +20,15 @@ if [[ -x "${out}/kube-apiserver" && -x "${out}/etcd" && -f "${stamp}" && "$(cat 
   exit 0
 fi
 
+echo "building ${want} from source into ${out}: the first time only, about 4 minutes"
+echo "on 2 cores (the module proxy's downloads included); later runs reuse it"
 work="$(pwd)/bin/.envtest-build"
 rm -rf "${work}"
 mkdir -p "${work}/apiserver" "${work}/etcd" "${out}"
 abs_out="$(pwd)/${out}"
 
 # kube-apiserver: hack/lib.sh's throw-away module over k8s.io/kubernetes.
+echo "  kube-apiserver v${kube_version} (most of the time) ..."
 go_tools_module "${work}/apiserver" "k8s.io/kubernetes@v${kube_version}" k8s.io/kubernetes/cmd/kube-apiserver
 (
   cd "${work}/apiserver"
@@ -34,6 +37,7 @@ go_tools_module "${work}/apiserver" "k8s.io/kubernetes@v${kube_version}" k8s.io/
 )
 
 # etcd: etcdmain.Main behind a two-line main package.
+echo "  etcd v${etcd_version} ..."
 (
   cd "${work}/etcd"
   cat >go.mod <<EOF

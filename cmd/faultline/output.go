@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -81,28 +83,95 @@ func undone(f engine.FaultResult) string {
 	return "no"
 }
 
-// progressPrinter prints what the runner waits for, at most every few
-// seconds for each thing waited for.
+// progressPrinter prints a run's progress: a line for each fault injected
+// or undone and each phase reached or missed, and what the runner waits
+// for. On a terminal that is one live status line, redrawn in place (the
+// time elapsed, each wait against its budget); in a log it is a heartbeat
+// line per wait at most every 30 s.
 type progressPrinter struct {
 	mu    sync.Mutex
 	w     io.Writer
 	at    map[string]time.Time // last line printed per thing waited for
 	every time.Duration
+	// tty: w is a terminal, and gets the live line.
+	tty     bool
+	started time.Time
+	live    map[string]liveWait // what is waited for now, by name
+	drawn   time.Time           // when the live line was last drawn; zero when none is on screen
 }
 
+// liveWait is one wait on the live line.
+type liveWait struct {
+	elapsed, budget time.Duration
+	seen            time.Time
+}
+
+// liveRedraw is how often the live line is redrawn at most; liveStale is
+// how long a wait stays on it after its last report.
+const (
+	liveRedraw = 250 * time.Millisecond
+	liveStale  = 2 * time.Second
+	liveWidth  = 120
+)
+
 func newProgressPrinter(w io.Writer) *progressPrinter {
+	f, ok := w.(*os.File)
+	return newProgress(w, ok && isTerminal(f))
+}
+
+func newProgress(w io.Writer, tty bool) *progressPrinter {
 	// A CI log (not a terminal) gets a heartbeat at most every 30 s.
-	every := 5 * time.Second
-	if f, ok := w.(*os.File); !ok || !isTerminal(f) {
-		every = 30 * time.Second
-	}
-	return &progressPrinter{w: w, at: map[string]time.Time{}, every: every}
+	return &progressPrinter{w: w, at: map[string]time.Time{}, every: 30 * time.Second, tty: tty, started: time.Now(), live: map[string]liveWait{}}
 }
 
 // isTerminal tells whether f is a character device (a terminal).
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// clearLive erases the live line, if one is on screen.
+func (p *progressPrinter) clearLive() {
+	if !p.drawn.IsZero() {
+		fmt.Fprint(p.w, "\r\x1b[K")
+		p.drawn = time.Time{}
+	}
+}
+
+// drawLive draws the live line: the time since the run began, then each
+// current wait with its elapsed time against its budget.
+func (p *progressPrinter) drawLive(now time.Time) {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(p.live)) {
+		lw := p.live[name]
+		if now.Sub(lw.seen) > liveStale {
+			delete(p.live, name)
+			continue
+		}
+		budget := ""
+		if lw.budget > 0 {
+			budget = "/" + lw.budget.String()
+		}
+		parts = append(parts, fmt.Sprintf("%s %s%s", name, lw.elapsed.Round(time.Second), budget))
+	}
+	line := fmt.Sprintf("[%s] ", now.Sub(p.started).Round(time.Second))
+	if len(parts) == 0 {
+		line += "running"
+	} else {
+		line += "waiting for " + strings.Join(parts, ", ")
+	}
+	if len(line) > liveWidth {
+		line = line[:liveWidth-3] + "..."
+	}
+	fmt.Fprint(p.w, "\r\x1b[K"+line)
+	p.drawn = now
+}
+
+// done erases the live line at the end of the run.
+func (p *progressPrinter) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clearLive()
 }
 
 // event prints a line for each fault injected or undone and each phase
@@ -137,14 +206,27 @@ func (p *progressPrinter) event(e engine.Event) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.clearLive()
 	fmt.Fprintln(p.w, line)
+	if p.tty {
+		p.drawLive(time.Now())
+	}
 }
 
-// print prints one line per thing waited for every few seconds; phases of
-// one step are waited for together, each with its own line.
+// print shows what the runner waits for: on the live line, or in a log
+// one line per thing waited for at most every 30 s (phases of one step
+// are waited for together, each with its own line).
 func (p *progressPrinter) print(pr engine.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.tty {
+		now := time.Now()
+		p.live[pr.Waiting] = liveWait{elapsed: pr.Elapsed, budget: pr.Budget, seen: now}
+		if now.Sub(p.drawn) >= liveRedraw {
+			p.drawLive(now)
+		}
+		return
+	}
 	if at, ok := p.at[pr.Waiting]; ok && time.Since(at) < p.every {
 		return
 	}

@@ -5,6 +5,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/faultline-dev/faultline/framework/engine"
 )
 
 // On a log (not a terminal) a run says, once each and in order, when its
@@ -39,5 +42,31 @@ func TestProgressLines(t *testing.T) {
 	}
 	if strings.Count(log, "waiting for") > 1 {
 		t.Errorf("more than one heartbeat in a 3 s run on a log:\n%s", log)
+	}
+}
+
+// On a terminal, what the runner waits for is one status line redrawn in
+// place (\r, erase line), erased before each event line and at the end;
+// no "waiting for ...:" lines pile up.
+func TestProgressLiveLine(t *testing.T) {
+	var out bytes.Buffer
+	p := newProgress(&out, true)
+	p.print(engine.Progress{Waiting: "phase node-not-ready", Elapsed: 2 * time.Second, Budget: 30 * time.Second})
+	p.event(engine.Event{What: "fault-injected", Object: "Machine/w-1", Details: map[string]string{"fault": "vm.power-off"}})
+	p.done()
+	got := out.String()
+	for _, want := range []string{
+		"\r\x1b[K[0s] waiting for phase node-not-ready 2s/30s",
+		"\r\x1b[Kinjected vm.power-off on Machine/w-1\n\r\x1b[K[0s] waiting for phase node-not-ready 2s/30s",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%q", want, got)
+		}
+	}
+	if !strings.HasSuffix(got, "\r\x1b[K") {
+		t.Errorf("the live line is not erased at the end:\n%q", got)
+	}
+	if strings.Contains(got, "waiting for phase node-not-ready: ") {
+		t.Errorf("a heartbeat line on a terminal:\n%q", got)
 	}
 }

@@ -354,6 +354,7 @@ func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir stri
 			Seed:       seed,
 		},
 	})
+	progress.done()
 	if res == nil {
 		return nil, dir, infraErr(err)
 	}
