@@ -2,8 +2,14 @@ package lab
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"fmt"
+	"math/big"
 	"net"
 	"net/url"
 	"time"
@@ -68,7 +74,12 @@ func StartVCSim(in VCSimInput) (*VCSim, error) {
 		listen = "127.0.0.1:0"
 	}
 	m.Service.Listen = &url.URL{Host: listen}
-	m.Service.TLS = new(tls.Config)
+	cert, err := loopbackCert()
+	if err != nil {
+		m.Remove()
+		return nil, err
+	}
+	m.Service.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	m.Service.RegisterEndpoints = true
 	s := m.Service.NewServer()
 	ca, err := s.CertificateFile()
@@ -184,3 +195,36 @@ func (l *VCenterLab) Close(ctx context.Context) error {
 // Ref marks journals of the embedded lab: its simulator ends with the
 // process, so a crashed lab run leaves nothing to undo.
 func (l *VCenterLab) Ref() providers.ProviderRef { return providers.ProviderRef{Name: "lab"} }
+
+// loopbackCert is a self-signed ECDSA P-256 certificate for 127.0.0.1 and
+// localhost. httptest's default is RSA 2048, and CAPV, which trusts vcsim
+// by thumbprint as it would a vCenter, makes two handshakes per connection
+// (govmomi first verifies against the system's roots, which fails with
+// "bad certificate", then accepts the thumbprint): with ECDSA each
+// handshake's signature costs a fraction of RSA's.
+func loopbackCert() (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("vcsim certificate: %w", err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("vcsim certificate: %w", err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "faultline lab vcsim"},
+		NotBefore:    now.Add(-time.Hour), NotAfter: now.Add(7 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true, IsCA: true,
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		DNSNames:    []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("vcsim certificate: %w", err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
