@@ -111,9 +111,14 @@ func TestIntegrationRealNodeScenarios(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	l := startRealLab(t, ctx, scenario.LabSpec{ControlPlanes: 3, Workers: 2, ControlPlaneMHC: ptr.To(true)})
+	// A real control plane's join is physical: cloning, booting, kubeadm
+	// join with an etcd member added and promoted, the CNI agent. It took
+	// 63-140 s here (140 s with other labs running beside it), so its
+	// budget is raised for this tier, as the result's parameters say.
+	sets := map[string]map[string]string{"delete-cp-vm": {"budget.replacement": "5m"}}
 	for _, name := range []string{"power-off-worker", "delete-cp-vm"} {
 		t.Run(name, func(t *testing.T) {
-			res := scenariotest.Run(ctx, t, l.Provider(), name, nil, nil)
+			res := scenariotest.Run(ctx, t, l.Provider(), name, nil, sets[name])
 			if res.Verdict != engine.Pass {
 				t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
 			}
