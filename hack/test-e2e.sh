@@ -6,7 +6,10 @@
 #                       (the real-node tier: kind node containers booted
 #                       by real kubeadm; needs docker, hack/docker.sh, and
 #                       the node image, hack/kind-image.sh)
-#   E2E_CONFIG          the e2e config (default suites/config/$PROVIDER.yaml)
+#   E2E_CONFIG          the e2e config (default suites/config/$PROVIDER.yaml;
+#                       with PROVIDER=lab and NODES=containers,
+#                       suites/config/lab-containers.yaml, which raises
+#                       the budgets a physical join needs)
 #   GINKGO_LABEL_FILTER e.g. 'tier:core && !seed-003'
 #   GINKGO_FOCUS        a regular expression over spec names
 #   ARTIFACTS           where junit.<suite>.xml and each scenario's run
@@ -15,7 +18,9 @@
 source "$(dirname "$0")/lib.sh"
 export PROVIDER="${PROVIDER:-lab}"
 suite="${SUITE:-nightly}"
-export E2E_CONFIG="$(realpath "${E2E_CONFIG:-suites/config/${PROVIDER}.yaml}")"
+config="suites/config/${PROVIDER}.yaml"
+[[ "${PROVIDER}" == lab && "${NODES:-}" == containers ]] && config="suites/config/lab-containers.yaml"
+export E2E_CONFIG="$(realpath "${E2E_CONFIG:-${config}}")"
 export ARTIFACTS="$(realpath -m "${ARTIFACTS:-_artifacts}")"
 export FAULTLINE_E2E=1
 assets="$(ls -d "$(pwd)"/bin/envtest/*-linux-amd64 2>/dev/null | sort | tail -n 1 || true)"
