@@ -396,7 +396,7 @@ func TestRunSkipsSimulatedOnlyOnRealNodes(t *testing.T) {
 func TestRunTargetNotFound(t *testing.T) {
 	t.Parallel()
 	res, _ := run(t, context.Background(), newScenario(t, powerCycle), fake.New("vm-z"))
-	if res.Verdict != engine.Error || !strings.Contains(res.Reason, "resolve target victim: no object matches") {
+	if res.Verdict != engine.Error || !strings.Contains(res.Reason, "resolve target victim: no object matches the selector (t.yaml:1") {
 		t.Errorf("verdict = %s (%s)", res.Verdict, res.Reason)
 	}
 }
@@ -411,7 +411,7 @@ func TestRunCountLargerThanMatches(t *testing.T) {
       count: 1000`, powerCycle)
 	p := fake.New("vm-a", "vm-b")
 	res, journal := run(t, context.Background(), s, p)
-	if res.Verdict != engine.Error || !strings.Contains(res.Reason, "resolve target victim: count is 1000, but the selector matches 2 object(s)") {
+	if res.Verdict != engine.Error || !strings.Contains(res.Reason, "resolve target victim: count is 1000 (t.yaml:13), but the selector matches 2 object(s)") {
 		t.Errorf("verdict = %s (%s)", res.Verdict, res.Reason)
 	}
 	if p.VM("vm-a").State != providers.PoweredOn || p.VM("vm-b").State != providers.PoweredOn || len(pending(t, journal)) != 0 {

@@ -17,20 +17,20 @@ import (
 // resolveTargets resolves every target once, before any fault, so every
 // step acts on the same objects and the pick is recorded.
 func (r *run) resolveTargets(ctx context.Context) error {
-	for _, t := range r.in.Scenario.Spec.Targets {
+	for i, t := range r.in.Scenario.Spec.Targets {
 		all, err := r.in.Provider.Resolve(ctx, t.Select)
 		if err != nil {
 			return &providers.InfraError{Err: fmt.Errorf("resolve target %s: %w", t.Name, err)}
 		}
 		if len(all) == 0 {
-			return fmt.Errorf("resolve target %s: no object matches the selector: %w", t.Name, providers.ErrNotFound)
+			return fmt.Errorf("resolve target %s: no object matches the selector (%s, spec.targets[%d].select): %w", t.Name, r.in.Scenario.Where(fmt.Sprintf("spec.targets[%d].select", i)), i, providers.ErrNotFound)
 		}
 		all = r.excluding(all, t.Exclude)
 		if len(all) == 0 {
 			return fmt.Errorf("resolve target %s: every match belongs to an excluded target (%s): %w", t.Name, strings.Join(t.Exclude, ", "), providers.ErrNotFound)
 		}
 		if t.Count > len(all) {
-			return fmt.Errorf("resolve target %s: count is %d, but the selector matches %d object(s)%s; a count is how many to pick, not an upper bound", t.Name, t.Count, len(all), excludedNote(t.Exclude))
+			return fmt.Errorf("resolve target %s: count is %d (%s), but the selector matches %d object(s)%s; a count is how many to pick, not an upper bound", t.Name, t.Count, r.in.Scenario.Where(fmt.Sprintf("spec.targets[%d].count", i)), len(all), excludedNote(t.Exclude))
 		}
 		picked, seed := pick(all, t, r.in.Seed)
 		r.objects[t.Name] = picked

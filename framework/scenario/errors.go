@@ -73,3 +73,19 @@ func shown(args []any) []any {
 	}
 	return out
 }
+
+// Where is "FILE:LINE" of a field of the scenario file (its path, such as
+// spec.targets[0]), or of its nearest parent recorded; the file alone for
+// a scenario built in memory.
+func (s *Scenario) Where(path string) string {
+	for p := path; ; {
+		if pos, ok := s.positions[p]; ok {
+			return fmt.Sprintf("%s:%d", s.Source, pos.Line)
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			return s.Source
+		}
+		p = p[:i]
+	}
+}

@@ -32,6 +32,10 @@ func (v *validator) labShape() {
 				n -= c
 			}
 		}
+		if n == 0 {
+			v.errf(fmt.Sprintf("spec.targets[%d].select", i), "selects no Machine: spec.lab has 0 %s Machines", t.Select.Role)
+			continue
+		}
 		if t.Count > n {
 			v.errf(fmt.Sprintf("spec.targets[%d].count", i), "%d, but spec.lab has %d %s Machine(s) for it to pick from; expected at most %d", t.Count, n, t.Select.Role, n)
 			continue
