@@ -62,7 +62,7 @@ func RunChecks(ctx context.Context, o providers.Objects, scope providers.Object)
 			return nil, err
 		}
 		return append(out, Finding{ID: "workload-api-unavailable", Severity: "error", Objects: []string{"Cluster/" + mgmt.Cluster},
-			Message: fmt.Sprintf("the workload API of %s cannot be read: %v", mgmt.Cluster, err),
+			Message: fmt.Sprintf("the workload API of %s cannot be read: %s", mgmt.Cluster, providers.APIErrorText(err)),
 			Fix:     "restore the control plane (etcd quorum, API servers) before anything else; its checks did not run"}), nil
 	}
 	w.net.Surge, w.net.SurgeFrom = upgradeSurge(mgmt)

@@ -210,8 +210,9 @@ func apiServer(want bool) func(context.Context, providers.Provider, providers.Ob
 				// (which waits ignore), not an "unavailable" reading.
 				return false, "", fmt.Errorf("reading cut short by the end of its wait: %w", err)
 			}
-			detail := "API server unavailable: " + err.Error()
-			if m := args["message"]; m != "" && !strings.Contains(err.Error(), m) {
+			text := providers.APIErrorText(err)
+			detail := "API server unavailable: " + text
+			if m := args["message"]; m != "" && !strings.Contains(text, m) {
 				// Down, but not for the reason the scenario expects.
 				return false, detail + " (does not say " + strconv.Quote(m) + ")", nil
 			}
