@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -60,8 +61,9 @@ type Provider struct {
 	// (WithReadOnly).
 	readOnly bool
 	// serverThumbprint is the SHA-256 thumbprint of the certificate
-	// vCenter presented, recorded in Ref as its identity.
-	serverThumbprint string
+	// vCenter presented, recorded in Ref as its identity; every new
+	// connection's handshake sets it.
+	serverThumbprint atomic.Pointer[string]
 }
 
 // Option configures New.
@@ -106,7 +108,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Provider, error) {
 	// trusted, and a thumbprint given must match even when a CA already
 	// verifies the certificate. One trusted by thumbprint alone skips
 	// this callback (govmomi dials again without it) and is the one given.
-	p.serverThumbprint = cfg.Thumbprint
+	p.serverThumbprint.Store(&cfg.Thumbprint)
 	sc.DefaultTransport().TLSClientConfig.VerifyConnection = func(cs tls.ConnectionState) error {
 		if len(cs.PeerCertificates) == 0 {
 			return nil
@@ -116,7 +118,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Provider, error) {
 		if want := strings.ToUpper(cfg.Thumbprint); want != "" && want != got && want != soap.ThumbprintSHA1(leaf) {
 			return fmt.Errorf("vCenter %s presented a certificate with thumbprint %s, not the thumbprint given (%s)", u.Host, got, cfg.Thumbprint)
 		}
-		p.serverThumbprint = got
+		p.serverThumbprint.Store(&got)
 		return nil
 	}
 	vc, err := vim25.NewClient(ctx, sc)
@@ -183,8 +185,8 @@ func (p *Provider) Ref() providers.ProviderRef {
 	if p.cfg.Thumbprint != "" {
 		cfg["thumbprint"] = p.cfg.Thumbprint
 	}
-	if p.serverThumbprint != "" {
-		cfg[RefServerThumbprint] = p.serverThumbprint
+	if tp := p.serverThumbprint.Load(); tp != nil && *tp != "" {
+		cfg[RefServerThumbprint] = *tp
 	}
 	return providers.ProviderRef{Name: "vsphere", Config: cfg}
 }
