@@ -2,8 +2,12 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/faultline-dev/faultline/providers/session"
 
@@ -69,8 +73,15 @@ func Feature(name string, provider ProviderFunc, params map[string]string, dir s
 				t.Fatalf("provider for %s: %v", name, err)
 			}
 			if sc.Metadata.Labels["destructive"] == "true" {
-				if err := Baseline(ctx, p); err != nil {
-					t.Fatalf("the cluster is not healthy before %s: %v", name, err)
+				// As the Ginkgo specs do: a lab whose Machines just turned
+				// Running may still have a Node turning Ready.
+				var last error
+				err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+					last = Baseline(ctx, p)
+					return last == nil, nil
+				})
+				if err != nil {
+					t.Fatalf("the cluster is not healthy before %s: %v", name, errors.Join(last, err))
 				}
 			}
 			return context.WithValue(ctx, providerKey{name}, p)
