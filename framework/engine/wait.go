@@ -75,9 +75,7 @@ func (r *run) watch(ctx context.Context, w watchSpec, see func(Observation, time
 // a request whose wait would pass the deadline while the context is still
 // live.
 func cutByDeadline(err error) bool {
-	// The second: the reading's deadline ran out while it queued in the
-	// client's own rate limiter, before any request was sent.
-	return strings.Contains(err.Error(), "would exceed context deadline") || strings.Contains(err.Error(), "client rate limiter Wait returned an error")
+	return strings.Contains(err.Error(), "would exceed context deadline")
 }
 
 // notifications merges the provider's change notifications for objs into
