@@ -43,6 +43,14 @@ func (s *nodeSim) reconcileVM(ctx context.Context, vm *simVM, f faultsNow, now t
 	}
 	if kubeletUp(vm, f, now) {
 		vm.booted = true
+		if vm.podsUp && !localAPIUp(vm, f) {
+			// The kubelet posts nothing: its only API server is gone, and
+			// the node lifecycle controller acts on the silence.
+			if !w.canStore() {
+				return false, nil
+			}
+			return s.nodeSilent(ctx, c, node, vm, now)
+		}
 		vm.beatAt = now
 		if vm.controlPlane && !vm.podsUp {
 			return false, nil // kubeadm init/join first
@@ -82,6 +90,15 @@ func (s *nodeSim) reconcileVM(ctx context.Context, vm *simVM, f faultsNow, now t
 		}
 		return false, nil
 	}
+	return s.nodeSilent(ctx, c, node, vm, now)
+}
+
+// nodeSilent is the node lifecycle controller's verdict on a Node whose
+// kubelet has not posted since vm.beatAt: Unknown after the grace period.
+func (s *nodeSim) nodeSilent(ctx context.Context, c inmemoryclient.Client, node *corev1.Node, vm *simVM, now time.Time) (bool, error) {
+	if node == nil {
+		return false, nil
+	}
 	if vm.beatAt.IsZero() {
 		vm.beatAt = now
 	}
@@ -89,6 +106,20 @@ func (s *nodeSim) reconcileVM(ctx context.Context, vm *simVM, f faultsNow, now t
 		return false, s.setUnknown(ctx, c, node, now)
 	}
 	return false, nil
+}
+
+// localAPIUp tells whether the kubelet can reach an API server. A control
+// plane's kubelet talks to its own kube-apiserver only, which talks to its
+// own etcd member only: KCP turns on kubeadm's ControlPlaneKubeletLocalMode
+// from Kubernetes 1.31 (its kubelet.conf names the node's address, not the
+// control-plane endpoint; seen on the real-node tier). A worker's goes
+// through the endpoint.
+func localAPIUp(vm *simVM, f faultsNow) bool {
+	if !vm.controlPlane {
+		return true
+	}
+	stopped := f.podsStopped[vm.name]
+	return !stopped["kube-apiserver"] && !stopped["etcd"]
 }
 
 // kubeletUp tells whether the VM's kubelet runs now.

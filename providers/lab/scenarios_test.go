@@ -115,14 +115,6 @@ func TestIntegrationLabScenarios(t *testing.T) {
 		res := runScenario(t, l, "kill-etcd-quorum", map[string]string{"members": "1", "budget.down": "10s", "budget.check": "10s", "window.down": "1s", "window.unremediated": "1s"})
 		expect(t, res, engine.Fail, "phase api-no-leader not reached within its budget 10s of inject")
 	})
-	// Without its undo step the API does not come back by itself.
-	t.Run("remove-apiserver-pods-no-undo", func(t *testing.T) {
-		res := runScenarioText(t, l, "remove-apiserver-pods", func(s string) string {
-			s = strings.Replace(s, "    - name: restore-manifests\n      undo:\n        all: true\n", "", 1)
-			return strings.ReplaceAll(s, "from: undo:restore-manifests", "from: inject:remove-third")
-		}, map[string]string{"budget.recovered": "5s", "window.served": "1s", "window.unremediated": "1s"})
-		expect(t, res, engine.Fail, "phase api-available not reached within its budget 5s of inject:remove-third")
-	})
 	// Seed 002's control-plane kubelet stop under a control-plane health
 	// check (this lab has one, the scenario's TKGS-like scope has not):
 	// KCP remediates, and the scenario's "never remediated" becomes a
@@ -143,6 +135,25 @@ func TestIntegrationLabScenarios(t *testing.T) {
             within: 2m
           - name: control-plane-restored
             when: {probe: replicas-restored, target: victim}
+            within: 3m
+`
+		}, nil)
+		expect(t, res, engine.Pass, "")
+	})
+	// Seed 002's API server removal under a control-plane health check:
+	// the first control plane's kubelet talks to its own API server only,
+	// so its Node goes silent and KCP replaces it while the other two
+	// serve the API.
+	t.Run("remove-apiserver-pods-with-cp-mhc", func(t *testing.T) {
+		res := runScenarioText(t, l, "remove-apiserver-pods", func(s string) string {
+			return s[:strings.Index(s, "    - name: remove-second\n")] + `    - name: remediated
+      observe:
+        phases:
+          - name: machine-deleted
+            when: {probe: machine-deleted, target: first}
+            within: 2m
+          - name: control-plane-restored
+            when: {probe: replicas-restored, target: control-planes}
             within: 3m
 `
 		}, nil)
@@ -175,6 +186,16 @@ func TestIntegrationLabScenarios(t *testing.T) {
 				t.Errorf("node-not-ready should still be reached: %s", p.Message)
 			}
 		}
+	})
+	// Without its undo step (and with no control-plane health check, as
+	// the scenario asks) the API does not come back by itself.
+	t.Run("remove-apiserver-pods-no-undo", func(t *testing.T) {
+		deleteMHC(t, l, "lab-control-plane")
+		res := runScenarioText(t, l, "remove-apiserver-pods", func(s string) string {
+			s = strings.Replace(s, "    - name: restore-manifests\n      undo:\n        all: true\n", "", 1)
+			return strings.ReplaceAll(s, "from: undo:restore-manifests", "from: inject:remove-third")
+		}, map[string]string{"budget.recovered": "5s", "window.served": "1s", "window.unremediated": "1s"})
+		expect(t, res, engine.Fail, "phase api-available not reached within its budget 5s of inject:remove-third")
 	})
 	// Seed 001's scenario on a pool that fits (192.168.0.0/16, /26 blocks,
 	// five nodes): no finding, and the webhook answers.

@@ -94,7 +94,9 @@ func (s *nodeSim) reconcileStaticPods(ctx context.Context, c inmemoryclient.Clie
 		}
 	}
 	vm.podsUp = true
-	if changed {
+	// The kubelet reports its static pods through its own API server
+	// (localAPIUp): while that is gone, the mirror pods keep what they said.
+	if changed && localAPIUp(vm, f) {
 		if err := s.writePodStatus(ctx, c, vm.name, stopped); err != nil {
 			return err
 		}
