@@ -82,31 +82,44 @@ func main() {
 	}
 }
 
-// check asks each API server's /healthz.
+// check asks every API server's /healthz at once, as Envoy runs one health
+// checker per host: a server that hangs until the 3 s timeout (one shutting
+// down may) does not delay the verdict on the others. Asked one after the
+// other, every hanging server lengthened the round by 3 s, and new
+// connections kept going to a dying server for that much longer (CI saw
+// kind-remove-apiserver-pods' API unreachable for its 20 s budget while a
+// server still ran). Each round's connections are closed after it.
 func (b *balancer) check() {
 	b.mu.Lock()
 	servers := append([]string(nil), b.servers...)
 	b.mu.Unlock()
 	client := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	var wg sync.WaitGroup
 	for _, s := range servers {
-		resp, err := client.Get("https://" + s + "/healthz")
-		ok := err == nil && resp.StatusCode == http.StatusOK
-		if resp != nil {
-			resp.Body.Close()
-		}
-		b.mu.Lock()
-		switch {
-		case ok:
-			b.fails[s] = 0
-			b.healthy[s] = true
-		default:
-			b.fails[s]++
-			if b.fails[s] >= 2 {
-				b.healthy[s] = false
+		wg.Add(1)
+		go func(s string) {
+			defer wg.Done()
+			resp, err := client.Get("https://" + s + "/healthz")
+			ok := err == nil && resp.StatusCode == http.StatusOK
+			if resp != nil {
+				resp.Body.Close()
 			}
-		}
-		b.mu.Unlock()
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			switch {
+			case ok:
+				b.fails[s] = 0
+				b.healthy[s] = true
+			default:
+				b.fails[s]++
+				if b.fails[s] >= 2 {
+					b.healthy[s] = false
+				}
+			}
+		}(s)
 	}
+	wg.Wait()
+	client.CloseIdleConnections()
 }
 
 // pick returns the servers to try, healthy ones first, in round-robin order.

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
@@ -166,19 +165,12 @@ func (p *Provider) ownerMachines(ctx context.Context, obj providers.Object) ([]c
 
 // APIServer implements providers.ClusterAPI.
 func (p *Provider) APIServer(ctx context.Context, obj providers.Object) error {
-	ns, cluster := obj.Attributes[providers.AttrNamespace], obj.Attributes[providers.AttrCluster]
-	c, err := p.Workload(ctx, ns, cluster)
+	c, err := p.Workload(ctx, obj.Attributes[providers.AttrNamespace], obj.Attributes[providers.AttrCluster])
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.probeTimeout)
 	defer cancel()
-	p.mu.Lock()
-	probe := p.apiProbes[types.NamespacedName{Namespace: ns, Name: cluster}]
-	p.mu.Unlock()
-	if probe != nil {
-		return probe.Read(ctx)
-	}
 	var nodes corev1.NodeList
 	return c.List(ctx, &nodes, client.Limit(1))
 }

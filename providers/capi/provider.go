@@ -44,8 +44,6 @@ type Provider struct {
 
 	mu        sync.Mutex
 	workloads map[types.NamespacedName]client.Client
-	// apiProbes read the workload clusters' API servers (APIServer).
-	apiProbes map[types.NamespacedName]*APIProbe
 	vms       map[string]providers.Object // VM by Machine UID
 }
 
@@ -92,7 +90,7 @@ func WithVCenter(vc *vsphere.Provider) Option { return func(p *Provider) { p.vc 
 func New(c client.Client, opts ...Option) *Provider {
 	p := &Provider{
 		name: "capi", c: c, log: logr.Discard(), probeTimeout: 5 * time.Second,
-		workloads: map[types.NamespacedName]client.Client{}, apiProbes: map[types.NamespacedName]*APIProbe{}, vms: map[string]providers.Object{},
+		workloads: map[types.NamespacedName]client.Client{}, vms: map[string]providers.Object{},
 	}
 	p.ObjectStore = ObjectStore{Cluster: p.clusterClient}
 	for _, o := range opts {
@@ -225,16 +223,11 @@ func (p *Provider) Workload(ctx context.Context, ns, cluster string) (client.Cli
 	if err != nil {
 		return nil, fmt.Errorf("client for cluster %s: %w", key, err)
 	}
-	probe, err := NewAPIProbe(cfg)
-	if err != nil {
-		return nil, err
-	}
 	if p.readOnly {
 		c = readOnlyClient{c}
 	}
 	p.mu.Lock()
 	p.workloads[key] = c
-	p.apiProbes[key] = probe
 	p.mu.Unlock()
 	return c, nil
 }

@@ -19,8 +19,6 @@ import (
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 	kindlog "sigs.k8s.io/kind/pkg/log"
-
-	"github.com/faultline-dev/faultline/providers/capi"
 )
 
 // ImageRepository is where hack/kind-image.sh tags the node images it
@@ -291,13 +289,7 @@ func Open(name, kubeconfig string, opts ...Option) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client for kind cluster %s: %w", name, err)
 	}
-	probe, err := capi.NewAPIProbe(cfg)
-	if err != nil {
-		return nil, err
-	}
-	p := New(name, c, append([]Option{WithKubeconfig(kubeconfig)}, opts...)...)
-	p.probe = probe
-	return p, nil
+	return New(name, c, append([]Option{WithKubeconfig(kubeconfig)}, opts...)...), nil
 }
 
 // WaitReady sets up the pod network once every node has its pod CIDR and

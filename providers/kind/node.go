@@ -83,9 +83,6 @@ func (p *Provider) NodeOf(ctx context.Context, obj providers.Object) (providers.
 func (p *Provider) APIServer(ctx context.Context, _ providers.Object) error {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	if p.probe != nil {
-		return p.probe.Read(ctx)
-	}
 	var nodes corev1.NodeList
 	return p.c.List(ctx, &nodes, client.Limit(1))
 }

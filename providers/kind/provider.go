@@ -44,8 +44,6 @@ type Provider struct {
 	kubeconfig string
 	log        logr.Logger
 	timeout    time.Duration
-	// probe reads the API server in one request (Open sets it).
-	probe *capi.APIProbe
 	capi.ObjectStore
 }
 
