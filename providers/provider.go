@@ -261,6 +261,14 @@ type ClusterAPI interface {
 	APIServer(ctx context.Context, m Object) error
 }
 
+// MachineReader is a ClusterAPI that can read a Machine without its Node,
+// making no request to the workload cluster, so that probes about the
+// Machine itself keep their cadence while the workload API hangs.
+type MachineReader interface {
+	// MachineOnly is Machine with the Node's fields left empty.
+	MachineOnly(ctx context.Context, m Object) (MachineState, error)
+}
+
 // MachineState is one reading of a Machine and its Node.
 type MachineState struct {
 	Name string

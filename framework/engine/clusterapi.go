@@ -12,12 +12,18 @@ import (
 	"github.com/faultline-dev/faultline/providers"
 )
 
-// machineProbe asks f about a Machine, read through ClusterAPI.
+// machineProbe asks f about a Machine, read through ClusterAPI; f reads
+// the Machine's own fields, not its Node's.
 func machineProbe(f func(providers.MachineState) (bool, string)) func(context.Context, providers.Provider, providers.Object, map[string]string) (bool, string, error) {
 	return stateProbe(func(ctx context.Context, p providers.Provider, obj providers.Object) (providers.MachineState, error) {
 		c, err := providers.As[providers.ClusterAPI](p, providers.CapClusterAPI)
 		if err != nil {
 			return providers.MachineState{}, err
+		}
+		// f reads the Machine only: its Node is not asked for, so a
+		// workload API that hangs does not stretch the reading.
+		if r, ok := c.(providers.MachineReader); ok {
+			return r.MachineOnly(ctx, obj)
 		}
 		return c.Machine(ctx, obj)
 	}, f)

@@ -18,18 +18,36 @@ import (
 
 // Machine implements providers.ClusterAPI.
 func (p *Provider) Machine(ctx context.Context, obj providers.Object) (providers.MachineState, error) {
+	st, m, err := p.machine(ctx, obj)
+	if err != nil || m == nil {
+		return st, err
+	}
+	return p.withNode(ctx, m, st), nil
+}
+
+// MachineOnly implements providers.MachineReader: it reads the management
+// cluster only.
+func (p *Provider) MachineOnly(ctx context.Context, obj providers.Object) (providers.MachineState, error) {
+	st, _, err := p.machine(ctx, obj)
+	return st, err
+}
+
+// machine reads obj's Machine and its state without the Node; the Machine
+// is nil when it is gone.
+func (p *Provider) machine(ctx context.Context, obj providers.Object) (providers.MachineState, *clusterv1.Machine, error) {
 	m := &clusterv1.Machine{}
 	err := p.c.Get(ctx, client.ObjectKey{Namespace: obj.Attributes[providers.AttrNamespace], Name: obj.Name}, m)
 	if apierrors.IsNotFound(err) || (err == nil && string(m.UID) != obj.ID) {
-		return providers.MachineState{Name: obj.Name, Gone: true}, nil
+		return providers.MachineState{Name: obj.Name, Gone: true}, nil, nil
 	}
 	if err != nil {
-		return providers.MachineState{}, fmt.Errorf("get Machine %s: %w", obj.Name, err)
+		return providers.MachineState{}, nil, fmt.Errorf("get Machine %s: %w", obj.Name, err)
 	}
-	return p.state(ctx, m)
+	return machineState(m), m, nil
 }
 
-func (p *Provider) state(ctx context.Context, m *clusterv1.Machine) (providers.MachineState, error) {
+// machineState is what m itself says.
+func machineState(m *clusterv1.Machine) providers.MachineState {
 	st := providers.MachineState{
 		Name: m.Name, Phase: m.Status.Phase, Deleting: !m.DeletionTimestamp.IsZero(), Node: nodeName(m),
 		Stamps: map[string]time.Time{"creationTimestamp": m.CreationTimestamp.Time},
@@ -54,18 +72,23 @@ func (p *Provider) state(ctx context.Context, m *clusterv1.Machine) (providers.M
 			}
 		}
 	}
+	return st
+}
+
+// withNode adds m's Node to st.
+func (p *Provider) withNode(ctx context.Context, m *clusterv1.Machine, st providers.MachineState) providers.MachineState {
 	if st.Node == "" {
-		return st, nil
+		return st
 	}
 	node, err := p.node(ctx, m)
 	if err != nil {
 		// A workload cluster that cannot be read does not make the
 		// Machine's own state unreadable: report the Node as unknown.
 		st.NodeReady, st.NodeMessage = "Unknown", "workload cluster unreadable: "+err.Error()
-		return st, nil
+		return st
 	}
 	if node == nil {
-		return st, nil
+		return st
 	}
 	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady {
@@ -73,7 +96,7 @@ func (p *Provider) state(ctx context.Context, m *clusterv1.Machine) (providers.M
 			st.Stamps["node.Ready.lastTransitionTime"] = c.LastTransitionTime.Time
 		}
 	}
-	return st, nil
+	return st
 }
 
 // Replacements implements providers.ClusterAPI.
@@ -91,11 +114,7 @@ func (p *Provider) Replacements(ctx context.Context, obj providers.Object) ([]pr
 		if known[machines[i].Name] {
 			continue
 		}
-		st, err := p.state(ctx, &machines[i])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, st)
+		out = append(out, p.withNode(ctx, &machines[i], machineState(&machines[i])))
 	}
 	return out, nil
 }
@@ -129,10 +148,7 @@ func (p *Provider) Owner(ctx context.Context, obj providers.Object) (providers.O
 		return o, err
 	}
 	for i := range machines {
-		st, err := p.state(ctx, &machines[i])
-		if err != nil {
-			return o, err
-		}
+		st := p.withNode(ctx, &machines[i], machineState(&machines[i]))
 		if st.Deleting {
 			o.Deleting++
 			o.DeletingWhy = append(o.DeletingWhy, st.Name+" "+st.DeletingMessage)
