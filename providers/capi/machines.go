@@ -18,32 +18,29 @@ import (
 
 // Machine implements providers.ClusterAPI.
 func (p *Provider) Machine(ctx context.Context, obj providers.Object) (providers.MachineState, error) {
-	st, m, err := p.machine(ctx, obj)
-	if err != nil || m == nil {
-		return st, err
-	}
-	return p.withNode(ctx, m, st), nil
+	return p.readMachine(ctx, obj, true)
 }
 
 // MachineOnly implements providers.MachineReader: it reads the management
 // cluster only.
 func (p *Provider) MachineOnly(ctx context.Context, obj providers.Object) (providers.MachineState, error) {
-	st, _, err := p.machine(ctx, obj)
-	return st, err
+	return p.readMachine(ctx, obj, false)
 }
 
-// machine reads obj's Machine and its state without the Node; the Machine
-// is nil when it is gone.
-func (p *Provider) machine(ctx context.Context, obj providers.Object) (providers.MachineState, *clusterv1.Machine, error) {
+// readMachine reads obj's Machine, and with withNode its Node too.
+func (p *Provider) readMachine(ctx context.Context, obj providers.Object, withNode bool) (providers.MachineState, error) {
 	m := &clusterv1.Machine{}
 	err := p.c.Get(ctx, client.ObjectKey{Namespace: obj.Attributes[providers.AttrNamespace], Name: obj.Name}, m)
 	if apierrors.IsNotFound(err) || (err == nil && string(m.UID) != obj.ID) {
-		return providers.MachineState{Name: obj.Name, Gone: true}, nil, nil
+		return providers.MachineState{Name: obj.Name, Gone: true}, nil
 	}
 	if err != nil {
-		return providers.MachineState{}, nil, fmt.Errorf("get Machine %s: %w", obj.Name, err)
+		return providers.MachineState{}, fmt.Errorf("get Machine %s: %w", obj.Name, err)
 	}
-	return machineState(m), m, nil
+	if !withNode {
+		return machineState(m), nil
+	}
+	return p.state(ctx, m), nil
 }
 
 // machineState is what m itself says.
@@ -75,8 +72,9 @@ func machineState(m *clusterv1.Machine) providers.MachineState {
 	return st
 }
 
-// withNode adds m's Node to st.
-func (p *Provider) withNode(ctx context.Context, m *clusterv1.Machine, st providers.MachineState) providers.MachineState {
+// state is what m and its Node say.
+func (p *Provider) state(ctx context.Context, m *clusterv1.Machine) providers.MachineState {
+	st := machineState(m)
 	if st.Node == "" {
 		return st
 	}
@@ -114,7 +112,7 @@ func (p *Provider) Replacements(ctx context.Context, obj providers.Object) ([]pr
 		if known[machines[i].Name] {
 			continue
 		}
-		out = append(out, p.withNode(ctx, &machines[i], machineState(&machines[i])))
+		out = append(out, p.state(ctx, &machines[i]))
 	}
 	return out, nil
 }
@@ -148,7 +146,7 @@ func (p *Provider) Owner(ctx context.Context, obj providers.Object) (providers.O
 		return o, err
 	}
 	for i := range machines {
-		st := p.withNode(ctx, &machines[i], machineState(&machines[i]))
+		st := p.state(ctx, &machines[i])
 		if st.Deleting {
 			o.Deleting++
 			o.DeletingWhy = append(o.DeletingWhy, st.Name+" "+st.DeletingMessage)
