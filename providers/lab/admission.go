@@ -44,6 +44,8 @@ type admitter struct {
 	scheme     *runtime.Scheme
 	// refused is a loopback port nothing listens on.
 	refused string
+	// stop stops its informers.
+	stop context.CancelFunc
 }
 
 // newAdmitter wires the plugins to the workload cluster cfg reaches, mem

@@ -27,7 +27,7 @@ const DefaultIPPool = "default-ipv4-ippool"
 // subnet of the node mask size no Node holds, or "" when the pod network
 // has none left (kube-controller-manager then reports CIDRNotAvailable).
 func (s *nodeSim) allocatePodCIDR(ctx context.Context, c inmemoryclient.Client, cluster string) (string, error) {
-	pod, nodeBits, _ := s.specs[cluster].PodNetwork()
+	pod, nodeBits, _ := s.spec(cluster).PodNetwork()
 	var nodes corev1.NodeList
 	if err := listInto(ctx, c, &nodes); err != nil {
 		return "", err
@@ -70,7 +70,7 @@ func subnets(p netip.Prefix, bits int, f func(netip.Prefix) bool) {
 // ensureCalicoPool creates the default IPPool, as Calico's install does:
 // the whole pod network, in blocks of the cluster's block size.
 func (s *nodeSim) ensureCalicoPool(ctx context.Context, c inmemoryclient.Client, cluster string) error {
-	pod, _, blockBits := s.specs[cluster].PodNetwork()
+	pod, _, blockBits := s.spec(cluster).PodNetwork()
 	pool := calicoObject("IPPool", DefaultIPPool)
 	pool.Object["spec"] = map[string]any{
 		"cidr": pod.String(), "blockSize": int64(blockBits), "ipipMode": "Never", "vxlanMode": "Always",

@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
@@ -23,7 +24,8 @@ import (
 // KubernetesVersion is the version the lab's workload clusters report.
 const KubernetesVersion = "v1.35.4"
 
-// Namespace holds the lab's Cluster API objects.
+// Namespace holds the Cluster API objects of the clusters a lab starts
+// with; a cluster it makes afterwards (Renew) has a namespace of its own.
 const Namespace = "default"
 
 // The vcsim inventory the lab's VMs are cloned into (simulator.VPX()).
@@ -41,6 +43,9 @@ const (
 // holds.
 type ClusterSpec struct {
 	Name string
+	// Namespace holds its Cluster API objects; Namespace ("default")
+	// when empty.
+	Namespace string
 	scenario.LabSpec
 }
 
@@ -69,10 +74,36 @@ func (s ClusterSpec) Validate() error {
 		return fmt.Errorf("cluster name is required")
 	}
 	var errs []error
+	for _, msg := range validation.IsDNS1123Label(s.namespace()) {
+		errs = append(errs, fmt.Errorf("cluster %s: namespace %q: %s", s.Name, s.Namespace, msg))
+	}
 	for _, e := range s.LabSpec.Validate(field.NewPath("cluster")) {
 		errs = append(errs, fmt.Errorf("cluster %s: %s: %s", s.Name, strings.TrimPrefix(e.Field, "cluster."), e.Detail))
 	}
 	return errors.Join(errs...)
+}
+
+// namespace is the namespace of the cluster's objects.
+func (s ClusterSpec) namespace() string {
+	if s.Namespace == "" {
+		return Namespace
+	}
+	return s.Namespace
+}
+
+// Key is the cluster's namespace/name, the form --cluster and a
+// scenario's ScopeTo take.
+func (s ClusterSpec) Key() string { return s.namespace() + "/" + s.Name }
+
+// clusterKey is the namespace/name of a cluster the lab runs (see
+// ClusterSpec.Key), the key of the node simulator's maps.
+func clusterKey(namespace, name string) string { return namespace + "/" + name }
+
+// objectKey is the key of the object named after the cluster (its Cluster,
+// its kubeconfig and CA Secrets' prefix).
+func objectKey(key string) client.ObjectKey {
+	ns, name, _ := strings.Cut(key, "/")
+	return client.ObjectKey{Namespace: ns, Name: name}
 }
 
 // Object names derived from the cluster's name.
@@ -89,7 +120,7 @@ const serviceCIDR = "10.96.0.0/12"
 func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infrav1.APIEndpoint, p Profile, realNodes *bootstrapv1.KubeadmConfigSpec) []client.Object {
 	podCIDR, _, _ := s.PodNetwork()
 	meta := func(name string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: map[string]string{clusterv1.ClusterNameLabel: s.Name}}
+		return metav1.ObjectMeta{Name: name, Namespace: s.namespace(), Labels: map[string]string{clusterv1.ClusterNameLabel: s.Name}}
 	}
 	machineTemplate := func(name string) *infrav1.VSphereMachineTemplate {
 		return &infrav1.VSphereMachineTemplate{

@@ -124,7 +124,11 @@ func (s *nodeSim) reconcileCNI(ctx context.Context, vm *simVM, now time.Time) {
 // createCNIPod admits and creates the node's CNI agent pod; a refusal is
 // recorded as the DaemonSet controller records it, a FailedCreate Event.
 func (s *nodeSim) createCNIPod(ctx context.Context, cluster, node string) error {
-	c := s.workloads[cluster].client()
+	w := s.workload(cluster)
+	if w == nil {
+		return fmt.Errorf("cluster %s: %w", cluster, errClusterRemoved)
+	}
+	c := w.client()
 	ds := cniDaemonSets[s.cniOf(cluster)]
 	pod := cniPod(ds.name, ds.image, node)
 	if err := getInto(ctx, c, client.ObjectKeyFromObject(pod), &corev1.Pod{}); err == nil {
@@ -213,6 +217,19 @@ func (a *admitters) get(cluster string) (*admitter, context.Context) {
 	return a.m[cluster], a.runCtx
 }
 
+// keepOnly stops and drops the admitters of clusters not in clusters
+// (removed ones).
+func (a *admitters) keepOnly(clusters map[string]labCluster) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for cluster, ad := range a.m {
+		if _, ok := clusters[cluster]; !ok {
+			ad.stop()
+			delete(a.m, cluster)
+		}
+	}
+}
+
 // add keeps made unless another caller made one first, and returns the
 // one kept.
 func (a *admitters) add(cluster string, made *admitter) *admitter {
@@ -231,7 +248,11 @@ func (s *nodeSim) admitterFor(ctx context.Context, cluster string) (*admitter, e
 	if a != nil {
 		return a, nil
 	}
-	sec, err := secret.GetFromNamespacedName(ctx, s.mc, client.ObjectKey{Namespace: Namespace, Name: cluster}, secret.Kubeconfig)
+	w := s.workload(cluster)
+	if w == nil {
+		return nil, fmt.Errorf("cluster %s: %w", cluster, errClusterRemoved)
+	}
+	sec, err := secret.GetFromNamespacedName(ctx, s.mc, objectKey(cluster), secret.Kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig of cluster %s: %w", cluster, err)
 	}
@@ -243,11 +264,18 @@ func (s *nodeSim) admitterFor(ctx context.Context, cluster string) (*admitter, e
 	if err := corev1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	a, err = newAdmitter(runCtx, cfg, s.workloads[cluster].client(), scheme, s.refused)
+	actx, stop := context.WithCancel(runCtx)
+	a, err = newAdmitter(actx, cfg, w.client(), scheme, s.refused)
 	if err != nil {
+		stop()
 		return nil, err
 	}
-	return s.admitters.add(cluster, a), nil
+	a.stop = stop
+	kept := s.admitters.add(cluster, a)
+	if kept != a {
+		stop()
+	}
+	return kept, nil
 }
 
 // ensureCNIDaemonSet creates the cluster's CNI DaemonSet, the object the
@@ -266,7 +294,7 @@ func (s *nodeSim) ensureCNIDaemonSet(ctx context.Context, c inmemoryclient.Clien
 	})
 }
 
-func (s *nodeSim) cniOf(cluster string) string { return s.specs[cluster].CNIName() }
+func (s *nodeSim) cniOf(cluster string) string { return s.spec(cluster).CNIName() }
 
 // closedPort returns a loopback address nothing listens on: the port was
 // bound and released.

@@ -27,11 +27,11 @@ const (
 // reconcileVM moves one Node towards what its VM's state implies. It
 // reports gone once the VM and its Node no longer exist.
 func (s *nodeSim) reconcileVM(ctx context.Context, vm *simVM, f faultsNow, now time.Time) (bool, error) {
-	w := s.workloads[vm.cluster]
+	w := s.workload(vm.cluster)
 	if w == nil {
 		return false, nil
 	}
-	c := s.workloads[vm.cluster].client()
+	c := w.client()
 	if vm.controlPlane {
 		if err := s.reconcileStaticPods(ctx, c, w, vm, f, now); err != nil {
 			return false, err

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
@@ -57,6 +59,9 @@ func (in Input) Validate() error {
 	for _, c := range in.Clusters {
 		if c.RealNodes() {
 			real++
+			if c.namespace() != Namespace {
+				errs = append(errs, fmt.Errorf("cluster %s: namespace %s: a cluster with real nodes is in namespace %s", c.Name, c.Namespace, Namespace))
+			}
 		}
 		if err := c.Validate(); err != nil {
 			errs = append(errs, err)
@@ -84,13 +89,21 @@ type Lab struct {
 	dir    string
 	ownDir bool
 	// record is the lab's entry in the user's lab records.
-	record    Record
-	sim       *VCSim
-	vc        *vsphere.Provider
-	mgmt      *management
-	mem       inmemoryruntime.Manager
-	workloads map[string]*workloadServer
-	nodes     *nodeSim
+	record Record
+	sim    *VCSim
+	vc     *vsphere.Provider
+	mgmt   *management
+	mem    inmemoryruntime.Manager
+	// clusters are the lab's clusters now, by namespace/name: those of
+	// in, then Renew's.
+	clusters *labClusters
+	// renewMu makes one Renew at a time.
+	renewMu sync.Mutex
+	// baseVMs are the VMs vcsim's inventory has before any cluster's:
+	// Renew removes every other VM no cluster owns.
+	baseVMs    map[string]bool
+	thumbprint string
+	nodes      *nodeSim
 	// real runs the VMs of the cluster whose nodes are containers.
 	real     *realNodes
 	realDone chan struct{}
@@ -112,7 +125,7 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	if err != nil {
 		return nil, err
 	}
-	l = &Lab{in: in, dir: in.Dir, workloads: map[string]*workloadServer{}, done: make(chan struct{})}
+	l = &Lab{in: in, dir: in.Dir, clusters: &labClusters{m: map[string]labCluster{}}, done: make(chan struct{})}
 	if l.dir == "" {
 		if l.dir, err = os.MkdirTemp("", "faultline-lab-"); err != nil {
 			return nil, fmt.Errorf("lab folder: %w", err)
@@ -143,8 +156,10 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	if l.vc, err = vsphere.New(ctx, l.sim.Config(), vsphere.WithName("lab"), vsphere.WithLogger(in.Log)); err != nil {
 		return l, fmt.Errorf("connect to the embedded vcsim: %w", err)
 	}
-	thumbprint, err := certThumbprint(l.sim.CAFile())
-	if err != nil {
+	if l.thumbprint, err = certThumbprint(l.sim.CAFile()); err != nil {
+		return l, err
+	}
+	if l.baseVMs, err = l.vmNames(ctx); err != nil {
 		return l, err
 	}
 	if l.mem, err = newInMemory(ctx); err != nil {
@@ -152,14 +167,12 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	}
 	for _, c := range in.Clusters {
 		if c.RealNodes() {
+			l.clusters.set(c.Key(), labCluster{spec: c})
 			continue
 		}
-		l.mem.AddResourceGroup(resourceGroup(c.Name))
-		w, err := newWorkloadServer(l.mem, resourceGroup(c.Name), in.Log.WithName("workload"))
-		if err != nil {
+		if err := l.addSimulated(c); err != nil {
 			return l, err
 		}
-		l.workloads[c.Name] = w
 	}
 	user, pass := l.sim.Config().Username, l.sim.Config().Password
 	if err := setGates(in.Profile); err != nil {
@@ -173,35 +186,28 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	}
 	c := l.mgmt.mgr.GetClient()
 	for _, cs := range in.Clusters {
-		var objs []client.Object
 		if cs.RealNodes() {
 			endpoint, kubeadm, err := l.startRealNodes(ctx, cs)
 			if err != nil {
 				return l, err
 			}
-			objs = clusterObjects(cs, l.sim.URL(), thumbprint, endpoint, in.Profile, &kubeadm)
-		} else {
-			objs = clusterObjects(cs, l.sim.URL(), thumbprint, infrav1.APIEndpoint{Host: "127.0.0.1", Port: int32(l.workloads[cs.Name].Addr().Port)}, in.Profile, nil)
+			if err := createCluster(ctx, c, clusterObjects(cs, l.sim.URL(), l.thumbprint, endpoint, in.Profile, &kubeadm)); err != nil {
+				return l, fmt.Errorf("create cluster %s: %w", cs.Name, err)
+			}
+			continue
 		}
-		if err := createCluster(ctx, c, objs); err != nil {
-			return l, fmt.Errorf("create cluster %s: %w", cs.Name, err)
+		if err := l.createSimulated(ctx, cs); err != nil {
+			return l, err
 		}
 	}
 	refused, err := closedPort()
 	if err != nil {
 		return l, err
 	}
-	specs := map[string]ClusterSpec{}
-	for _, cs := range in.Clusters {
-		specs[cs.Name] = cs
-	}
 	l.nodes = newNodeSim(nodeSimConfig{
-		vc: l.vc.Client(), setIP: l.sim.SetGuestIP, mc: c, mem: l.mem, workloads: l.workloads, specs: specs,
+		vc: l.vc.Client(), setIP: l.sim.SetGuestIP, mc: c, mem: l.mem, clusters: l.clusters,
 		refused: refused, profile: in.Profile, log: in.Log.WithName("nodes"), dir: l.dir,
 	})
-	for name, w := range l.workloads {
-		w.admitter = func(ctx context.Context) (*admitter, error) { return l.nodes.admitterFor(ctx, name) }
-	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	l.cancel = cancel
 	go func() {
@@ -227,6 +233,33 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	return l, nil
 }
 
+// addSimulated adds a cluster whose nodes the simulator plays: its
+// in-memory objects and its API server.
+func (l *Lab) addSimulated(cs ClusterSpec) error {
+	key := cs.Key()
+	l.mem.AddResourceGroup(resourceGroup(key))
+	w, err := newWorkloadServer(l.mem, resourceGroup(key), l.in.Log.WithName("workload"))
+	if err != nil {
+		l.mem.DeleteResourceGroup(resourceGroup(key))
+		return err
+	}
+	// Admission runs once the simulator (l.nodes) creates pods.
+	w.admitter = func(ctx context.Context) (*admitter, error) { return l.nodes.admitterFor(ctx, key) }
+	l.clusters.set(key, labCluster{spec: cs, workload: w})
+	return nil
+}
+
+// createSimulated creates the Cluster API objects of a cluster
+// addSimulated added.
+func (l *Lab) createSimulated(ctx context.Context, cs ClusterSpec) error {
+	lc, _ := l.clusters.get(cs.Key())
+	endpoint := infrav1.APIEndpoint{Host: "127.0.0.1", Port: int32(lc.workload.Addr().Port)}
+	if err := createCluster(ctx, l.Client(), clusterObjects(cs, l.sim.URL(), l.thumbprint, endpoint, l.in.Profile, nil)); err != nil {
+		return fmt.Errorf("create cluster %s: %w", cs.Key(), err)
+	}
+	return nil
+}
+
 func newInMemory(ctx context.Context) (inmemoryruntime.Manager, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme, admissionv1.AddToScheme} {
@@ -244,12 +277,20 @@ func newInMemory(ctx context.Context) (inmemoryruntime.Manager, error) {
 // WaitReady waits until every cluster has all its Machines Running with
 // Ready Nodes, or ctx ends.
 func (l *Lab) WaitReady(ctx context.Context) error {
+	var specs []ClusterSpec
+	for _, lc := range l.clusters.all() {
+		specs = append(specs, lc.spec)
+	}
+	return l.waitReady(ctx, specs)
+}
+
+func (l *Lab) waitReady(ctx context.Context, specs []ClusterSpec) error {
 	c := l.mgmt.mgr.GetClient()
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	var last string
 	for {
-		ok, status, err := l.ready(ctx, c)
+		ok, status, err := l.ready(ctx, c, specs)
 		if err == nil && ok {
 			return nil
 		}
@@ -265,16 +306,24 @@ func (l *Lab) WaitReady(ctx context.Context) error {
 	}
 }
 
-func (l *Lab) ready(ctx context.Context, c client.Client) (bool, string, error) {
+func (l *Lab) ready(ctx context.Context, c client.Client, specs []ClusterSpec) (bool, string, error) {
 	var list clusterv1.MachineList
-	if err := c.List(ctx, &list, client.InNamespace(Namespace)); err != nil {
+	if err := c.List(ctx, &list); err != nil {
 		return false, "", err
+	}
+	want := map[string]bool{}
+	for _, cs := range specs {
+		want[cs.Key()] = true
 	}
 	running := map[string]int{}
 	var pending []string
 	for _, m := range list.Items {
+		key := clusterKey(m.Namespace, m.Spec.ClusterName)
+		if !want[key] {
+			continue
+		}
 		if m.Status.Phase == "Running" && m.DeletionTimestamp.IsZero() && m.Status.NodeRef.Name != "" {
-			running[m.Spec.ClusterName]++
+			running[key]++
 			continue
 		}
 		why := m.Name + " " + m.Status.Phase
@@ -287,14 +336,15 @@ func (l *Lab) ready(ctx context.Context, c client.Client) (bool, string, error) 
 		pending = append(pending, why)
 	}
 	var waiting []string
-	for _, cs := range l.in.Clusters {
+	sort.Slice(specs, func(i, j int) bool { return specs[i].Key() < specs[j].Key() })
+	for _, cs := range specs {
 		want := int(cs.ControlPlanes + cs.Workers)
-		if running[cs.Name] < want {
-			waiting = append(waiting, fmt.Sprintf("cluster %s: %d of %d Machines Running", cs.Name, running[cs.Name], want))
+		if running[cs.Key()] < want {
+			waiting = append(waiting, fmt.Sprintf("cluster %s: %d of %d Machines Running", cs.Name, running[cs.Key()], want))
 			continue
 		}
 		kcp := &controlplanev1.KubeadmControlPlane{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: cs.controlPlaneName()}, kcp); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: cs.namespace(), Name: cs.controlPlaneName()}, kcp); err != nil {
 			return false, "", err
 		}
 		if int(deref(kcp.Status.ReadyReplicas)) < cs.ControlPlanes {
@@ -351,9 +401,12 @@ func (l *Lab) Stop(ctx context.Context) error {
 	if l.mgmt != nil {
 		errs = append(errs, l.mgmt.stop())
 	}
-	for name, w := range l.workloads {
-		if err := w.close(); err != nil {
-			errs = append(errs, fmt.Errorf("stop workload cluster %s endpoint: %w", name, err))
+	for key, lc := range l.clusters.all() {
+		if lc.workload == nil {
+			continue
+		}
+		if err := lc.workload.close(); err != nil {
+			errs = append(errs, fmt.Errorf("stop workload cluster %s endpoint: %w", key, err))
 		}
 	}
 	if l.vc != nil {

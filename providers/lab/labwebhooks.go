@@ -41,7 +41,7 @@ const (
 // one, keeps its Endpoints, injects CAs, and stops the webhooks whose
 // Service is gone.
 func (s *nodeSim) reconcilePolicyWebhooks(ctx context.Context, cluster string) error {
-	w := s.workloads[cluster]
+	w := s.workload(cluster)
 	if w == nil || !w.canStore() {
 		return nil
 	}

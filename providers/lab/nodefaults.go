@@ -135,6 +135,20 @@ func (f *nodeFaults) setLeaderStuck(node string, v *nodeView, stuck bool) error 
 
 // takeMoveLeader returns, once, the node of cluster whose member is to
 // hand leadership over.
+// forgetCluster drops the faults of a removed cluster and of its nodes.
+func (f *nodeFaults) forgetCluster(cluster string, nodes []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.stuckLeader, cluster)
+	delete(f.moveLeader, cluster)
+	for _, n := range nodes {
+		delete(f.kubeletStopped, n)
+		delete(f.podsStopped, n)
+		delete(f.podsGen, n)
+		delete(f.cniBroken, n)
+	}
+}
+
 func (f *nodeFaults) takeMoveLeader(cluster string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -65,10 +68,9 @@ type nodeSimConfig struct {
 	setIP func(types.ManagedObjectReference, string) error
 	mc    client.Client
 	mem   inmemoryruntime.Manager
-	// workloads are the clusters' API servers, by cluster name; specs
-	// their shapes (CNI, pod network).
-	workloads map[string]*workloadServer
-	specs     map[string]ClusterSpec
+	// clusters are the lab's clusters, which Renew changes while the
+	// simulator runs.
+	clusters *labClusters
 	// refused is a closed loopback port, where a Service without
 	// endpoints leads.
 	refused string
@@ -211,35 +213,42 @@ func (s *nodeSim) tick(ctx context.Context) error {
 		return err
 	}
 	var vsvms infrav1.VSphereVMList
-	if err := s.mc.List(ctx, &vsvms, client.InNamespace(Namespace)); err != nil {
+	if err := s.mc.List(ctx, &vsvms); err != nil {
 		return fmt.Errorf("list VSphereVMs: %w", err)
 	}
 	var machines clusterv1.MachineList
-	if err := s.mc.List(ctx, &machines, client.InNamespace(Namespace)); err != nil {
+	if err := s.mc.List(ctx, &machines); err != nil {
 		return fmt.Errorf("list Machines: %w", err)
 	}
 	// A VSphereVM is named after its VSphereMachine, which is the
 	// Machine's infrastructure.
 	owner := map[string]*clusterv1.Machine{}
 	for i := range machines.Items {
-		owner[machines.Items[i].Spec.InfrastructureRef.Name] = &machines.Items[i]
+		m := &machines.Items[i]
+		owner[m.Namespace+"/"+m.Spec.InfrastructureRef.Name] = m
 	}
+	clusters := s.clusters.all()
 	now := time.Now()
 	f := s.faults.now()
 	for _, v := range vsvms.Items {
 		if v.Spec.BiosUUID == "" {
 			continue // not cloned yet
 		}
-		m := owner[v.Name]
-		if m != nil && s.specs[m.Spec.ClusterName].RealNodes() {
-			continue // real nodes run it
+		m := owner[v.Namespace+"/"+v.Name]
+		if m == nil {
+			continue
 		}
-		if _, ok := s.vms[v.Name]; !ok && m != nil {
+		lc, ok := clusters[clusterKey(m.Namespace, m.Spec.ClusterName)]
+		if !ok || lc.workload == nil {
+			continue // real nodes run it, or its cluster is being removed
+		}
+		if _, ok := s.vms[v.Name]; !ok {
 			_, isCP := m.Labels[clusterv1.MachineControlPlaneLabel]
-			s.vms[v.Name] = &simVM{name: v.Name, cluster: m.Spec.ClusterName, controlPlane: isCP, uuid: v.Spec.BiosUUID}
+			s.vms[v.Name] = &simVM{name: v.Name, cluster: lc.spec.Key(), controlPlane: isCP, uuid: v.Spec.BiosUUID}
 		}
 	}
 	var errs []error
+	s.forgetRemoved(clusters)
 	for name, vm := range s.vms {
 		st, exists := inv[vm.uuid]
 		vm.ref = st.ref
@@ -271,16 +280,52 @@ func (s *nodeSim) tick(ctx context.Context) error {
 			s.views.forget(name)
 		}
 	}
-	for cluster := range s.workloads {
+	for cluster, lc := range clusters {
+		if lc.workload == nil {
+			continue
+		}
 		errs = append(errs, s.electLeader(ctx, cluster, f))
 		if s.addons[cluster] {
 			errs = append(errs, s.reconcilePolicyWebhooks(ctx, cluster))
-			if w := s.workloads[cluster]; s.cniOf(cluster) == scenario.CNICalico && w.canStore() {
+			if w := lc.workload; lc.spec.CNIName() == scenario.CNICalico && w.canStore() {
 				errs = append(errs, s.reconcileCalicoIPAM(ctx, w.client()))
 			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// forgetRemoved drops what the simulator holds of clusters Renew removed:
+// their VMs, kubeadm objects, admitters and policy webhooks.
+func (s *nodeSim) forgetRemoved(clusters map[string]labCluster) {
+	nodes := map[string][]string{}
+	for name, vm := range s.vms {
+		if _, ok := clusters[vm.cluster]; !ok {
+			delete(s.vms, name)
+			delete(s.podsWritten, name)
+			s.views.forget(name)
+			nodes[vm.cluster] = append(nodes[vm.cluster], name)
+		}
+	}
+	for cluster := range s.addons {
+		if _, ok := clusters[cluster]; !ok {
+			delete(s.addons, cluster)
+		}
+	}
+	for cluster, names := range nodes {
+		s.faults.forgetCluster(cluster, names)
+	}
+	s.admitters.keepOnly(clusters)
+	for key, hook := range s.webhooks {
+		cluster := strings.Join(strings.SplitN(key, "/", 3)[:2], "/")
+		if _, ok := clusters[cluster]; ok {
+			continue
+		}
+		if err := hook.close(); err != nil {
+			s.log.V(1).Info("stop policy webhook", "service", key, "error", err.Error())
+		}
+		delete(s.webhooks, key)
+	}
 }
 
 // assignIP plays DHCP. The addresses come from TEST-NET-1 (RFC 5737),
@@ -295,4 +340,59 @@ func (s *nodeSim) assignIP(vm *simVM) error {
 	return nil
 }
 
-func resourceGroup(cluster string) string { return Namespace + "/" + cluster }
+// resourceGroup is the in-memory resource group of the cluster of key
+// (namespace/name).
+func resourceGroup(key string) string { return key }
+
+// labCluster is one cluster of the lab: its shape and, for a simulated
+// one, its API server.
+type labCluster struct {
+	spec     ClusterSpec
+	workload *workloadServer
+}
+
+// labClusters are the lab's clusters by key (namespace/name), read by the
+// node simulator's tick and the workload API servers' admission while
+// Renew adds and removes them.
+type labClusters struct {
+	mu sync.RWMutex
+	m  map[string]labCluster
+}
+
+func (c *labClusters) get(key string) (labCluster, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	lc, ok := c.m[key]
+	return lc, ok
+}
+
+func (c *labClusters) all() map[string]labCluster {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return maps.Clone(c.m)
+}
+
+func (c *labClusters) set(key string, lc labCluster) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[key] = lc
+}
+
+func (c *labClusters) remove(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, key)
+}
+
+// workload is the API server of the simulated cluster of key, nil once
+// the cluster is removed.
+func (s *nodeSim) workload(key string) *workloadServer {
+	lc, _ := s.clusters.get(key)
+	return lc.workload
+}
+
+// spec is the shape of the cluster of key.
+func (s *nodeSim) spec(key string) ClusterSpec {
+	lc, _ := s.clusters.get(key)
+	return lc.spec
+}

@@ -189,12 +189,12 @@ func (s *nodeSim) joinRefused(ctx context.Context, c inmemoryclient.Client, vm *
 // a quorum of members is still up, one of them becomes leader. Without it
 // KCP never removes a dead leader's Machine.
 func (s *nodeSim) electLeader(ctx context.Context, cluster string, f faultsNow) error {
-	c := s.workloads[cluster].client()
+	w := s.workload(cluster)
+	c := w.client()
 	pods, err := etcdPods(ctx, c)
 	if err != nil || len(pods) == 0 {
 		return err
 	}
-	w := s.workloads[cluster]
 	var live []corev1.Pod
 	leaderUp := false
 	var leaderFrom time.Time
@@ -272,7 +272,7 @@ func (s *nodeSim) forget(ctx context.Context, c inmemoryclient.Client, w *worklo
 }
 
 func (s *nodeSim) clusterCA(ctx context.Context, cluster string, purpose secret.Purpose) (*x509.Certificate, *rsa.PrivateKey, error) {
-	sec, err := secret.GetFromNamespacedName(ctx, s.mc, client.ObjectKey{Namespace: Namespace, Name: cluster}, purpose)
+	sec, err := secret.GetFromNamespacedName(ctx, s.mc, objectKey(cluster), purpose)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s of cluster %s (KCP creates it): %w", purpose, cluster, err)
 	}

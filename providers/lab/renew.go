@@ -1,0 +1,237 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/types"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// errClusterRemoved is what the simulator's background work on a cluster
+// Renew removed meets.
+var errClusterRemoved = errors.New("the cluster was removed from the lab")
+
+// RemoveTimeout bounds the removal of one cluster by Renew: Cluster API
+// deleting its Machines, CAPV its VMs.
+const RemoveTimeout = 2 * time.Minute
+
+// Renew gives the lab a fresh simulated cluster of spec s, in the
+// namespace s names (which must be new), and removes every other simulated
+// cluster, so that a scenario run next finds the cluster a lab started for
+// s alone would have: the management plane, its controllers and vcsim
+// stay warm, and nothing the scenarios before did to their clusters is
+// left. A removed cluster's Cluster is deleted (Cluster API deletes its
+// Machines, CAPV their VMs), then what Cluster API leaves in its namespace
+// (health checks, templates, Secrets) and the namespace; vcsim keeps only
+// its own inventory and the VMs of the clusters left. It returns once s's
+// Machines are all Running and the others are gone, or ctx ends.
+//
+// A cluster with real nodes cannot be renewed: the lab runs them for the
+// cluster it started with only.
+func (l *Lab) Renew(ctx context.Context, s ClusterSpec) error {
+	l.renewMu.Lock()
+	defer l.renewMu.Unlock()
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("renew: %w", err)
+	}
+	if s.RealNodes() {
+		return fmt.Errorf("renew cluster %s: its nodes would be real, and a lab runs real nodes only for the cluster it started with", s.Key())
+	}
+	var old []string
+	for key, lc := range l.clusters.all() {
+		if key == s.Key() || lc.spec.namespace() == s.namespace() {
+			return fmt.Errorf("renew cluster %s: namespace %s is in use; a renewed cluster needs a new one", s.Key(), s.namespace())
+		}
+		if lc.workload != nil {
+			old = append(old, key)
+		}
+	}
+	slices.Sort(old)
+	c := l.Client()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace()}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("renew: create namespace %s: %w", ns.Name, err)
+	}
+	if err := l.addSimulated(s); err != nil {
+		return err
+	}
+	// The new cluster comes up while the old ones go: neither waits
+	// on the other, and a scenario starts only once both are done.
+	removed := make(chan error, 1)
+	go func() {
+		var errs []error
+		for _, key := range old {
+			errs = append(errs, l.removeCluster(ctx, key))
+		}
+		errs = append(errs, l.cleanVCenter(ctx))
+		removed <- errors.Join(errs...)
+	}()
+	err := l.createSimulated(ctx, s)
+	if err == nil {
+		err = l.waitReady(ctx, []ClusterSpec{s})
+	}
+	return errors.Join(err, <-removed)
+}
+
+// removeCluster deletes the cluster of key from the management cluster and
+// the lab.
+func (l *Lab) removeCluster(ctx context.Context, key string) error {
+	ctx, cancel := context.WithTimeout(ctx, RemoveTimeout)
+	defer cancel()
+	c := l.Client()
+	ok := objectKey(key)
+	cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ok.Namespace, Name: ok.Name}}
+	if err := c.Delete(ctx, cl); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove cluster %s: %w", key, err)
+	}
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, ok, &clusterv1.Cluster{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, client.IgnoreNotFound(err)
+	})
+	if err != nil {
+		return fmt.Errorf("remove cluster %s: its Cluster is not gone after %s (%s): %w", key, RemoveTimeout, l.remaining(context.WithoutCancel(ctx), ok.Namespace), err)
+	}
+	lc, _ := l.clusters.get(key)
+	l.clusters.remove(key)
+	var errs []error
+	if lc.workload != nil {
+		errs = append(errs, lc.workload.close())
+		l.mem.DeleteResourceGroup(resourceGroup(key))
+	}
+	// Nothing collects garbage in the lab's management cluster (it runs no
+	// kube-controller-manager): what Cluster API does not delete itself
+	// goes here.
+	for _, list := range []client.ObjectList{
+		&clusterv1.MachineHealthCheckList{}, &infrav1.VSphereMachineTemplateList{},
+		&bootstrapv1.KubeadmConfigTemplateList{}, &corev1.SecretList{}, &corev1.ConfigMapList{},
+	} {
+		if err := l.deleteAll(ctx, list, ok.Namespace); err != nil {
+			errs = append(errs, fmt.Errorf("remove cluster %s: %w", key, err))
+		}
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ok.Namespace}}
+	if ok.Namespace != Namespace {
+		if err := c.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove cluster %s: delete namespace %s: %w", key, ns.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (l *Lab) deleteAll(ctx context.Context, list client.ObjectList, namespace string) error {
+	gvk, err := apiutil.GVKForObject(list, l.Client().Scheme())
+	if err != nil {
+		return err
+	}
+	obj, err := l.Client().Scheme().New(gvk.GroupVersion().WithKind(strings.TrimSuffix(gvk.Kind, "List")))
+	if err != nil {
+		return err
+	}
+	if err := l.Client().DeleteAllOf(ctx, obj.(client.Object), client.InNamespace(namespace)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete the %ss of namespace %s: %w", strings.TrimSuffix(gvk.Kind, "List"), namespace, err)
+	}
+	return nil
+}
+
+// remaining says which Cluster API objects of namespace are left, and why,
+// for a removal that timed out.
+func (l *Lab) remaining(ctx context.Context, namespace string) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var machines clusterv1.MachineList
+	if err := l.Client().List(ctx, &machines, client.InNamespace(namespace)); err != nil {
+		return "list its Machines: " + err.Error()
+	}
+	var left []string
+	for _, m := range machines.Items {
+		left = append(left, fmt.Sprintf("Machine %s %s, finalizers %v", m.Name, m.Status.Phase, m.Finalizers))
+	}
+	if len(left) == 0 {
+		return "no Machines left"
+	}
+	return strings.Join(left, "; ")
+}
+
+// vmNames are the names of every VM in vcsim's inventory.
+func (l *Lab) vmNames(ctx context.Context) (map[string]bool, error) {
+	vms, err := find.NewFinder(l.vc.Client()).VirtualMachineList(ctx, "/...")
+	if err != nil {
+		return nil, fmt.Errorf("list vcsim's VMs: %w", err)
+	}
+	out := make(map[string]bool, len(vms))
+	for _, vm := range vms {
+		out[vm.Name()] = true
+	}
+	return out, nil
+}
+
+// cleanVCenter destroys every VM of vcsim that is neither its own
+// inventory's nor a VSphereVM's of the lab's clusters: the VMs of removed
+// clusters that CAPV left, or that a scenario made.
+func (l *Lab) cleanVCenter(ctx context.Context) error {
+	// The VMs first: CAPV creates a VSphereVM before its VM, so every VM
+	// listed here that a cluster owns has its VSphereVM in the list
+	// below.
+	vms, err := find.NewFinder(l.vc.Client()).VirtualMachineList(ctx, "/...")
+	if err != nil {
+		return fmt.Errorf("list vcsim's VMs: %w", err)
+	}
+	var vsvms infrav1.VSphereVMList
+	if err := l.Client().List(ctx, &vsvms); err != nil {
+		return fmt.Errorf("list VSphereVMs: %w", err)
+	}
+	owned := map[string]bool{}
+	for _, v := range vsvms.Items {
+		owned[v.Name] = true
+	}
+	var errs []error
+	for _, vm := range vms {
+		if l.baseVMs[vm.Name()] || owned[vm.Name()] {
+			continue
+		}
+		errs = append(errs, destroyVM(ctx, vm))
+	}
+	return errors.Join(errs...)
+}
+
+func destroyVM(ctx context.Context, vm *object.VirtualMachine) error {
+	state, err := vm.PowerState(ctx)
+	if err != nil {
+		return fmt.Errorf("VM %s: %w", vm.Name(), err)
+	}
+	if state == types.VirtualMachinePowerStatePoweredOn {
+		t, err := vm.PowerOff(ctx)
+		if err == nil {
+			err = t.Wait(ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("power off VM %s: %w", vm.Name(), err)
+		}
+	}
+	t, err := vm.Destroy(ctx)
+	if err == nil {
+		err = t.Wait(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("destroy VM %s: %w", vm.Name(), err)
+	}
+	return nil
+}
