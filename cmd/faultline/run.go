@@ -52,6 +52,20 @@ type runOptions struct {
 	seed   int64
 	// seedSet: --seed was given.
 	seedSet bool
+	// many: the run has several scenarios; warm is the lab it keeps
+	// between them.
+	many bool
+	warm *warmLab
+}
+
+// warmLab is the lab a run of several scenarios keeps: its management
+// plane, controllers and vcsim stay up, and every scenario after the
+// first gets a fresh cluster on it (lab.Renew).
+type warmLab struct {
+	sess *session.Session
+	// clusters counts the clusters it has had; the first is in the
+	// lab's namespace, the next in lab-2, lab-3, ...
+	clusters int
 }
 
 func newRunCommand() *cobra.Command {
@@ -151,6 +165,7 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 		return err
 	}
 	many := multiple(args, o.selector)
+	o.many = many
 	for _, sc := range scs {
 		if want := sc.Metadata.Labels["provider"]; want != "" && want != o.provider && !many {
 			return usageErr("scenario %s runs on provider %s (its label provider: %s), not %s: pass --provider %s", sc.Metadata.Name, want, want, o.provider, want)
@@ -177,7 +192,9 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 		return o.report(stdout, []*engine.Result{res}, []string{dir}, false, err)
 	}
 	// Several scenarios, one after the other, each in a folder of its
-	// own under one folder with the JUnit of all.
+	// own under one folder with the JUnit of all; on the lab, one warm
+	// lab with a fresh cluster for each.
+	defer o.closeWarm(ctx, log)
 	root := o.artifacts
 	if root == "" {
 		root = artifacts.RunDir("run", time.Now())
@@ -309,7 +326,7 @@ func (o *runOptions) writeSummary(results []*engine.Result) error {
 func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir string, sets map[string]string, history *artifacts.History, stderr io.Writer, log logr.Logger) (*engine.Result, string, error) {
 	setup := o.setupDeadline()
 	sctx, cancel := context.WithTimeout(ctx, setup)
-	sess, err := o.openSession(sctx, sc, stderr, log)
+	sess, release, err := o.sessionFor(sctx, sc, stderr, log)
 	if err != nil && errors.Is(sctx.Err(), context.DeadlineExceeded) {
 		err = infraErr(fmt.Errorf("opening provider %s took longer than its set-up deadline, %s (--setup-timeout): %w", o.provider, setup, err))
 	}
@@ -317,13 +334,7 @@ func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir stri
 	if err != nil {
 		return nil, "", err
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		if err := sess.Close(cctx); err != nil {
-			log.Error(err, "closing provider")
-		}
-	}()
+	defer release()
 	if sess.Client != nil {
 		if err := o.requireScope(ctx, sess, sc); err != nil {
 			return nil, "", err
@@ -359,6 +370,72 @@ func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir stri
 		return nil, dir, infraErr(err)
 	}
 	return res, dir, err
+}
+
+// sessionFor is the session sc runs on and how to release it: a warm lab's
+// (see warmLab), or one of its own, closed by release.
+func (o *runOptions) sessionFor(ctx context.Context, sc *scenario.Scenario, stderr io.Writer, log logr.Logger) (*session.Session, func(), error) {
+	if !o.warmable(sc) {
+		sess, err := o.openSession(ctx, sc, stderr, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		return sess, func() { closeSession(ctx, sess, log) }, nil
+	}
+	keep := func() {}
+	if o.warm != nil {
+		spec := lab.SpecFor("lab", *sc.Spec.Lab)
+		spec.Namespace = fmt.Sprintf("lab-%d", o.warm.clusters+1)
+		fmt.Fprintf(stderr, "lab: new cluster %s (%s) on the warm lab; the last one goes\n", spec.Key(), spec.Shape())
+		began := time.Now()
+		err := o.warm.sess.Lab.Renew(ctx, spec)
+		if err == nil {
+			o.warm.clusters++
+			fmt.Fprintf(stderr, "lab: cluster %s Running in %s\n", spec.Key(), time.Since(began).Round(100*time.Millisecond))
+			return o.warm.sess, keep, scopeErr(sc.ScopeTo(spec.Key()))
+		}
+		// A lab that cannot renew is not trusted with the next
+		// scenario either: a cold one replaces it.
+		fmt.Fprintf(stderr, "lab: the warm lab could not make a fresh cluster (%v); starting a new lab\n", err)
+		o.closeWarm(ctx, log)
+	}
+	sess, err := o.openSession(ctx, sc, stderr, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	o.warm = &warmLab{sess: sess, clusters: 1}
+	return sess, keep, scopeErr(sc.ScopeTo(lab.SpecFor("lab", *sc.Spec.Lab).Key()))
+}
+
+// warmable tells whether sc runs on the warm lab of a run of several
+// scenarios: a lab scenario with simulated nodes, that does not ask for a
+// lab of its own, in a run not scoped by --cluster.
+func (o *runOptions) warmable(sc *scenario.Scenario) bool {
+	return o.many && o.provider == session.ProviderLab && sc.Spec.Lab != nil && !sc.OwnCluster() &&
+		o.lab.nodes != scenario.NodesContainers && !sc.Spec.Lab.RealNodes() && o.scope == ""
+}
+
+func scopeErr(err error) error {
+	if err != nil {
+		return infraErr(fmt.Errorf("scope to the lab's cluster: %w", err))
+	}
+	return nil
+}
+
+// closeWarm stops the warm lab, if there is one.
+func (o *runOptions) closeWarm(ctx context.Context, log logr.Logger) {
+	if o.warm != nil {
+		closeSession(ctx, o.warm.sess, log)
+		o.warm = nil
+	}
+}
+
+func closeSession(ctx context.Context, sess *session.Session, log logr.Logger) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := sess.Close(cctx); err != nil {
+		log.Error(err, "closing provider")
+	}
 }
 
 // openSession opens the chosen provider for sc.

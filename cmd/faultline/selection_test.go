@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/faultline-dev/faultline/artifacts"
+	"github.com/faultline-dev/faultline/providers/lab/labtest"
 )
 
 func names(t *testing.T, args []string, selector string) []string {
@@ -121,5 +122,32 @@ func TestIntegrationRunSeveral(t *testing.T) {
 	stdout.Reset()
 	if code := execute([]string{"run", dir, "-l", "team=b", "--artifacts", t.TempDir()}, &stdout, &stderr); code != 0 || strings.Contains(stdout.String(), "team-a") || !strings.Contains(stdout.String(), "1 of 1 scenarios passed:\n  PASS     team-b") {
 		t.Errorf("-l team=b: exit %d\n%s", code, stdout.String())
+	}
+}
+
+// TestIntegrationRunWarmLab runs two lab scenarios through one run: the
+// lab starts once, and the second scenario gets a fresh cluster on it, in
+// a namespace of its own, where its fault goes.
+func TestIntegrationRunWarmLab(t *testing.T) {
+	labtest.Require(t)
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := execute([]string{"run", "power-off-worker", "stop-kubelet-worker", "--artifacts", out}, &stdout, &stderr)
+	t.Logf("stderr:\n%s", stderr.String())
+	if code != 0 || !strings.Contains(stdout.String(), "2 of 2 scenarios passed") {
+		t.Fatalf("exit %d\n%s", code, stdout.String())
+	}
+	if n := strings.Count(stderr.String(), "lab: starting cluster"); n != 1 {
+		t.Errorf("the lab started %d times, want once", n)
+	}
+	if !strings.Contains(stderr.String(), "lab: new cluster lab-2/lab (3 control planes, 2 workers) on the warm lab") ||
+		!strings.Contains(stderr.String(), "lab: cluster lab-2/lab Running in") {
+		t.Errorf("stderr lacks the second scenario's fresh cluster")
+	}
+	for sc, ns := range map[string]string{"power-off-worker": `"namespace":"default"`, "stop-kubelet-worker": `"namespace":"lab-2"`} {
+		b, err := os.ReadFile(filepath.Join(out, sc, "journal.jsonl"))
+		if err != nil || !strings.Contains(string(b), ns) {
+			t.Errorf("journal of %s: %v; want its fault in %s:\n%s", sc, err, ns, b)
+		}
 	}
 }

@@ -83,6 +83,17 @@ func (s ClusterSpec) Validate() error {
 	return errors.Join(errs...)
 }
 
+// Shape says its Machines for people: "3 control planes, 1 worker".
+func (s ClusterSpec) Shape() string {
+	plural := func(n int, what string) string {
+		if n == 1 {
+			return fmt.Sprintf("1 %s", what)
+		}
+		return fmt.Sprintf("%d %ss", n, what)
+	}
+	return plural(s.ControlPlanes, "control plane") + ", " + plural(int(s.Workers), "worker")
+}
+
 // namespace is the namespace of the cluster's objects.
 func (s ClusterSpec) namespace() string {
 	if s.Namespace == "" {
@@ -144,6 +155,10 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infr
 	if realNodes != nil {
 		kcp.KubeadmConfigSpec = *realNodes
 		workerConfig.Spec.Template.Spec = *realNodes
+	} else {
+		// The simulator's certificates, signed by the cluster's CAs,
+		// are ECDSA like its servers' keys; KCP makes the CAs so.
+		kcp.KubeadmConfigSpec.ClusterConfiguration.EncryptionAlgorithm = bootstrapv1.EncryptionAlgorithmECDSAP256
 	}
 	objs := []client.Object{
 		&infrav1.VSphereCluster{

@@ -40,7 +40,7 @@ type policyWebhook struct {
 
 // startPolicyWebhook serves the webhook for Service name in namespace.
 func startPolicyWebhook(namespace, name string, denyOutside bool) (*policyWebhook, error) {
-	caKey, err := certs.NewPrivateKey()
+	caKey, err := newKey()
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +48,7 @@ func startPolicyWebhook(namespace, name string, denyOutside bool) (*policyWebhoo
 	if err != nil {
 		return nil, fmt.Errorf("policy webhook CA: %w", err)
 	}
-	key, err := certs.NewPrivateKey()
+	key, err := newKey()
 	if err != nil {
 		return nil, err
 	}

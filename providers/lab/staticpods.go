@@ -2,7 +2,7 @@ package lab
 
 import (
 	"context"
-	"crypto/rsa"
+	"crypto"
 	"crypto/x509"
 	"fmt"
 	"math/rand/v2"
@@ -271,7 +271,7 @@ func (s *nodeSim) forget(ctx context.Context, c inmemoryclient.Client, w *worklo
 	}
 }
 
-func (s *nodeSim) clusterCA(ctx context.Context, cluster string, purpose secret.Purpose) (*x509.Certificate, *rsa.PrivateKey, error) {
+func (s *nodeSim) clusterCA(ctx context.Context, cluster string, purpose secret.Purpose) (*x509.Certificate, crypto.Signer, error) {
 	sec, err := secret.GetFromNamespacedName(ctx, s.mc, objectKey(cluster), purpose)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s of cluster %s (KCP creates it): %w", purpose, cluster, err)
@@ -284,11 +284,7 @@ func (s *nodeSim) clusterCA(ctx context.Context, cluster string, purpose secret.
 	if err != nil {
 		return nil, nil, fmt.Errorf("decode %s key of cluster %s: %w", purpose, cluster, err)
 	}
-	rsaKey, ok := key.(*rsa.PrivateKey)
-	if !ok {
-		return nil, nil, fmt.Errorf("%s key of cluster %s is not RSA", purpose, cluster)
-	}
-	return cert, rsaKey, nil
+	return cert, key, nil
 }
 
 // ensureAddons creates, once per cluster, what kubeadm init leaves behind

@@ -187,7 +187,7 @@ func (s *Session) openLab(ctx context.Context, cfg Config) error {
 	p := cfg.Lab.Profile
 	started := time.Now()
 	for _, c := range cfg.Lab.Clusters {
-		s.say(cfg, "lab: starting cluster %s (%d control planes, %d workers, %s time profile)\n", c.Name, c.ControlPlanes, c.Workers, p.Name)
+		s.say(cfg, "lab: starting cluster %s (%s, %s time profile)\n", c.Name, c.Shape(), p.Name)
 	}
 	l, err := lab.Start(ctx, lab.Input{Assets: cfg.Lab.Assets, Dir: cfg.Lab.Dir, Profile: p, Clusters: cfg.Lab.Clusters, Log: cfg.Lab.Log})
 	if err != nil {

@@ -24,14 +24,6 @@ import (
 // default to it.
 const LabCluster = "lab"
 
-// LabelOwnCluster on a scenario asks the suite for a lab of its own even
-// when the shared cluster would serve: its fault takes the whole workload
-// API down, and in a nightly run Cluster API missed a worker deleted right
-// after such an outage on the same cluster (the Machine's Node condition
-// stayed True for 2 minutes). Its damage must not become the next
-// scenario's failure.
-const LabelOwnCluster = "own-cluster"
-
 // Environment is what a suite starts once, in SynchronizedBeforeSuite, and
 // stops at the end: the shared lab (provider lab) or the connection to the
 // management cluster and vCenter (provider vsphere).
@@ -42,7 +34,11 @@ type Environment struct {
 	// of their own; sharedLab its lab, nil elsewhere.
 	shared    providers.Provider
 	sharedLab *lab.Lab
-	closeFn   func(context.Context) error
+	// clusters counts the clusters the shared lab has had (its first,
+	// then lab.Renew's); used: a scenario ran on the last one.
+	clusters int
+	used     bool
+	closeFn  func(context.Context) error
 }
 
 // Setup starts the environment the config asks for. A lab run's Machines
@@ -58,7 +54,7 @@ func Setup(ctx context.Context, cfg *Config, log logr.Logger) (*Environment, err
 		if err != nil {
 			return nil, err
 		}
-		e.shared, e.sharedLab, e.closeFn = s.Provider, s.Lab, s.Close
+		e.shared, e.sharedLab, e.closeFn, e.clusters = s.Provider, s.Lab, s.Close, 1
 	case ProviderVSphere:
 		s, err := connect(ctx, cfg, log)
 		if err != nil {
@@ -117,9 +113,13 @@ func (e *Environment) Profile() string {
 }
 
 // ProviderFor is the provider sc runs on, and how to release it: the
-// shared one; on the lab, for a scenario whose spec.lab the shared cluster
-// does not serve or that is labelled LabelOwnCluster, a lab of its own,
-// and for one with no spec.lab (a VM scenario), a vCenter simulator.
+// shared one. On a lab of simulated nodes the shared lab stays warm and
+// each scenario gets a fresh cluster on it (lab.Renew), the first one
+// the lab's own cluster when it serves; on a lab of real nodes, the
+// shared cluster when it serves. A scenario labelled
+// scenario.LabelOwnCluster, or that a real-node cluster does not serve,
+// gets a lab of its own, and one with no spec.lab (a VM scenario) a
+// vCenter simulator.
 func (e *Environment) ProviderFor(ctx context.Context, sc *scenario.Scenario) (providers.Provider, func(context.Context) error, error) {
 	keep := func(context.Context) error { return nil }
 	if e.sharedLab == nil {
@@ -136,8 +136,20 @@ func (e *Environment) ProviderFor(ctx context.Context, sc *scenario.Scenario) (p
 	case sc.Spec.Lab.RealNodes() && sc.Spec.Lab.SimulatedOnly != "":
 		// The run skips it, touching nothing: no lab of its own.
 		return e.shared, keep, nil
-	case sc.Metadata.Labels[LabelOwnCluster] != "true" && lab.SpecFor(LabCluster, e.Config.Lab.spec(e.Config.Lab.Cluster)).Serves(*sc.Spec.Lab):
+	case sc.OwnCluster():
+		clusters = append(clusters, lab.SpecFor(LabCluster, *sc.Spec.Lab))
+	case !e.used && lab.SpecFor(LabCluster, e.Config.Lab.spec(e.Config.Lab.Cluster)).Serves(*sc.Spec.Lab):
+		e.used = !e.Config.Lab.Cluster.RealNodes()
 		return e.shared, keep, nil
+	case !sc.Spec.Lab.RealNodes():
+		spec := lab.SpecFor(LabCluster, *sc.Spec.Lab)
+		spec.Namespace = fmt.Sprintf("lab-%d", e.clusters+1)
+		e.log.Info("a fresh cluster on the shared lab", "cluster", spec.Key(), "controlPlanes", spec.ControlPlanes, "workers", spec.Workers)
+		if err := e.sharedLab.Renew(ctx, spec); err != nil {
+			return nil, nil, err
+		}
+		e.clusters++
+		return e.shared, keep, sc.ScopeTo(spec.Key())
 	default:
 		clusters = append(clusters, lab.SpecFor(LabCluster, *sc.Spec.Lab))
 	}
