@@ -56,6 +56,9 @@ type runOptions struct {
 	// between them.
 	many bool
 	warm *warmLab
+	// next is the scenario a run of several runs after this one, whose
+	// cluster the warm lab prepares meanwhile.
+	next *scenario.Scenario
 }
 
 // warmLab is the lab a run of several scenarios keeps: its management
@@ -64,8 +67,10 @@ type runOptions struct {
 type warmLab struct {
 	sess *session.Session
 	// clusters counts the clusters it has had; the first is in the
-	// lab's namespace, the next in lab-2, lab-3, ...
+	// lab's namespace, the next in lab-2, lab-3, ... prepared is the key
+	// of the one prepared for the next scenario.
 	clusters int
+	prepared string
 }
 
 func newRunCommand() *cobra.Command {
@@ -202,9 +207,13 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 	var results []*engine.Result
 	var dirs []string
 	var errs []error
-	for _, sc := range scs {
+	for i, sc := range scs {
 		if ctx.Err() != nil {
 			break // interrupted: the rest do not start
+		}
+		o.next = nil
+		if i+1 < len(scs) {
+			o.next = scs[i+1]
 		}
 		if want := sc.Metadata.Labels["provider"]; want != "" && want != o.provider {
 			results, dirs = append(results, o.notRun(sc, engine.Skipped, "it runs on provider "+want)), append(dirs, "")
@@ -335,6 +344,7 @@ func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir stri
 		return nil, "", err
 	}
 	defer release()
+	o.prepareNext(ctx, stderr)
 	if sess.Client != nil {
 		if err := o.requireScope(ctx, sess, sc); err != nil {
 			return nil, "", err
@@ -384,9 +394,12 @@ func (o *runOptions) sessionFor(ctx context.Context, sc *scenario.Scenario, stde
 	}
 	keep := func() {}
 	if o.warm != nil {
-		spec := lab.SpecFor("lab", *sc.Spec.Lab)
-		spec.Namespace = fmt.Sprintf("lab-%d", o.warm.clusters+1)
-		fmt.Fprintf(stderr, "lab: new cluster %s (%s) on the warm lab; the last one goes\n", spec.Key(), spec.Shape())
+		spec := o.nextSpec(sc)
+		if o.warm.prepared == spec.Key() {
+			fmt.Fprintf(stderr, "lab: cluster %s (%s), prepared during the last scenario; the last one goes\n", spec.Key(), spec.Shape())
+		} else {
+			fmt.Fprintf(stderr, "lab: new cluster %s (%s) on the warm lab; the last one goes\n", spec.Key(), spec.Shape())
+		}
 		began := time.Now()
 		err := o.warm.sess.Lab.Renew(ctx, spec)
 		if err == nil {
@@ -405,6 +418,30 @@ func (o *runOptions) sessionFor(ctx context.Context, sc *scenario.Scenario, stde
 	}
 	o.warm = &warmLab{sess: sess, clusters: 1}
 	return sess, keep, scopeErr(sc.ScopeTo(lab.SpecFor("lab", *sc.Spec.Lab).Key()))
+}
+
+// nextSpec is the cluster the warm lab gives sc, the next it runs.
+func (o *runOptions) nextSpec(sc *scenario.Scenario) lab.ClusterSpec {
+	spec := lab.SpecFor("lab", *sc.Spec.Lab)
+	spec.Namespace = fmt.Sprintf("lab-%d", o.warm.clusters+1)
+	return spec
+}
+
+// prepareNext has the warm lab start the next scenario's cluster, which
+// comes up while this one runs (lab.Prepare).
+func (o *runOptions) prepareNext(ctx context.Context, stderr io.Writer) {
+	if o.warm == nil || o.next == nil || !o.warmable(o.next) || o.dryRun {
+		return
+	}
+	spec := o.nextSpec(o.next)
+	if o.warm.prepared == spec.Key() {
+		return
+	}
+	if err := o.warm.sess.Lab.Prepare(ctx, spec); err != nil {
+		fmt.Fprintf(stderr, "lab: could not prepare the next scenario's cluster, %s (%v); it is made after this one\n", spec.Key(), err)
+		return
+	}
+	o.warm.prepared = spec.Key()
 }
 
 // warmable tells whether sc runs on the warm lab of a run of several

@@ -126,8 +126,9 @@ func TestIntegrationRunSeveral(t *testing.T) {
 }
 
 // TestIntegrationRunWarmLab runs two lab scenarios through one run: the
-// lab starts once, and the second scenario gets a fresh cluster on it, in
-// a namespace of its own, where its fault goes.
+// lab starts once, and the second scenario gets a fresh cluster on it,
+// prepared while the first ran, in a namespace of its own, where its
+// fault goes.
 func TestIntegrationRunWarmLab(t *testing.T) {
 	labtest.Require(t)
 	out := t.TempDir()
@@ -140,7 +141,7 @@ func TestIntegrationRunWarmLab(t *testing.T) {
 	if n := strings.Count(stderr.String(), "lab: starting cluster"); n != 1 {
 		t.Errorf("the lab started %d times, want once", n)
 	}
-	if !strings.Contains(stderr.String(), "lab: new cluster lab-2/lab (3 control planes, 2 workers) on the warm lab") ||
+	if !strings.Contains(stderr.String(), "lab: cluster lab-2/lab (3 control planes, 2 workers), prepared during the last scenario") ||
 		!strings.Contains(stderr.String(), "lab: cluster lab-2/lab Running in") {
 		t.Errorf("stderr lacks the second scenario's fresh cluster")
 	}

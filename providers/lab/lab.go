@@ -97,8 +97,10 @@ type Lab struct {
 	// clusters are the lab's clusters now, by namespace/name: those of
 	// in, then Renew's.
 	clusters *labClusters
-	// renewMu makes one Renew at a time.
-	renewMu sync.Mutex
+	// renewMu makes one Renew or Prepare at a time; prepared are the
+	// clusters Prepare started, by key.
+	renewMu  sync.Mutex
+	prepared map[string]creation
 	// baseVMs are the VMs vcsim's inventory has before any cluster's:
 	// Renew removes every other VM no cluster owns.
 	baseVMs    map[string]bool
@@ -125,7 +127,7 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	if err != nil {
 		return nil, err
 	}
-	l = &Lab{in: in, dir: in.Dir, clusters: &labClusters{m: map[string]labCluster{}}, done: make(chan struct{})}
+	l = &Lab{in: in, dir: in.Dir, clusters: &labClusters{m: map[string]labCluster{}}, prepared: map[string]creation{}, done: make(chan struct{})}
 	if l.dir == "" {
 		if l.dir, err = os.MkdirTemp("", "faultline-lab-"); err != nil {
 			return nil, fmt.Errorf("lab folder: %w", err)

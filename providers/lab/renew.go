@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -38,54 +39,111 @@ const RemoveTimeout = 2 * time.Minute
 // left. A removed cluster's Cluster is deleted (Cluster API deletes its
 // Machines, CAPV their VMs), then what Cluster API leaves in its namespace
 // (health checks, templates, Secrets) and the namespace; vcsim keeps only
-// its own inventory and the VMs of the clusters left. It returns once s's
-// Machines are all Running and the others are gone, or ctx ends.
+// its own inventory and the VMs of the clusters left. The cluster is the
+// one Prepare started for s, when it did. It returns once s's Machines are
+// all Running and the others are gone, or ctx ends.
 //
 // A cluster with real nodes cannot be renewed: the lab runs them for the
 // cluster it started with only.
 func (l *Lab) Renew(ctx context.Context, s ClusterSpec) error {
 	l.renewMu.Lock()
 	defer l.renewMu.Unlock()
-	if err := s.Validate(); err != nil {
-		return fmt.Errorf("renew: %w", err)
+	created, ok := l.prepared[s.Key()]
+	delete(l.prepared, s.Key())
+	if ok && !reflect.DeepEqual(created.spec, s) {
+		return fmt.Errorf("renew cluster %s: it was prepared with another spec.lab", s.Key())
 	}
-	if s.RealNodes() {
-		return fmt.Errorf("renew cluster %s: its nodes would be real, and a lab runs real nodes only for the cluster it started with", s.Key())
+	if !ok {
+		var err error
+		if created, err = l.begin(ctx, s); err != nil {
+			return err
+		}
 	}
 	var old []string
 	for key, lc := range l.clusters.all() {
-		if key == s.Key() || lc.spec.namespace() == s.namespace() {
-			return fmt.Errorf("renew cluster %s: namespace %s is in use; a renewed cluster needs a new one", s.Key(), s.namespace())
-		}
-		if lc.workload != nil {
+		if key != s.Key() && lc.workload != nil {
 			old = append(old, key)
 		}
 	}
 	slices.Sort(old)
-	c := l.Client()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace()}}
-	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("renew: create namespace %s: %w", ns.Name, err)
-	}
-	if err := l.addSimulated(s); err != nil {
-		return err
+	// A cluster prepared for another Renew goes too, once its objects
+	// are all there (a removal racing its creation could leave some).
+	var stale []creation
+	for key, c := range l.prepared {
+		stale = append(stale, c)
+		delete(l.prepared, key)
 	}
 	// The new cluster comes up while the old ones go: neither waits
 	// on the other, and a scenario starts only once both are done.
 	removed := make(chan error, 1)
 	go func() {
 		var errs []error
+		for _, c := range stale {
+			<-c.done
+		}
 		for _, key := range old {
 			errs = append(errs, l.removeCluster(ctx, key))
 		}
 		errs = append(errs, l.cleanVCenter(ctx))
 		removed <- errors.Join(errs...)
 	}()
-	err := l.createSimulated(ctx, s)
+	var err error
+	select {
+	case err = <-created.done:
+	case <-ctx.Done():
+		err = context.Cause(ctx)
+	}
 	if err == nil {
 		err = l.waitReady(ctx, []ClusterSpec{s})
 	}
 	return errors.Join(err, <-removed)
+}
+
+// Prepare starts the cluster of spec s that a Renew for s will give: it
+// comes up while the lab's current cluster still serves a scenario, which
+// waits on its controllers far more than it computes. Its namespace must
+// be new.
+func (l *Lab) Prepare(ctx context.Context, s ClusterSpec) error {
+	l.renewMu.Lock()
+	defer l.renewMu.Unlock()
+	c, err := l.begin(context.WithoutCancel(ctx), s)
+	if err != nil {
+		return err
+	}
+	l.prepared[s.Key()] = c
+	return nil
+}
+
+// creation is a cluster being created: done receives the creation's
+// error once its objects are.
+type creation struct {
+	spec ClusterSpec
+	done chan error
+}
+
+// begin creates the namespace and starts creating the cluster of s.
+func (l *Lab) begin(ctx context.Context, s ClusterSpec) (creation, error) {
+	if err := s.Validate(); err != nil {
+		return creation{}, fmt.Errorf("renew: %w", err)
+	}
+	if s.RealNodes() {
+		return creation{}, fmt.Errorf("renew cluster %s: its nodes would be real, and a lab runs real nodes only for the cluster it started with", s.Key())
+	}
+	for key, lc := range l.clusters.all() {
+		if key == s.Key() || lc.spec.namespace() == s.namespace() {
+			return creation{}, fmt.Errorf("renew cluster %s: namespace %s is in use; a renewed cluster needs a new one", s.Key(), s.namespace())
+		}
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace()}}
+	if err := l.Client().Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return creation{}, fmt.Errorf("renew: create namespace %s: %w", ns.Name, err)
+	}
+	if err := l.addSimulated(s); err != nil {
+		return creation{}, err
+	}
+	c := creation{spec: s, done: make(chan error, 1)}
+	go func() { c.done <- l.createSimulated(ctx, s) }()
+	return c, nil
 }
 
 // removeCluster deletes the cluster of key from the management cluster and

@@ -2,6 +2,7 @@ package vsphere
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -73,17 +74,39 @@ func (p *Provider) PowerState(ctx context.Context, obj providers.Object) (provid
 }
 
 // Destroy powers a VM off if needed and deletes it from disk.
+//
+// vCenter destroys only a VM that is off, and the VM's owner may power it
+// back on between the two tasks (CAPV powers on a VM it finds off, in the
+// lab within a second): a destroy refused for the power state powers the
+// VM off again and retries, destroyAttempts times in all.
 func (p *Provider) Destroy(ctx context.Context, obj providers.Object) error {
-	state, err := p.PowerState(ctx, obj)
-	if err != nil {
-		return err
-	}
-	if state != providers.PoweredOff {
-		if err := p.PowerOff(ctx, obj); err != nil {
-			return fmt.Errorf("destroy: %w", err)
+	var err error
+	for range destroyAttempts {
+		var state providers.PowerState
+		if state, err = p.PowerState(ctx, obj); err != nil {
+			return err
+		}
+		if state != providers.PoweredOff {
+			// Off already (powered off by another between the two
+			// reads) is as good.
+			if err := p.PowerOff(ctx, obj); err != nil && !isFault(err, "InvalidPowerState") {
+				return fmt.Errorf("destroy: %w", err)
+			}
+		}
+		if err = p.task(ctx, "destroy", obj, p.vm(obj).Destroy); !isFault(err, "InvalidPowerState") {
+			return err
 		}
 	}
-	return p.task(ctx, "destroy", obj, p.vm(obj).Destroy)
+	return fmt.Errorf("%w (powered back on each of %d times it was powered off)", err, destroyAttempts)
+}
+
+// destroyAttempts bounds Destroy's power-off and destroy rounds.
+const destroyAttempts = 5
+
+// isFault tells whether err is the vSphere fault named fault.
+func isFault(err error, fault string) bool {
+	var fe *FaultError
+	return errors.As(err, &fe) && fe.Fault == fault
 }
 
 // Exists reports whether the VM is still in the inventory.
