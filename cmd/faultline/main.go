@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/faultline-dev/faultline/providers/session"
@@ -53,7 +54,41 @@ func main() {
 			os.Exit(engine.ExitInfra)
 		}
 	}
-	os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr))
+	stop, err := startCPUProfile(os.Getenv(EnvCPUProfile))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "faultline:", err)
+		os.Exit(engine.ExitUsage)
+	}
+	code := execute(os.Args[1:], os.Stdout, os.Stderr)
+	if err := stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "faultline:", err)
+	}
+	os.Exit(code)
+}
+
+// EnvCPUProfile names a file for the process's CPU profile (go tool pprof
+// reads it): what bounds a lab of 20 clusters, a slow scenario.
+const EnvCPUProfile = "FAULTLINE_CPUPROFILE"
+
+// startCPUProfile profiles the process into path, when set, until stop.
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("$%s: %w", EnvCPUProfile, err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, errors.Join(fmt.Errorf("$%s: %w", EnvCPUProfile, err), f.Close())
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("$%s: %w", EnvCPUProfile, err)
+		}
+		return nil
+	}, nil
 }
 
 // execute runs the CLI and returns its exit code.
