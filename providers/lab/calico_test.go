@@ -29,7 +29,7 @@ func TestCalicoSeed001(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	w, cfg, c := workloadAPI(t, ctx)
-	s := &nodeSim{nodeSimConfig: nodeSimConfig{clusters: &labClusters{m: map[string]labCluster{"t": {spec: ClusterSpec{Name: "t", LabSpec: scenario.LabSpec{ControlPlanes: 1, Network: scenario.LabNetwork{PodCIDR: "10.202.146.0/24", NodeCIDRMaskSize: 25, CalicoBlockSize: 26}}}}}}}}
+	s := &nodeSim{nodeSimConfig: nodeSimConfig{clusters: &lockedMap[labCluster]{m: map[string]labCluster{"t": {spec: ClusterSpec{Name: "t", LabSpec: scenario.LabSpec{ControlPlanes: 1, Network: scenario.LabNetwork{PodCIDR: "10.202.146.0/24", NodeCIDRMaskSize: 25, CalicoBlockSize: 26}}}}}}}}
 
 	var cidrs []string
 	for i := range 7 {

@@ -127,7 +127,7 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	if err != nil {
 		return nil, err
 	}
-	l = &Lab{in: in, dir: in.Dir, clusters: &labClusters{m: map[string]labCluster{}}, prepared: map[string]creation{}, done: make(chan struct{})}
+	l = &Lab{in: in, dir: in.Dir, clusters: newLockedMap[labCluster](), prepared: map[string]creation{}, done: make(chan struct{})}
 	if l.dir == "" {
 		if l.dir, err = os.MkdirTemp("", "faultline-lab-"); err != nil {
 			return nil, fmt.Errorf("lab folder: %w", err)

@@ -172,30 +172,37 @@ type nodeView struct {
 // kubelet and, on a control plane, its static pods.
 func (v nodeView) podsStarted(now time.Time) bool { return v.on && !now.Before(v.upAt) }
 
-// nodeViews holds the nodeView of every VM the simulator knows.
-type nodeViews struct {
-	mu sync.Mutex
-	m  map[string]nodeView
+// lockedMap is a map that the simulator's tick writes and other
+// goroutines read (the node views by VM name, the lab's clusters by key).
+type lockedMap[V any] struct {
+	mu sync.RWMutex
+	m  map[string]V
 }
 
-func (n *nodeViews) set(name string, v nodeView) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.m[name] = v
+func newLockedMap[V any]() *lockedMap[V] { return &lockedMap[V]{m: map[string]V{}} }
+
+func (l *lockedMap[V]) get(key string) (V, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	v, ok := l.m[key]
+	return v, ok
 }
 
-func (n *nodeViews) forget(name string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	delete(n.m, name)
+// all is a copy of the map.
+func (l *lockedMap[V]) all() map[string]V {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return maps.Clone(l.m)
 }
 
-func (n *nodeViews) get(name string) *nodeView {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	v, ok := n.m[name]
-	if !ok {
-		return nil
-	}
-	return &v
+func (l *lockedMap[V]) set(key string, v V) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.m[key] = v
+}
+
+func (l *lockedMap[V]) remove(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, key)
 }

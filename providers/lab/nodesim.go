@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,15 +33,16 @@ import (
 // (staticpods.go), the CNI agents and admission (cni.go, calico.go,
 // labwebhooks.go). The state shared with other goroutines has a lock of
 // its own and is never held across an API call: faults (nodeFaults, from
-// the provider), what the ticks saw of each node (nodeViews, for the
+// the provider), what the ticks saw of each node (views, for the
 // provider's probes), the CNI agents (cniAgents, created in the
 // background) and the admitters (read by the workload API servers).
 // Everything else belongs to the goroutine that ticks.
 type nodeSim struct {
 	nodeSimConfig
 
-	faults    *nodeFaults
-	views     *nodeViews
+	faults *nodeFaults
+	// views are the nodeView of every VM the simulator knows, by name.
+	views     *lockedMap[nodeView]
 	cni       *cniAgents
 	admitters *admitters
 
@@ -108,7 +107,7 @@ func newNodeSim(cfg nodeSimConfig) *nodeSim {
 	return &nodeSim{
 		nodeSimConfig: cfg,
 		faults:        newNodeFaults(),
-		views:         &nodeViews{m: map[string]nodeView{}},
+		views:         newLockedMap[nodeView](),
 		cni:           &cniAgents{m: map[string]*cniState{}},
 		admitters:     &admitters{m: map[string]*admitter{}, runCtx: context.Background()},
 		vms:           map[string]*simVM{}, addons: map[string]bool{}, podsWritten: map[string]int{},
@@ -277,7 +276,7 @@ func (s *nodeSim) tick(ctx context.Context) error {
 		errs = append(errs, err)
 		if gone {
 			delete(s.vms, name)
-			s.views.forget(name)
+			s.views.remove(name)
 		}
 	}
 	for cluster, lc := range clusters {
@@ -303,7 +302,7 @@ func (s *nodeSim) forgetRemoved(clusters map[string]labCluster) {
 		if _, ok := clusters[vm.cluster]; !ok {
 			delete(s.vms, name)
 			delete(s.podsWritten, name)
-			s.views.forget(name)
+			s.views.remove(name)
 			nodes[vm.cluster] = append(nodes[vm.cluster], name)
 		}
 	}
@@ -354,35 +353,7 @@ type labCluster struct {
 // labClusters are the lab's clusters by key (namespace/name), read by the
 // node simulator's tick and the workload API servers' admission while
 // Renew adds and removes them.
-type labClusters struct {
-	mu sync.RWMutex
-	m  map[string]labCluster
-}
-
-func (c *labClusters) get(key string) (labCluster, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	lc, ok := c.m[key]
-	return lc, ok
-}
-
-func (c *labClusters) all() map[string]labCluster {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return maps.Clone(c.m)
-}
-
-func (c *labClusters) set(key string, lc labCluster) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.m[key] = lc
-}
-
-func (c *labClusters) remove(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, key)
-}
+type labClusters = lockedMap[labCluster]
 
 // workload is the API server of the simulated cluster of key, nil once
 // the cluster is removed.

@@ -26,14 +26,18 @@ import (
 
 // staticPodRunning tells whether a static pod of a control-plane node runs.
 func (s *nodeSim) staticPodRunning(node, component string, now time.Time) bool {
-	v := s.views.get(node)
-	return v != nil && v.controlPlane && v.podsStarted(now) && !s.faults.podStopped(node, component)
+	v, ok := s.views.get(node)
+	return ok && v.controlPlane && v.podsStarted(now) && !s.faults.podStopped(node, component)
 }
 
 // setLeaderStuck makes a control-plane node's etcd member a stuck leader,
 // or has it hand leadership to another member.
 func (s *nodeSim) setLeaderStuck(node string, stuck bool) error {
-	return s.faults.setLeaderStuck(node, s.views.get(node), stuck)
+	v, ok := s.views.get(node)
+	if !ok {
+		return s.faults.setLeaderStuck(node, nil, stuck)
+	}
+	return s.faults.setLeaderStuck(node, &v, stuck)
 }
 
 // reconcileStaticPods runs or stops a control plane's etcd member and API
