@@ -110,8 +110,10 @@ type Lab struct {
 	real     *realNodes
 	realDone chan struct{}
 	provider *Provider
-	cancel   context.CancelFunc
-	done     chan struct{}
+	// runCtx lives as long as the lab (Stop cancels it).
+	runCtx context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // Start brings the lab up and returns once its clusters' objects are
@@ -211,7 +213,7 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 		refused: refused, profile: in.Profile, log: in.Log.WithName("nodes"), dir: l.dir,
 	})
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	l.cancel = cancel
+	l.runCtx, l.cancel = sctx, cancel
 	go func() {
 		defer close(l.done)
 		l.nodes.run(sctx, 200*time.Millisecond)

@@ -102,11 +102,14 @@ func (l *Lab) Renew(ctx context.Context, s ClusterSpec) error {
 // Prepare starts the cluster of spec s that a Renew for s will give: it
 // comes up while the lab's current cluster still serves a scenario, which
 // waits on its controllers far more than it computes. Its namespace must
-// be new.
+// be new. The creation outlives ctx, not the lab.
 func (l *Lab) Prepare(ctx context.Context, s ClusterSpec) error {
 	l.renewMu.Lock()
 	defer l.renewMu.Unlock()
-	c, err := l.begin(context.WithoutCancel(ctx), s)
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	c, err := l.begin(l.runCtx, s)
 	if err != nil {
 		return err
 	}
