@@ -5,8 +5,9 @@
 # wall time, the whole process's, and peak RSS of faultline +
 # kube-apiserver + etcd (sampled every 200 ms from /proc). Then the goals
 # of issue 17 with their ratios: those two, every lab scenario of the
-# catalogue through one `run` (BENCH_CATALOGUE=0 skips it) and a lab of 20
-# clusters x 10 machines (BENCH_SCALE=0 skips it).
+# catalogue through one `run` (one warm lab, a fresh cluster per scenario;
+# BENCH_CATALOGUE=0 skips it) and a lab of 20 clusters x 10 machines
+# (BENCH_SCALE=0 skips it).
 #
 # Then the real-node tier (REAL_RUNS times, default 1; 0 skips it; needs
 # docker and the node image): bring-up to all Machines Running of 1 control
