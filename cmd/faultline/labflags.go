@@ -59,5 +59,11 @@ func (f *labFlags) config(log logr.Logger, clusters ...lab.ClusterSpec) (session
 		stdlog.SetOutput(io.Discard)
 	}
 	lab.RouteLibraryLogs(labLog)
+	// CAPV then makes one TLS handshake per connection to vcsim, not two.
+	cleanup, err := lab.TrustLabCertificates()
+	if err != nil {
+		return session.LabConfig{}, infraErr(err)
+	}
+	atEnd = append(atEnd, cleanup)
 	return session.LabConfig{Clusters: clusters, Profile: p, Assets: f.assets, Wait: labStartTimeout, Log: labLog}, nil
 }

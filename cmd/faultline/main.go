@@ -91,8 +91,20 @@ func startCPUProfile(path string) (stop func() error, err error) {
 	}, nil
 }
 
+// atEnd are what a command set up for the process and execute undoes once
+// it returns (the lab CA's folder).
+var atEnd []func() error
+
 // execute runs the CLI and returns its exit code.
 func execute(args []string, stdout, stderr io.Writer) int {
+	defer func() {
+		for _, f := range atEnd {
+			if err := f(); err != nil {
+				fmt.Fprintln(stderr, "faultline:", err)
+			}
+		}
+		atEnd = nil
+	}()
 	root := newRootCommand()
 	root.SetArgs(args)
 	root.SetOut(stdout)

@@ -196,12 +196,10 @@ func (l *VCenterLab) Close(ctx context.Context) error {
 // process, so a crashed lab run leaves nothing to undo.
 func (l *VCenterLab) Ref() providers.ProviderRef { return providers.ProviderRef{Name: "lab"} }
 
-// loopbackCert is a self-signed ECDSA P-256 certificate for 127.0.0.1 and
-// localhost. httptest's default is RSA 2048, and CAPV, which trusts vcsim
-// by thumbprint as it would a vCenter, makes two handshakes per connection
-// (govmomi first verifies against the system's roots, which fails with
-// "bad certificate", then accepts the thumbprint): with ECDSA each
-// handshake's signature costs a fraction of RSA's.
+// loopbackCert is an ECDSA P-256 certificate for 127.0.0.1 and localhost,
+// signed by the lab's CA when TrustLabCertificates made one (the system's
+// roots then trust it), self-signed otherwise. httptest's default is RSA
+// 2048; with ECDSA each handshake's signature costs a fraction of RSA's.
 func loopbackCert() (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -222,7 +220,12 @@ func loopbackCert() (tls.Certificate, error) {
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 		DNSNames:    []string{"localhost"},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	parent, parentKey := tmpl, key
+	if ca, caKey := signedByLabCA(); ca != nil {
+		tmpl.KeyUsage, tmpl.IsCA = x509.KeyUsageDigitalSignature, false
+		parent, parentKey = ca, caKey
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("vcsim certificate: %w", err)
 	}

@@ -39,6 +39,8 @@ type Environment struct {
 	clusters int
 	used     bool
 	closeFn  func(context.Context) error
+	// untrust removes the lab CA's folder (lab.TrustLabCertificates).
+	untrust []func() error
 }
 
 // Setup starts the environment the config asks for. A lab run's Machines
@@ -102,7 +104,13 @@ func startKind(ctx context.Context, cfg KindConfig, log logr.Logger) (providers.
 }
 
 // Teardown stops what Setup started.
-func (e *Environment) Teardown(ctx context.Context) error { return e.closeFn(ctx) }
+func (e *Environment) Teardown(ctx context.Context) error {
+	errs := []error{e.closeFn(ctx)}
+	for _, f := range e.untrust {
+		errs = append(errs, f())
+	}
+	return errors.Join(errs...)
+}
 
 // Profile is the lab's time profile, "" elsewhere.
 func (e *Environment) Profile() string {
@@ -181,6 +189,12 @@ func (e *Environment) openLab(ctx context.Context, clusters ...lab.ClusterSpec) 
 		labLog, library = e.log.WithName("lab"), e.log.WithName("lab")
 	}
 	lab.RouteLibraryLogs(library)
+	// CAPV then makes one TLS handshake per connection to vcsim, not two.
+	untrust, err := lab.TrustLabCertificates()
+	if err != nil {
+		return nil, err
+	}
+	e.untrust = append(e.untrust, untrust)
 	wait, _, err := e.Config.interval("default/wait-lab")
 	if err != nil {
 		return nil, err

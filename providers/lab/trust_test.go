@@ -1,0 +1,58 @@
+package lab
+
+import (
+	"crypto/tls"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// A vCenter simulator started after TrustLabCertificates is trusted by a
+// client with the system's roots, as CAPV's first handshake is; it runs
+// in a process of its own, since crypto/x509 reads the system's roots
+// once per process.
+func TestTrustLabCertificates(t *testing.T) {
+	if os.Getenv("FAULTLINE_TRUST_CHILD") == "1" {
+		trustChild(t)
+		return
+	}
+	if _, err := os.Stat("/etc/ssl/certs"); err != nil {
+		t.Skipf("no system certificate folder: %v", err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestTrustLabCertificates$", "-test.v")
+	cmd.Env = append(os.Environ(), "FAULTLINE_TRUST_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "verified against the system's roots") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
+
+func trustChild(t *testing.T) {
+	cleanup, err := TrustLabCertificates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := cleanup(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if dirs := os.Getenv("SSL_CERT_DIR"); !strings.HasPrefix(dirs, defaultCertDirs+":") && !strings.Contains(dirs, ":") {
+		t.Errorf("SSL_CERT_DIR %q keeps no system folder", dirs)
+	}
+	sim, err := StartVCSim(VCSimInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	// RootCAs nil: the system's roots, and the lab CA's folder.
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}}}
+	resp, err := c.Get(sim.URL().String())
+	if err != nil {
+		t.Fatalf("vcsim not trusted: %v", err)
+	}
+	_ = resp.Body.Close()
+	t.Log("vcsim's certificate verified against the system's roots")
+}
