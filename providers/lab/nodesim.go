@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -59,6 +60,8 @@ type nodeSim struct {
 	// webhooks are the policy webhooks the lab serves, by
 	// cluster/namespace/service.
 	webhooks map[string]*policyWebhook
+	// ipam is, by cluster, the last time Calico's IPAM was played.
+	ipam map[string]ipamRun
 }
 
 // nodeSimConfig is what the simulator is built from.
@@ -111,7 +114,7 @@ func newNodeSim(cfg nodeSimConfig) *nodeSim {
 		cni:           &cniAgents{m: map[string]*cniState{}},
 		admitters:     &admitters{m: map[string]*admitter{}, runCtx: context.Background()},
 		vms:           map[string]*simVM{}, addons: map[string]bool{}, podsWritten: map[string]int{},
-		webhooks: map[string]*policyWebhook{},
+		webhooks: map[string]*policyWebhook{}, ipam: map[string]ipamRun{},
 	}
 }
 
@@ -286,12 +289,44 @@ func (s *nodeSim) tick(ctx context.Context) error {
 		errs = append(errs, s.electLeader(ctx, cluster, f))
 		if s.addons[cluster] {
 			errs = append(errs, s.reconcilePolicyWebhooks(ctx, cluster))
-			if w := lc.workload; lc.spec.CNIName() == scenario.CNICalico && w.canStore() {
+			if w := lc.workload; lc.spec.CNIName() == scenario.CNICalico && w.canStore() && s.ipamDue(cluster, now) {
 				errs = append(errs, s.reconcileCalicoIPAM(ctx, w.client()))
 			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ipamResync is how often Calico's IPAM is played for a cluster whose
+// nodes did not change (an IPPool edited): every tick, it was the
+// simulator's largest cost in a lab of 20 clusters.
+const ipamResync = time.Second
+
+// ipamDue tells whether the cluster's IPAM is to be played this tick: its
+// set of VMs or of booted ones (Nodes registered) changed, or ipamResync
+// passed.
+func (s *nodeSim) ipamDue(cluster string, now time.Time) bool {
+	var names []string
+	for name, vm := range s.vms {
+		if vm.cluster == cluster {
+			names = append(names, fmt.Sprintf("%s/%t", name, vm.booted))
+		}
+	}
+	slices.Sort(names)
+	nodes := strings.Join(names, ",")
+	last := s.ipam[cluster]
+	if last.nodes == nodes && now.Sub(last.at) < ipamResync {
+		return false
+	}
+	s.ipam[cluster] = ipamRun{nodes: nodes, at: now}
+	return true
+}
+
+// ipamRun is when Calico's IPAM was last played for a cluster, and for
+// which nodes.
+type ipamRun struct {
+	nodes string
+	at    time.Time
 }
 
 // forgetRemoved drops what the simulator holds of clusters Renew removed:
@@ -309,6 +344,7 @@ func (s *nodeSim) forgetRemoved(clusters map[string]labCluster) {
 	for cluster := range s.addons {
 		if _, ok := clusters[cluster]; !ok {
 			delete(s.addons, cluster)
+			delete(s.ipam, cluster)
 		}
 	}
 	for cluster, names := range nodes {
