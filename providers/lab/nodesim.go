@@ -282,6 +282,7 @@ func (s *nodeSim) tick(ctx context.Context) error {
 			s.views.remove(name)
 		}
 	}
+	var members map[string]string // read once, for the Calico clusters
 	for cluster, lc := range clusters {
 		if lc.workload == nil {
 			continue
@@ -289,8 +290,13 @@ func (s *nodeSim) tick(ctx context.Context) error {
 		errs = append(errs, s.electLeader(ctx, cluster, f))
 		if s.addons[cluster] {
 			errs = append(errs, s.reconcilePolicyWebhooks(ctx, cluster))
-			if w := lc.workload; lc.spec.CNIName() == scenario.CNICalico && w.canStore() && s.ipamDue(cluster, now) {
-				errs = append(errs, s.reconcileCalicoIPAM(ctx, w.client()))
+			if w := lc.workload; lc.spec.CNIName() == scenario.CNICalico && w.canStore() {
+				if members == nil {
+					members = s.members()
+				}
+				if s.ipamDue(cluster, members[cluster], now) {
+					errs = append(errs, s.reconcileCalicoIPAM(ctx, w.client()))
+				}
 			}
 		}
 	}
@@ -302,18 +308,24 @@ func (s *nodeSim) tick(ctx context.Context) error {
 // simulator's largest cost in a lab of 20 clusters.
 const ipamResync = time.Second
 
-// ipamDue tells whether the cluster's IPAM is to be played this tick: its
-// set of VMs or of booted ones (Nodes registered) changed, or ipamResync
-// passed.
-func (s *nodeSim) ipamDue(cluster string, now time.Time) bool {
-	var names []string
+// members is, by cluster, its VMs and whether each has booted (its Node
+// registered), in one string: what ipamDue compares.
+func (s *nodeSim) members() map[string]string {
+	names := map[string][]string{}
 	for name, vm := range s.vms {
-		if vm.cluster == cluster {
-			names = append(names, fmt.Sprintf("%s/%t", name, vm.booted))
-		}
+		names[vm.cluster] = append(names[vm.cluster], fmt.Sprintf("%s/%t", name, vm.booted))
 	}
-	slices.Sort(names)
-	nodes := strings.Join(names, ",")
+	out := make(map[string]string, len(names))
+	for cluster, n := range names {
+		slices.Sort(n)
+		out[cluster] = strings.Join(n, ",")
+	}
+	return out
+}
+
+// ipamDue tells whether the cluster's IPAM is to be played this tick: its
+// members (see members) changed, or ipamResync passed.
+func (s *nodeSim) ipamDue(cluster, nodes string, now time.Time) bool {
 	last := s.ipam[cluster]
 	if last.nodes == nodes && now.Sub(last.at) < ipamResync {
 		return false
