@@ -66,11 +66,9 @@ type runOptions struct {
 // first gets a fresh cluster on it (lab.Renew).
 type warmLab struct {
 	sess *session.Session
-	// clusters counts the clusters it has had; the first is in the
-	// lab's namespace, the next in lab-2, lab-3, ... prepared is the key
-	// of the one prepared for the next scenario.
-	clusters int
-	prepared string
+	// prepared is the cluster prepared for scenario preparedFor.
+	prepared    lab.ClusterSpec
+	preparedFor *scenario.Scenario
 }
 
 func newRunCommand() *cobra.Command {
@@ -394,16 +392,17 @@ func (o *runOptions) sessionFor(ctx context.Context, sc *scenario.Scenario, stde
 	}
 	keep := func() {}
 	if o.warm != nil {
-		spec := o.nextSpec(sc)
-		if o.warm.prepared == spec.Key() {
+		spec := o.warm.prepared
+		if o.warm.preparedFor == sc {
 			fmt.Fprintf(stderr, "lab: cluster %s (%s), prepared during the last scenario; the last one goes\n", spec.Key(), spec.Shape())
 		} else {
+			spec = o.warm.sess.Lab.FreshSpec("lab", *sc.Spec.Lab)
 			fmt.Fprintf(stderr, "lab: new cluster %s (%s) on the warm lab; the last one goes\n", spec.Key(), spec.Shape())
 		}
+		o.warm.preparedFor = nil
 		began := time.Now()
 		err := o.warm.sess.Lab.Renew(ctx, spec)
 		if err == nil {
-			o.warm.clusters++
 			fmt.Fprintf(stderr, "lab: cluster %s Running in %s\n", spec.Key(), time.Since(began).Round(100*time.Millisecond))
 			return o.warm.sess, keep, scopeErr(sc.ScopeTo(spec.Key()))
 		}
@@ -416,32 +415,22 @@ func (o *runOptions) sessionFor(ctx context.Context, sc *scenario.Scenario, stde
 	if err != nil {
 		return nil, nil, err
 	}
-	o.warm = &warmLab{sess: sess, clusters: 1}
+	o.warm = &warmLab{sess: sess}
 	return sess, keep, scopeErr(sc.ScopeTo(lab.SpecFor("lab", *sc.Spec.Lab).Key()))
-}
-
-// nextSpec is the cluster the warm lab gives sc, the next it runs.
-func (o *runOptions) nextSpec(sc *scenario.Scenario) lab.ClusterSpec {
-	spec := lab.SpecFor("lab", *sc.Spec.Lab)
-	spec.Namespace = fmt.Sprintf("lab-%d", o.warm.clusters+1)
-	return spec
 }
 
 // prepareNext has the warm lab start the next scenario's cluster, which
 // comes up while this one runs (lab.Prepare).
 func (o *runOptions) prepareNext(ctx context.Context, stderr io.Writer) {
-	if o.warm == nil || o.next == nil || !o.warmable(o.next) || o.dryRun {
+	if o.warm == nil || o.next == nil || !o.warmable(o.next) || o.dryRun || o.warm.preparedFor == o.next {
 		return
 	}
-	spec := o.nextSpec(o.next)
-	if o.warm.prepared == spec.Key() {
-		return
-	}
+	spec := o.warm.sess.Lab.FreshSpec("lab", *o.next.Spec.Lab)
 	if err := o.warm.sess.Lab.Prepare(ctx, spec); err != nil {
 		fmt.Fprintf(stderr, "lab: could not prepare the next scenario's cluster, %s (%v); it is made after this one\n", spec.Key(), err)
 		return
 	}
-	o.warm.prepared = spec.Key()
+	o.warm.prepared, o.warm.preparedFor = spec, o.next
 }
 
 // warmable tells whether sc runs on the warm lab of a run of several

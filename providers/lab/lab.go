@@ -101,6 +101,8 @@ type Lab struct {
 	// clusters Prepare started, by key.
 	renewMu  sync.Mutex
 	prepared map[string]creation
+	// fresh counts the namespaces FreshSpec gave.
+	fresh int
 	// baseVMs are the VMs vcsim's inventory has before any cluster's:
 	// Renew removes every other VM no cluster owns.
 	baseVMs    map[string]bool

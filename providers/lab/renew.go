@@ -21,6 +21,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/faultline-dev/faultline/framework/scenario"
 )
 
 // errClusterRemoved is what the simulator's background work on a cluster
@@ -97,6 +99,16 @@ func (l *Lab) Renew(ctx context.Context, s ClusterSpec) error {
 		err = l.waitReady(ctx, []ClusterSpec{s})
 	}
 	return errors.Join(err, <-removed)
+}
+
+// FreshSpec is a cluster of shape s named name, in a namespace no cluster
+// of the lab has had (lab-2, lab-3, ...: the clusters it started with are
+// in Namespace), for Renew or Prepare.
+func (l *Lab) FreshSpec(name string, s scenario.LabSpec) ClusterSpec {
+	l.renewMu.Lock()
+	defer l.renewMu.Unlock()
+	l.fresh++
+	return ClusterSpec{Name: name, Namespace: fmt.Sprintf("lab-%d", l.fresh+1), LabSpec: s}
 }
 
 // Prepare starts the cluster of spec s that a Renew for s will give: it

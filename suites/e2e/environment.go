@@ -34,11 +34,9 @@ type Environment struct {
 	// of their own; sharedLab its lab, nil elsewhere.
 	shared    providers.Provider
 	sharedLab *lab.Lab
-	// clusters counts the clusters the shared lab has had (its first,
-	// then lab.Renew's); used: a scenario ran on the last one.
-	clusters int
-	used     bool
-	closeFn  func(context.Context) error
+	// used: a scenario ran on the shared lab's first cluster.
+	used    bool
+	closeFn func(context.Context) error
 	// untrust removes the lab CA's folder (lab.TrustLabCertificates).
 	untrust []func() error
 }
@@ -56,7 +54,7 @@ func Setup(ctx context.Context, cfg *Config, log logr.Logger) (*Environment, err
 		if err != nil {
 			return nil, err
 		}
-		e.shared, e.sharedLab, e.closeFn, e.clusters = s.Provider, s.Lab, s.Close, 1
+		e.shared, e.sharedLab, e.closeFn = s.Provider, s.Lab, s.Close
 	case ProviderVSphere:
 		s, err := connect(ctx, cfg, log)
 		if err != nil {
@@ -150,13 +148,11 @@ func (e *Environment) ProviderFor(ctx context.Context, sc *scenario.Scenario) (p
 		e.used = !e.Config.Lab.Cluster.RealNodes()
 		return e.shared, keep, nil
 	case !sc.Spec.Lab.RealNodes():
-		spec := lab.SpecFor(LabCluster, *sc.Spec.Lab)
-		spec.Namespace = fmt.Sprintf("lab-%d", e.clusters+1)
+		spec := e.sharedLab.FreshSpec(LabCluster, *sc.Spec.Lab)
 		e.log.Info("a fresh cluster on the shared lab", "cluster", spec.Key(), "controlPlanes", spec.ControlPlanes, "workers", spec.Workers)
 		if err := e.sharedLab.Renew(ctx, spec); err != nil {
 			return nil, nil, err
 		}
-		e.clusters++
 		return e.shared, keep, sc.ScopeTo(spec.Key())
 	default:
 		clusters = append(clusters, lab.SpecFor(LabCluster, *sc.Spec.Lab))
