@@ -170,7 +170,7 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 			return usageErr("--report-configmap keeps the report in a cluster: name one with --kubeconfig (the embedded lab goes away with the run)")
 		}
 		log := newLogger(stderr, 0)
-		labCfg, err := o.lab.config(log, lab.ClusterSpec{Name: "lab", LabSpec: scenario.LabSpec{ControlPlanes: 1, Workers: 2}})
+		labCfg, err := o.lab.config(log, lab.ClusterSpec{Name: lab.ClusterName, LabSpec: scenario.LabSpec{ControlPlanes: 1, Workers: 2}})
 		if err != nil {
 			return err
 		}

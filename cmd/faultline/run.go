@@ -66,9 +66,6 @@ type runOptions struct {
 // first gets a fresh cluster on it (lab.Renew).
 type warmLab struct {
 	sess *session.Session
-	// prepared is the cluster prepared for scenario preparedFor.
-	prepared    lab.ClusterSpec
-	preparedFor *scenario.Scenario
 }
 
 func newRunCommand() *cobra.Command {
@@ -102,7 +99,7 @@ in --allow-vcenter.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.provider, "provider", "lab", "where to run: lab (embedded Cluster API lab, or vcsim alone for scenarios without spec.lab), capi (a Cluster API management cluster), vsphere or kind (--kind-cluster)")
+	fs.StringVar(&o.provider, "provider", session.ProviderLab, "where to run: lab (embedded Cluster API lab, or vcsim alone for scenarios without spec.lab), capi (a Cluster API management cluster), vsphere or kind (--kind-cluster)")
 	fs.StringArrayVar(&o.sets, "set", nil, "override a scenario parameter, name=value; repeatable (with several scenarios, each that declares it)")
 	fs.StringVarP(&o.selector, "selector", "l", "", "run only the scenarios whose metadata.labels match this label selector (e.g. 'tier=core,!incident'); with no argument, over the catalogue")
 	fs.StringVar(&o.artifacts, "artifacts", "", "folder for result.json, timeline.jsonl and journal.jsonl (default $ARTIFACTS or _artifacts, then <scenario>-<timestamp>)")
@@ -392,14 +389,12 @@ func (o *runOptions) sessionFor(ctx context.Context, sc *scenario.Scenario, stde
 	}
 	keep := func() {}
 	if o.warm != nil {
-		spec := o.warm.prepared
-		if o.warm.preparedFor == sc {
+		spec, prepared := o.warm.sess.Lab.NextSpec(lab.ClusterName, *sc.Spec.Lab)
+		if prepared {
 			fmt.Fprintf(stderr, "lab: cluster %s (%s), prepared during the last scenario; the last one goes\n", spec.Key(), spec.Shape())
 		} else {
-			spec = o.warm.sess.Lab.FreshSpec("lab", *sc.Spec.Lab)
 			fmt.Fprintf(stderr, "lab: new cluster %s (%s) on the warm lab; the last one goes\n", spec.Key(), spec.Shape())
 		}
-		o.warm.preparedFor = nil
 		began := time.Now()
 		err := o.warm.sess.Lab.Renew(ctx, spec)
 		if err == nil {
@@ -416,21 +411,18 @@ func (o *runOptions) sessionFor(ctx context.Context, sc *scenario.Scenario, stde
 		return nil, nil, err
 	}
 	o.warm = &warmLab{sess: sess}
-	return sess, keep, scopeErr(sc.ScopeTo(lab.SpecFor("lab", *sc.Spec.Lab).Key()))
+	return sess, keep, scopeErr(sc.ScopeTo(lab.SpecFor(lab.ClusterName, *sc.Spec.Lab).Key()))
 }
 
 // prepareNext has the warm lab start the next scenario's cluster, which
 // comes up while this one runs (lab.Prepare).
 func (o *runOptions) prepareNext(ctx context.Context, stderr io.Writer) {
-	if o.warm == nil || o.next == nil || !o.warmable(o.next) || o.dryRun || o.warm.preparedFor == o.next {
+	if o.warm == nil || o.next == nil || !o.warmable(o.next) || o.dryRun {
 		return
 	}
-	spec := o.warm.sess.Lab.FreshSpec("lab", *o.next.Spec.Lab)
-	if err := o.warm.sess.Lab.Prepare(ctx, spec); err != nil {
+	if spec, err := o.warm.sess.Lab.PrepareNext(ctx, lab.ClusterName, *o.next.Spec.Lab); err != nil {
 		fmt.Fprintf(stderr, "lab: could not prepare the next scenario's cluster, %s (%v); it is made after this one\n", spec.Key(), err)
-		return
 	}
-	o.warm.prepared, o.warm.preparedFor = spec, o.next
 }
 
 // warmable tells whether sc runs on the warm lab of a run of several
@@ -476,7 +468,7 @@ func (o *runOptions) openSession(ctx context.Context, sc *scenario.Scenario, std
 	switch o.provider {
 	case session.ProviderLab:
 		if sc.Spec.Lab != nil {
-			if cfg.Lab, err = o.lab.config(log, lab.SpecFor("lab", *sc.Spec.Lab)); err != nil {
+			if cfg.Lab, err = o.lab.config(log, lab.SpecFor(lab.ClusterName, *sc.Spec.Lab)); err != nil {
 				return nil, err
 			}
 			// The scenario runs on the nodes --nodes chose; one that

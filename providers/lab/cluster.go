@@ -28,6 +28,11 @@ const KubernetesVersion = "v1.35.4"
 // with; a cluster it makes afterwards (Renew) has a namespace of its own.
 const Namespace = "default"
 
+// ClusterName is the name `faultline run` and the suites give the lab's
+// cluster, in every namespace: the catalogue's parameters (a
+// KubeadmControlPlane's name) default to it.
+const ClusterName = "lab"
+
 // The vcsim inventory the lab's VMs are cloned into (simulator.VPX()).
 const (
 	vmTemplate   = "DC0_C0_RP0_VM0"

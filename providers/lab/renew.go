@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -109,6 +110,32 @@ func (l *Lab) FreshSpec(name string, s scenario.LabSpec) ClusterSpec {
 	defer l.renewMu.Unlock()
 	l.fresh++
 	return ClusterSpec{Name: name, Namespace: fmt.Sprintf("lab-%d", l.fresh+1), LabSpec: s}
+}
+
+// NextSpec is the cluster to Renew the lab with for a scenario of shape s,
+// named name: the one Prepare started for that name and shape (prepared
+// true), else a new FreshSpec.
+func (l *Lab) NextSpec(name string, s scenario.LabSpec) (spec ClusterSpec, prepared bool) {
+	l.renewMu.Lock()
+	keys := slices.Sorted(maps.Keys(l.prepared))
+	for _, key := range keys {
+		if c := l.prepared[key]; c.spec.Name == name && reflect.DeepEqual(c.spec.LabSpec, s) {
+			l.renewMu.Unlock()
+			return c.spec, true
+		}
+	}
+	l.renewMu.Unlock()
+	return l.FreshSpec(name, s), false
+}
+
+// PrepareNext prepares the cluster NextSpec gives for a scenario of shape
+// s, named name, unless one is prepared already.
+func (l *Lab) PrepareNext(ctx context.Context, name string, s scenario.LabSpec) (ClusterSpec, error) {
+	spec, prepared := l.NextSpec(name, s)
+	if prepared {
+		return spec, nil
+	}
+	return spec, l.Prepare(ctx, spec)
 }
 
 // Prepare starts the cluster of spec s that a Renew for s will give: it

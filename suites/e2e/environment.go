@@ -19,11 +19,6 @@ import (
 	"github.com/faultline-dev/faultline/providers/vsphere"
 )
 
-// LabCluster is the name of every lab cluster a suite starts, as `faultline
-// run` names it: the catalogue's parameters (a KubeadmControlPlane's name)
-// default to it.
-const LabCluster = "lab"
-
 // Environment is what a suite starts once, in SynchronizedBeforeSuite, and
 // stops at the end: the shared lab (provider lab) or the connection to the
 // management cluster and vCenter (provider vsphere).
@@ -34,7 +29,8 @@ type Environment struct {
 	// of their own; sharedLab its lab, nil elsewhere.
 	shared    providers.Provider
 	sharedLab *lab.Lab
-	// used: a scenario ran on the shared lab's first cluster.
+	// used: a scenario ran on the shared lab's first cluster, or Renew
+	// removed it.
 	used    bool
 	closeFn func(context.Context) error
 	// untrust removes the lab CA's folder (lab.TrustLabCertificates).
@@ -50,7 +46,7 @@ func Setup(ctx context.Context, cfg *Config, log logr.Logger) (*Environment, err
 		// vcsim's HTTP server reports CAPV's REST clients' failed TLS
 		// handshakes through the standard logger.
 		stdlog.SetOutput(io.Discard)
-		s, err := e.openLab(ctx, lab.SpecFor(LabCluster, cfg.Lab.spec(cfg.Lab.Cluster)))
+		s, err := e.openLab(ctx, lab.SpecFor(lab.ClusterName, cfg.Lab.spec(cfg.Lab.Cluster)))
 		if err != nil {
 			return nil, err
 		}
@@ -143,25 +139,54 @@ func (e *Environment) ProviderFor(ctx context.Context, sc *scenario.Scenario) (p
 		// The run skips it, touching nothing: no lab of its own.
 		return e.shared, keep, nil
 	case sc.OwnCluster():
-		clusters = append(clusters, lab.SpecFor(LabCluster, *sc.Spec.Lab))
-	case !e.used && lab.SpecFor(LabCluster, e.Config.Lab.spec(e.Config.Lab.Cluster)).Serves(*sc.Spec.Lab):
+		clusters = append(clusters, lab.SpecFor(lab.ClusterName, *sc.Spec.Lab))
+	case e.firstServes(*sc.Spec.Lab):
 		e.used = !e.Config.Lab.Cluster.RealNodes()
 		return e.shared, keep, nil
 	case !sc.Spec.Lab.RealNodes():
-		spec := e.sharedLab.FreshSpec(LabCluster, *sc.Spec.Lab)
-		e.log.Info("a fresh cluster on the shared lab", "cluster", spec.Key(), "controlPlanes", spec.ControlPlanes, "workers", spec.Workers)
+		spec, prepared := e.sharedLab.NextSpec(lab.ClusterName, *sc.Spec.Lab)
+		e.log.Info("a fresh cluster on the shared lab", "cluster", spec.Key(), "shape", spec.Shape(), "prepared", prepared)
+		// Renew removes the first cluster too.
+		e.used = true
 		if err := e.sharedLab.Renew(ctx, spec); err != nil {
 			return nil, nil, err
 		}
 		return e.shared, keep, sc.ScopeTo(spec.Key())
 	default:
-		clusters = append(clusters, lab.SpecFor(LabCluster, *sc.Spec.Lab))
+		clusters = append(clusters, lab.SpecFor(lab.ClusterName, *sc.Spec.Lab))
 	}
 	s, err := e.openLab(ctx, clusters...)
 	if err != nil {
 		return nil, nil, err
 	}
 	return s.Provider, s.Close, nil
+}
+
+// firstServes tells whether a scenario of shape s runs on the shared lab's
+// first cluster: no scenario ran there yet and it serves s.
+func (e *Environment) firstServes(s scenario.LabSpec) bool {
+	return !e.used && lab.SpecFor(lab.ClusterName, e.Config.Lab.spec(e.Config.Lab.Cluster)).Serves(s)
+}
+
+// Prepare has the shared lab start the cluster ProviderFor will give sc
+// while the scenario before it runs (lab.Lab.PrepareNext): sc is the
+// scenario the suite runs next. It does nothing where sc would not get a
+// fresh cluster on the shared lab, and a cluster it could not start is
+// started by ProviderFor instead.
+func (e *Environment) Prepare(ctx context.Context, sc *scenario.Scenario) {
+	if e.sharedLab == nil || sc.Spec.Lab == nil || sc.OwnCluster() {
+		return
+	}
+	s := e.Config.Lab.spec(*sc.Spec.Lab)
+	if s.RealNodes() || e.firstServes(s) {
+		return
+	}
+	spec, err := e.sharedLab.PrepareNext(ctx, lab.ClusterName, s)
+	if err != nil {
+		e.log.Error(err, "could not prepare the next scenario's cluster; it is made when that scenario starts", "cluster", spec.Key())
+		return
+	}
+	e.log.Info("preparing the next scenario's cluster", "scenario", sc.Metadata.Name, "cluster", spec.Key(), "shape", spec.Shape())
 }
 
 // openLab opens a lab of the clusters (none: a vCenter simulator alone)

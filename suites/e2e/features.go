@@ -86,7 +86,7 @@ func Feature(name string, provider ProviderFunc, params map[string]string, dir s
 			}
 			return context.WithValue(ctx, providerKey{name}, p)
 		}).
-		Assess("reaches every phase within budget and holds every assertion", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		Assess(SpecText, func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			p, _ := ctx.Value(providerKey{name}).(providers.Provider)
 			res, err := session.Execute(ctx, session.ExecuteInput{
 				Dir: filepath.Join(dir, runName),

@@ -33,7 +33,14 @@ type ScenarioSpecInput struct {
 	ArtifactFolder string
 	// Parameters override the scenario's, over the e2e config's.
 	Parameters map[string]string
+	// Next is the scenario the suite runs after this one, nil for none
+	// or unknown: the environment prepares its cluster while this one
+	// runs (Environment.Prepare).
+	Next func() *scenario.Scenario
 }
+
+// SpecText is the text of a ScenarioSpec's spec.
+const SpecText = "reaches every phase within budget and holds every assertion"
 
 // ScenarioSpec runs one catalogue scenario as a Ginkgo spec, in the style
 // of Cluster API's MachineDeploymentRemediationSpec: the same spec on the
@@ -76,9 +83,14 @@ func ScenarioSpec(ctx context.Context, inputGetter func() ScenarioSpecInput) {
 			Eventually(func() error { return Baseline(ctx, provider) }, input.Environment.Config.Interval("default/wait-baseline")...).
 				Should(Succeed(), "the cluster is not healthy before %s", input.Scenario)
 		}
+		if input.Next != nil {
+			if next := input.Next(); next != nil {
+				input.Environment.Prepare(ctx, next)
+			}
+		}
 	})
 
-	It("reaches every phase within budget and holds every assertion", func() {
+	It(SpecText, func() {
 		timeout, _, err := input.Environment.Config.interval("default/scenario")
 		Expect(err).NotTo(HaveOccurred())
 		rctx, cancel := context.WithTimeout(ctx, timeout)

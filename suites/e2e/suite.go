@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive
-	. "github.com/onsi/gomega"    //nolint:revive
+	"github.com/onsi/ginkgo/v2/types"
+	. "github.com/onsi/gomega" //nolint:revive
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
@@ -31,6 +34,16 @@ type Suite struct {
 	Config         *Config
 	Environment    *Environment
 	ArtifactFolder string
+	// order is DescribeScenarios' scenarios in the order their specs
+	// run.
+	order []described
+}
+
+// described is a scenario DescribeScenarios gave a spec.
+type described struct {
+	name, provider string
+	src            selection.Source
+	labels         []string
 }
 
 // NewSuite registers the suite's SynchronizedBeforeSuite, which loads the
@@ -66,8 +79,16 @@ func NewSuite(name string) *Suite {
 // DescribeScenarios adds a ScenarioSpec for every scenario of the suite
 // (Sources: the catalogue's and a team's own files) that keep accepts,
 // labelled with the scenario's labels ("tier:core", "destructive",
-// "seed-002") so GINKGO_LABEL_FILTER selects them.
+// "seed-002") so GINKGO_LABEL_FILTER selects them. They are in one
+// container named after the suite, which Ginkgo runs in order (it
+// shuffles top-level containers only, unless --randomize-all): so each
+// spec knows the next one, whose cluster the lab prepares meanwhile.
 func DescribeScenarios(s *Suite, keep func(*scenario.Scenario) bool) bool {
+	Describe(s.Name, func() { describeScenarios(s, keep) })
+	return true
+}
+
+func describeScenarios(s *Suite, keep func(*scenario.Scenario) bool) {
 	cfg, err := LoadConfig(DefaultConfig)
 	var sources []selection.Source
 	if err == nil {
@@ -75,7 +96,7 @@ func DescribeScenarios(s *Suite, keep func(*scenario.Scenario) bool) bool {
 	}
 	if err != nil {
 		It("finds its scenarios", func() { Fail(err.Error()) })
-		return true
+		return
 	}
 	seen := map[string]selection.Source{}
 	for _, src := range sources {
@@ -97,6 +118,7 @@ func DescribeScenarios(s *Suite, keep func(*scenario.Scenario) bool) bool {
 			continue
 		}
 		provider := sc.Metadata.Labels["provider"]
+		s.order = append(s.order, described{name: name, provider: provider, src: src, labels: ScenarioLabels(sc)})
 		Describe(name, Label(ScenarioLabels(sc)...), func() {
 			BeforeEach(func() {
 				if provider != "" && s.Config != nil && provider != s.Config.Provider {
@@ -104,11 +126,77 @@ func DescribeScenarios(s *Suite, keep func(*scenario.Scenario) bool) bool {
 				}
 			})
 			ScenarioSpec(context.Background(), func() ScenarioSpecInput {
-				return ScenarioSpecInput{Environment: s.Environment, Scenario: name, Source: src, ArtifactFolder: s.ArtifactFolder}
+				return ScenarioSpecInput{
+					Environment: s.Environment, Scenario: name, Source: src, ArtifactFolder: s.ArtifactFolder,
+					Next: func() *scenario.Scenario { return s.next(name) },
+				}
 			})
 		})
 	}
-	return true
+}
+
+// next is the scenario whose spec runs after scenario after's, as far as
+// the suite can tell before Ginkgo runs it: the next of its order on the
+// suite's provider that Ginkgo's label filter, focus and skip keep. Nil
+// when there is none, or Ginkgo randomizes all specs. A wrong guess costs
+// a cluster prepared for nothing.
+func (s *Suite) next(after string) *scenario.Scenario {
+	cfg, _ := GinkgoConfiguration()
+	if cfg.RandomizeAllSpecs || s.Config == nil {
+		return nil
+	}
+	runs, err := ginkgoKeeps(cfg)
+	if err != nil {
+		return nil
+	}
+	i := slices.IndexFunc(s.order, func(d described) bool { return d.name == after })
+	for _, d := range s.order[i+1:] {
+		if d.provider != "" && d.provider != s.Config.Provider {
+			continue
+		}
+		if !runs(d.labels, strings.Join([]string{suiteDescription, s.Name, d.name, SpecText}, " ")) {
+			continue
+		}
+		sc, err := d.src.Load(s.Config.Parameters[d.name])
+		if err != nil {
+			return nil
+		}
+		return sc
+	}
+	return nil
+}
+
+// suiteDescription is RunSuite's description, which Ginkgo's focus and
+// skip match with a spec's text.
+var suiteDescription string
+
+// ginkgoKeeps tells whether Ginkgo runs a spec of these labels and text,
+// by the suite config's label filter, focus and skip, as Ginkgo decides
+// it (internal/focus.go).
+func ginkgoKeeps(cfg types.SuiteConfig) (func(labels []string, text string) bool, error) {
+	labels := func([]string) bool { return true }
+	if cfg.LabelFilter != "" {
+		f, err := types.ParseLabelFilter(cfg.LabelFilter)
+		if err != nil {
+			return nil, err
+		}
+		labels = f
+	}
+	var focus, skip *regexp.Regexp
+	var err error
+	if len(cfg.FocusStrings) > 0 {
+		if focus, err = regexp.Compile(strings.Join(cfg.FocusStrings, "|")); err != nil {
+			return nil, err
+		}
+	}
+	if len(cfg.SkipStrings) > 0 {
+		if skip, err = regexp.Compile(strings.Join(cfg.SkipStrings, "|")); err != nil {
+			return nil, err
+		}
+	}
+	return func(l []string, text string) bool {
+		return labels(l) && (focus == nil || focus.MatchString(text)) && (skip == nil || !skip.MatchString(text))
+	}, nil
 }
 
 // ScenarioLabels are a scenario's labels as Ginkgo labels: the key for "true",
@@ -144,5 +232,6 @@ func RunSuite(t *testing.T, description string) {
 		t.Skipf("e2e suite: run it with make test-e2e (or %s=1)", EnvE2E)
 	}
 	RegisterFailHandler(Fail)
+	suiteDescription = description
 	RunSpecs(t, description)
 }
