@@ -6,10 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/lab"
@@ -199,6 +202,56 @@ func waitState(t *testing.T, ctx context.Context, p *vsphere.Provider, vm provid
 		case <-ctx.Done():
 			t.Fatalf("vm never reached %s (last %s, %v)", want, got, err)
 		}
+	}
+}
+
+// TestIntegrationDestroyRetries plays the owner that powers a VM back on
+// between Destroy's power-off and its destroy (CAPV does, in the lab
+// within a second): vCenter refuses the destroy with InvalidPowerState,
+// as vcsim's fault rule does here, and Destroy powers off and retries, up
+// to its bound, then names the fault.
+func TestIntegrationDestroyRetries(t *testing.T) {
+	sim := startSim(t)
+	ctx := t.Context()
+	p := connect(t, ctx, sim.Config())
+	// refuse decides each Destroy_Task on the VM: the rule's filter is
+	// called once per call that matches the method and VM.
+	var calls atomic.Int32
+	refuse := func(first int32) {
+		sim.Service().ClearFaultRules()
+		calls.Store(0)
+		sim.Service().AddFaultRule(&simulator.FaultInjectionRule{
+			MethodName: "Destroy_Task", ObjectType: "VirtualMachine", ObjectName: "*",
+			InclusionPropertyFilter: func(mo.Reference) bool { return calls.Add(1) <= first },
+			Probability:             1, FaultType: simulator.FaultTypeCustom, Fault: &types.InvalidPowerState{}, Enabled: true,
+		})
+	}
+
+	vm := resolveOne(t, ctx, p, providers.Selector{VM: "DC0_H0_VM0"})
+	refuse(1)
+	if err := p.Destroy(ctx, vm); err != nil {
+		t.Fatalf("destroy refused once: %v, want the retry to destroy it", err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("destroy refused once: %d destroy calls, want 2", n)
+	}
+	if ok, err := p.Exists(ctx, vm); err != nil || ok {
+		t.Errorf("exists after a retried destroy = %t, %v", ok, err)
+	}
+
+	vm = resolveOne(t, ctx, p, providers.Selector{VM: "DC0_H0_VM1"})
+	refuse(1 << 20)
+	err := p.Destroy(ctx, vm)
+	var fe *vsphere.FaultError
+	if !errors.As(err, &fe) || fe.Fault != "InvalidPowerState" || !strings.Contains(err.Error(), `destroy vm "DC0_H0_VM1"`) || !strings.Contains(err.Error(), "each of 5 times") {
+		t.Errorf("destroy refused every time = %v, want the InvalidPowerState fault after 5 rounds", err)
+	}
+	if n := calls.Load(); n != 5 {
+		t.Errorf("destroy refused every time: %d destroy calls, want 5", n)
+	}
+	sim.Service().ClearFaultRules()
+	if state, err := p.PowerState(ctx, vm); err != nil || state != providers.PoweredOff {
+		t.Errorf("after the refused destroys the VM is %s, %v; want it left powered off", state, err)
 	}
 }
 
