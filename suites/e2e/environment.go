@@ -29,8 +29,9 @@ type Environment struct {
 	// of their own; sharedLab its lab, nil elsewhere.
 	shared    providers.Provider
 	sharedLab *lab.Lab
-	// used: a scenario ran on the shared lab's first cluster, or Renew
-	// removed it.
+	// first is the shape of the shared lab's first cluster; used: a
+	// scenario ran on it, or Renew removed it.
+	first   scenario.LabSpec
 	used    bool
 	closeFn func(context.Context) error
 	// untrust removes the lab CA's folder (lab.TrustLabCertificates).
@@ -38,15 +39,24 @@ type Environment struct {
 }
 
 // Setup starts the environment the config asks for. A lab run's Machines
-// are all Running when it returns.
-func Setup(ctx context.Context, cfg *Config, log logr.Logger) (*Environment, error) {
+// are all Running when it returns. first is the scenario the suite runs
+// first, nil when none or unknown: on a lab of simulated nodes, the lab's
+// first cluster is the shape of first's spec.lab when the config's
+// cluster does not serve it, so first runs on it.
+func Setup(ctx context.Context, cfg *Config, log logr.Logger, first *scenario.Scenario) (*Environment, error) {
 	e := &Environment{Config: cfg, log: log, closeFn: func(context.Context) error { return nil }}
 	switch cfg.Provider {
 	case ProviderLab:
 		// vcsim's HTTP server reports CAPV's REST clients' failed TLS
 		// handshakes through the standard logger.
 		stdlog.SetOutput(io.Discard)
-		s, err := e.openLab(ctx, lab.SpecFor(lab.ClusterName, cfg.Lab.spec(cfg.Lab.Cluster)))
+		e.first = cfg.Lab.spec(cfg.Lab.Cluster)
+		if first != nil && first.Spec.Lab != nil && !first.OwnCluster() && !e.first.RealNodes() {
+			if s := cfg.Lab.spec(*first.Spec.Lab); !s.RealNodes() && !lab.SpecFor(lab.ClusterName, e.first).Serves(s) {
+				e.first = s
+			}
+		}
+		s, err := e.openLab(ctx, lab.SpecFor(lab.ClusterName, e.first))
 		if err != nil {
 			return nil, err
 		}
@@ -165,7 +175,7 @@ func (e *Environment) ProviderFor(ctx context.Context, sc *scenario.Scenario) (p
 // firstServes tells whether a scenario of shape s runs on the shared lab's
 // first cluster: no scenario ran there yet and it serves s.
 func (e *Environment) firstServes(s scenario.LabSpec) bool {
-	return !e.used && lab.SpecFor(lab.ClusterName, e.Config.Lab.spec(e.Config.Lab.Cluster)).Serves(s)
+	return !e.used && lab.SpecFor(lab.ClusterName, e.first).Serves(s)
 }
 
 // Prepare has the shared lab start the cluster ProviderFor will give sc

@@ -64,7 +64,7 @@ func NewSuite(name string) *Suite {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(os.MkdirAll(s.ArtifactFolder, 0o750)).To(Succeed())
 		By("starting the " + cfg.Provider + " environment")
-		s.Environment, err = Setup(context.WithoutCancel(ctx), cfg, ginkgoLogger())
+		s.Environment, err = Setup(context.WithoutCancel(ctx), cfg, ginkgoLogger(), s.next(""))
 		Expect(err).NotTo(HaveOccurred())
 		return nil
 	}, func([]byte) {})
@@ -117,9 +117,11 @@ func describeScenarios(s *Suite, keep func(*scenario.Scenario) bool) {
 		if !keep(sc) {
 			continue
 		}
-		provider := sc.Metadata.Labels["provider"]
-		s.order = append(s.order, described{name: name, provider: provider, src: src, labels: ScenarioLabels(sc)})
-		Describe(name, Label(ScenarioLabels(sc)...), func() {
+		s.order = append(s.order, described{name: name, provider: sc.Metadata.Labels["provider"], src: src, labels: ScenarioLabels(sc)})
+	}
+	for _, d := range s.order {
+		name, provider, src := d.name, d.provider, d.src
+		Describe(name, Label(d.labels...), func() {
 			BeforeEach(func() {
 				if provider != "" && s.Config != nil && provider != s.Config.Provider {
 					Skip("scenario " + name + " runs on provider " + provider + "; this suite runs on " + s.Config.Provider)
@@ -135,8 +137,8 @@ func describeScenarios(s *Suite, keep func(*scenario.Scenario) bool) {
 	}
 }
 
-// next is the scenario whose spec runs after scenario after's, as far as
-// the suite can tell before Ginkgo runs it: the next of its order on the
+// next is the scenario whose spec runs after scenario after's (the first
+// for ""), as far as the suite can tell before Ginkgo runs it: the next of its order on the
 // suite's provider that Ginkgo's label filter, focus and skip keep. Nil
 // when there is none, or Ginkgo randomizes all specs. A wrong guess costs
 // a cluster prepared for nothing.

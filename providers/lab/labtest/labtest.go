@@ -55,6 +55,18 @@ func Start(t *testing.T, specs ...lab.ClusterSpec) *lab.Lab {
 	}
 	start := time.Now()
 	lab.RouteLibraryLogs(log)
+	// As faultline's lab commands do: CAPV then makes one TLS handshake
+	// per connection to vcsim, not two. The first test's cleanup removes
+	// the CA's folder; crypto/x509 has read it by then, once per process.
+	untrust, err := lab.TrustLabCertificates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := untrust(); err != nil {
+			t.Error(err)
+		}
+	})
 	l, err := lab.Start(ctx, lab.Input{Profile: p, Clusters: specs, Log: log})
 	if err != nil {
 		t.Fatalf("start lab: %v", err)
