@@ -31,6 +31,7 @@ func newLabUpCommand() *cobra.Command {
 		workers       int
 		cpMHC         bool
 		noWorkerMHC   bool
+		wait          time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -44,6 +45,9 @@ another shell. Everything listens on 127.0.0.1.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if clusters < 1 {
 				return usageErr("--clusters %d: expected 1 or more", clusters)
+			}
+			if wait <= 0 {
+				return usageErr("--wait %s: expected a positive duration, such as 10m", wait)
 			}
 			cfg, err := flags.config(newLogger(cmd.ErrOrStderr(), 0))
 			if err != nil {
@@ -73,7 +77,7 @@ another shell. Everything listens on 127.0.0.1.`,
 			if err := in.Validate(); err != nil {
 				return usageErr("%v", err)
 			}
-			cfg.Clusters, cfg.Dir = in.Clusters, dir
+			cfg.Clusters, cfg.Dir, cfg.Wait = in.Clusters, dir, wait
 			return runLabUp(ctx, cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -84,6 +88,7 @@ another shell. Everything listens on 127.0.0.1.`,
 	fs.IntVar(&workers, "workers", 2, "workers per cluster")
 	fs.BoolVar(&cpMHC, "control-plane-mhc", false, "add a MachineHealthCheck on the control plane")
 	fs.BoolVar(&noWorkerMHC, "no-worker-mhc", false, "leave the workers without a MachineHealthCheck")
+	fs.DurationVar(&wait, "wait", session.DefaultLabWait, "how long the lab may take to have every Machine Running (many clusters on a small machine take longer)")
 	return cmd
 }
 

@@ -114,6 +114,7 @@ func TestValidateExitCodes(t *testing.T) {
 		{[]string{"run", "../../scenarios", "--set", "nope=1"}, 2, "--set nope: none of the selected scenarios declares that parameter"},
 		{[]string{"run", "no-such.yaml"}, 2, "scenario no-such.yaml: stat no-such.yaml: no such file or directory"},
 		{[]string{"run", t.TempDir()}, 2, "no .yaml or .yml file in it"},
+		{[]string{"lab", "up", "--wait", "0s"}, 2, "--wait 0s: expected a positive duration, such as 10m"},
 		{[]string{"list", "-l", "seed-003"}, 0, ""},
 		{[]string{"list"}, 0, ""},
 	}
