@@ -153,7 +153,7 @@ func (e *Environment) ProviderFor(ctx context.Context, sc *scenario.Scenario) (p
 	case e.firstServes(*sc.Spec.Lab):
 		e.used = !e.Config.Lab.Cluster.RealNodes()
 		return e.shared, keep, nil
-	case !sc.Spec.Lab.RealNodes():
+	case e.freshOnShared(sc, *sc.Spec.Lab):
 		spec, prepared := e.sharedLab.NextSpec(lab.ClusterName, *sc.Spec.Lab)
 		e.log.Info("a fresh cluster on the shared lab", "cluster", spec.Key(), "shape", spec.Shape(), "prepared", prepared)
 		// Renew removes the first cluster too.
@@ -178,17 +178,25 @@ func (e *Environment) firstServes(s scenario.LabSpec) bool {
 	return !e.used && lab.SpecFor(lab.ClusterName, e.first).Serves(s)
 }
 
+// freshOnShared tells whether scenario sc, whose spec.lab on the config's
+// nodes is s, gets a fresh cluster on the shared lab (lab.Renew): one of
+// simulated nodes that needs no lab of its own and that the first cluster
+// does not serve. ProviderFor gives it, Prepare starts it.
+func (e *Environment) freshOnShared(sc *scenario.Scenario, s scenario.LabSpec) bool {
+	return !sc.OwnCluster() && !s.RealNodes() && !e.firstServes(s)
+}
+
 // Prepare has the shared lab start the cluster ProviderFor will give sc
 // while the scenario before it runs (lab.Lab.PrepareNext): sc is the
 // scenario the suite runs next. It does nothing where sc would not get a
 // fresh cluster on the shared lab, and a cluster it could not start is
 // started by ProviderFor instead.
 func (e *Environment) Prepare(ctx context.Context, sc *scenario.Scenario) {
-	if e.sharedLab == nil || sc.Spec.Lab == nil || sc.OwnCluster() {
+	if e.sharedLab == nil || sc.Spec.Lab == nil {
 		return
 	}
 	s := e.Config.Lab.spec(*sc.Spec.Lab)
-	if s.RealNodes() || e.firstServes(s) {
+	if !e.freshOnShared(sc, s) {
 		return
 	}
 	spec, err := e.sharedLab.PrepareNext(ctx, lab.ClusterName, s)
