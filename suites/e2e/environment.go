@@ -151,7 +151,7 @@ func (e *Environment) ProviderFor(ctx context.Context, sc *scenario.Scenario) (p
 	case sc.OwnCluster():
 		clusters = append(clusters, lab.SpecFor(lab.ClusterName, *sc.Spec.Lab))
 	case e.firstServes(*sc.Spec.Lab):
-		e.used = !e.Config.Lab.Cluster.RealNodes()
+		e.used = !e.first.RealNodes()
 		return e.shared, keep, nil
 	case e.freshOnShared(sc, *sc.Spec.Lab):
 		spec, prepared := e.sharedLab.NextSpec(lab.ClusterName, *sc.Spec.Lab)
