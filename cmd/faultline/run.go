@@ -202,6 +202,7 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 	var results []*engine.Result
 	var dirs []string
 	var errs []error
+	folders := map[string]int{}
 	for i, sc := range scs {
 		if ctx.Err() != nil {
 			break // interrupted: the rest do not start
@@ -215,7 +216,7 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 			continue
 		}
 		fmt.Fprintf(stderr, "=== %s\n", sc.Metadata.Name)
-		res, dir, err := o.runOne(ctx, sc, filepath.Join(root, sc.Metadata.Name), sets, history, stderr, log)
+		res, dir, err := o.runOne(ctx, sc, filepath.Join(root, scenarioFolder(folders, sc.Metadata.Name)), sets, history, stderr, log)
 		if res == nil {
 			res = o.notRun(sc, engine.Error, err.Error())
 		} else if err != nil {
@@ -231,6 +232,18 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 		errs = append(errs, fmt.Errorf("write the run's JUnit: %w", err))
 	}
 	return o.report(stdout, results, dirs, true, errors.Join(errs...))
+}
+
+// scenarioFolder is the folder, under the run's, of the next scenario
+// named name: its name, and from its second run on (the same scenario
+// listed twice, or two files with one name) name-2, name-3 and so on, so
+// that no run's artifacts overwrite another's. seen counts the names.
+func scenarioFolder(seen map[string]int, name string) string {
+	seen[name]++
+	if n := seen[name]; n > 1 {
+		return fmt.Sprintf("%s-%d", name, n)
+	}
+	return name
 }
 
 // notRun is the result of a scenario that did not run: skipped, or an

@@ -119,6 +119,18 @@ func TestIntegrationRunSeveral(t *testing.T) {
 			t.Errorf("run folder of %s: %v", sc, err)
 		}
 	}
+	// The same scenario twice: each run keeps its own folder.
+	twice := t.TempDir()
+	stdout.Reset()
+	a := filepath.Join(dir, "a.yaml")
+	if code := execute([]string{"run", a, a, "--artifacts", twice}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "2 of 2 scenarios passed") {
+		t.Fatalf("%s twice: exit %d\n%s", a, code, stdout.String())
+	}
+	for _, folder := range []string{"team-a", "team-a-2"} {
+		if _, err := os.Stat(filepath.Join(twice, folder, "result.json")); err != nil {
+			t.Errorf("%s twice: run folder %s: %v", a, folder, err)
+		}
+	}
 	stdout.Reset()
 	if code := execute([]string{"run", dir, "-l", "team=b", "--artifacts", t.TempDir()}, &stdout, &stderr); code != 0 || strings.Contains(stdout.String(), "team-a") || !strings.Contains(stdout.String(), "1 of 1 scenarios passed:\n  PASS     team-b") {
 		t.Errorf("-l team=b: exit %d\n%s", code, stdout.String())
