@@ -160,11 +160,11 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infr
 	if realNodes != nil {
 		kcp.KubeadmConfigSpec = *realNodes
 		workerConfig.Spec.Template.Spec = *realNodes
-	} else {
-		// The simulator's certificates, signed by the cluster's CAs,
-		// are ECDSA like its servers' keys; KCP makes the CAs so.
-		kcp.KubeadmConfigSpec.ClusterConfiguration.EncryptionAlgorithm = bootstrapv1.EncryptionAlgorithmECDSAP256
 	}
+	// Every key of the cluster is ECDSA P-256, whose handshakes cost a
+	// fraction of RSA's: KCP makes the CAs so, and kubeadm on a real node
+	// its certificates; the simulator's servers' keys are ECDSA already.
+	kcp.KubeadmConfigSpec.ClusterConfiguration.EncryptionAlgorithm = bootstrapv1.EncryptionAlgorithmECDSAP256
 	objs := []client.Object{
 		&infrav1.VSphereCluster{
 			ObjectMeta: meta(s.Name),

@@ -2,6 +2,11 @@ package lab_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"net"
+	"strconv"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +16,8 @@ import (
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
@@ -98,6 +105,33 @@ func TestIntegrationRealNodes(t *testing.T) {
 		if n.Spec.ProviderID == "" || n.Status.NodeInfo.KubeletVersion == "" {
 			t.Errorf("Node %s: providerID %q, kubelet %q", n.Name, n.Spec.ProviderID, n.Status.NodeInfo.KubeletVersion)
 		}
+	}
+	// The cluster's keys are ECDSA: its CA, which KCP made, and the
+	// serving certificate kubeadm made on the node, which the API
+	// presents through the load balancer.
+	var ca corev1.Secret
+	if err := l.Client().Get(ctx, client.ObjectKey{Namespace: lab.Namespace, Name: "lab-ca"}, &ca); err != nil {
+		t.Fatal(err)
+	}
+	if block, _ := pem.Decode(ca.Data[corev1.TLSCertKey]); block == nil {
+		t.Errorf("secret lab-ca: no PEM certificate")
+	} else if cert, err := x509.ParseCertificate(block.Bytes); err != nil {
+		t.Errorf("secret lab-ca: %v", err)
+	} else if cert.PublicKeyAlgorithm != x509.ECDSA {
+		t.Errorf("cluster CA: key %v, want ECDSA", cert.PublicKeyAlgorithm)
+	}
+	var cluster clusterv1.Cluster
+	if err := l.Client().Get(ctx, client.ObjectKey{Namespace: lab.Namespace, Name: "lab"}, &cluster); err != nil {
+		t.Fatal(err)
+	}
+	ep := cluster.Spec.ControlPlaneEndpoint
+	conn, err := tls.Dial("tcp", net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only the certificate's key type is read
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if serving := conn.ConnectionState().PeerCertificates[0]; serving.PublicKeyAlgorithm != x509.ECDSA {
+		t.Errorf("API serving certificate %q: key %v, want ECDSA", serving.Subject.CommonName, serving.PublicKeyAlgorithm)
 	}
 }
 
