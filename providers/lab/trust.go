@@ -13,7 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -43,7 +46,8 @@ const defaultCertDirs = "/etc/ssl/certs:/etc/pki/tls/certs"
 // it must run before that, once per process (main or a suite calls it,
 // as RouteLibraryLogs; the lab itself never sets process-wide state). It
 // does nothing but on Linux, where SSL_CERT_DIR is read. cleanup removes
-// the folder at the end of the process.
+// the folder at the end of the process; a later call in another process
+// removes the folders of processes that died without theirs.
 func TrustLabCertificates() (cleanup func() error, err error) {
 	labCA.Lock()
 	defer labCA.Unlock()
@@ -71,7 +75,8 @@ func TrustLabCertificates() (cleanup func() error, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab CA: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "faultline-trust-")
+	sweepTrustDirs(os.TempDir())
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", trustDirPrefix, os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("lab CA folder: %w", err)
 	}
@@ -88,6 +93,44 @@ func TrustLabCertificates() (cleanup func() error, err error) {
 	}
 	labCA.cert, labCA.key, labCA.dir = cert, key, dir
 	return remove, nil
+}
+
+// trustDirPrefix starts the name of a lab CA's folder, which goes on with
+// the pid of the process it belongs to: faultline-trust-PID-RANDOM.
+const trustDirPrefix = "faultline-trust-"
+
+// sweepTrustDirs removes from tmp the lab CA folders of processes that
+// are gone: a process killed hard (SIGKILL, or the OOM killer) never ran
+// its cleanup. Each holds a certificate and no key, so a folder it cannot
+// tell about (a process it may not signal) is left as it is.
+func sweepTrustDirs(tmp string) {
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		pid, ok := trustDirPID(e.Name())
+		if !ok || !e.IsDir() || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			_ = os.RemoveAll(filepath.Join(tmp, e.Name()))
+		}
+	}
+}
+
+// trustDirPID is the pid in the name of a lab CA's folder.
+func trustDirPID(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, trustDirPrefix)
+	if !ok {
+		return 0, false
+	}
+	digits, _, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(digits)
+	return pid, err == nil && pid > 0
 }
 
 // signedByLabCA is the lab CA's certificate and key, nil before

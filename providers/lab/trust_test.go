@@ -2,9 +2,11 @@ package lab
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -55,4 +57,33 @@ func trustChild(t *testing.T) {
 	}
 	_ = resp.Body.Close()
 	t.Log("vcsim's certificate verified against the system's roots")
+}
+
+// A lab CA folder whose process is gone is removed; one of a live
+// process, or with a name that is not a lab CA folder's, is kept.
+func TestSweepTrustDirs(t *testing.T) {
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	dead := filepath.Join(tmp, fmt.Sprintf("%s%d-123", trustDirPrefix, gone.Process.Pid))
+	live := filepath.Join(tmp, fmt.Sprintf("%s%d-456", trustDirPrefix, os.Getpid()))
+	parent := filepath.Join(tmp, fmt.Sprintf("%s%d-789", trustDirPrefix, os.Getppid()))
+	old := filepath.Join(tmp, trustDirPrefix+"3234452861")
+	other := filepath.Join(tmp, "faultline-lab-1")
+	for _, d := range []string{dead, live, parent, old, other} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweepTrustDirs(tmp)
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("folder of exited process %d: %v, want it removed", gone.Process.Pid, err)
+	}
+	for _, d := range []string{live, parent, old, other} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s: %v, want it kept", filepath.Base(d), err)
+		}
+	}
 }
