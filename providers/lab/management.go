@@ -152,9 +152,15 @@ func (m *management) setup(ctx context.Context, scheme *runtime.Scheme, in manag
 			Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
 		}),
 		Cache: cache.Options{SyncPeriod: &sync},
+		// As the real managers do (Cluster API's setup.ManagerClientOptions):
+		// Secrets and ConfigMaps are read live, and unstructured objects
+		// (the infrastructure and bootstrap objects and templates a
+		// Machine, MachineSet or KCP refers to) from the cache. Without
+		// the latter, every such read was a GET on kube-apiserver: 35% of
+		// its requests in a lab of 20 clusters.
 		Client: client.Options{Cache: &client.CacheOptions{
-			// As the real managers do: Secrets and ConfigMaps are read live.
-			DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}},
+			DisableFor:   []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}},
+			Unstructured: true,
 		}},
 		Controller: config.Controller{
 			// Every controller of the four real managers runs in this one;
