@@ -240,6 +240,9 @@ func getInto(ctx context.Context, c inmemoryclient.Client, key client.ObjectKey,
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
+	if lc, ok := c.(*lockedClient); ok {
+		return lc.getConverted(ctx, key, u, into)
+	}
 	if err := c.Get(ctx, key, u); err != nil {
 		return err
 	}

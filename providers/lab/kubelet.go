@@ -9,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	inmemoryclient "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime/client"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -133,22 +131,14 @@ func podsStarted(vm *simVM, now time.Time) bool {
 	return vm.on && !now.Before(vm.upAt)
 }
 
-// getNode reads a Node, or nil if there is none. Nodes patched through the
-// in-memory API server are stored unstructured, so they are read that way
-// and converted.
+// getNode reads a Node, or nil if there is none.
 func getNode(ctx context.Context, c inmemoryclient.Client, name string) (*corev1.Node, error) {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion("v1")
-	u.SetKind("Node")
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
+	n := &corev1.Node{}
+	if err := getInto(ctx, c, client.ObjectKey{Name: name}, n); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("get node %s: %w", name, err)
-	}
-	n := &corev1.Node{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, n); err != nil {
-		return nil, fmt.Errorf("decode node %s: %w", name, err)
 	}
 	return n, nil
 }

@@ -32,6 +32,19 @@ func (l *lockedClient) Get(ctx context.Context, key client.ObjectKey, obj client
 	return nil
 }
 
+// getConverted reads u and converts it into a typed object under the
+// lock: the conversion copies, so the store's map is not copied first (in
+// a lab of 20 clusters, the node simulator's reads of Nodes spent a third
+// of their time in that copy).
+func (l *lockedClient) getConverted(ctx context.Context, key client.ObjectKey, u *unstructured.Unstructured, into client.Object) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.c.Get(ctx, key, u); err != nil {
+		return err
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into)
+}
+
 func (l *lockedClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -214,12 +214,15 @@ func (s *nodeSim) tick(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Read from the manager's cache, and only read: the objects are the
+	// cache's own, not copies (copying every VSphereVM and Machine five
+	// times a second was a fifth of a tick's time in a lab of 20 clusters).
 	var vsvms infrav1.VSphereVMList
-	if err := s.mc.List(ctx, &vsvms); err != nil {
+	if err := s.mc.List(ctx, &vsvms, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list VSphereVMs: %w", err)
 	}
 	var machines clusterv1.MachineList
-	if err := s.mc.List(ctx, &machines); err != nil {
+	if err := s.mc.List(ctx, &machines, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list Machines: %w", err)
 	}
 	// A VSphereVM is named after its VSphereMachine, which is the
