@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -77,5 +78,15 @@ func TestNodeSimStateIsSafeAcrossGoroutines(t *testing.T) {
 	s.faults.setStaticPod("cp-0", "etcd", false)
 	if s.staticPodRunning("cp-0", "etcd", now) {
 		t.Fatal("etcd stopped but runs")
+	}
+}
+
+// A cluster that Renew removed after the tick read the clusters has no
+// leader to elect: the tick goes on (it dereferenced the missing cluster's
+// workload server and crashed the process).
+func TestElectLeaderOfRemovedCluster(t *testing.T) {
+	s := &nodeSim{nodeSimConfig: nodeSimConfig{clusters: newLockedMap[labCluster]()}}
+	if err := s.electLeader(context.Background(), "lab-2/lab", faultsNow{}); err != nil {
+		t.Fatalf("electLeader of a removed cluster: %v", err)
 	}
 }

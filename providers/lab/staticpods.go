@@ -194,6 +194,9 @@ func (s *nodeSim) joinRefused(ctx context.Context, c inmemoryclient.Client, vm *
 // KCP never removes a dead leader's Machine.
 func (s *nodeSim) electLeader(ctx context.Context, cluster string, f faultsNow) error {
 	w := s.workload(cluster)
+	if w == nil {
+		return nil // removed (Renew) since the tick read the clusters
+	}
 	c := w.client()
 	pods, err := etcdPods(ctx, c)
 	if err != nil || len(pods) == 0 {
