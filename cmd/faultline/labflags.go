@@ -64,6 +64,6 @@ func (f *labFlags) config(log logr.Logger, clusters ...lab.ClusterSpec) (session
 	if err != nil {
 		return session.LabConfig{}, infraErr(err)
 	}
-	atEnd = append(atEnd, cleanup)
+	undoAtEnd(cleanup)
 	return session.LabConfig{Clusters: clusters, Profile: p, Assets: f.assets, Wait: labStartTimeout, Log: labLog}, nil
 }

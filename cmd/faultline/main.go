@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"sync"
 	"syscall"
 
 	"github.com/faultline-dev/faultline/providers/session"
@@ -92,18 +93,31 @@ func startCPUProfile(path string) (stop func() error, err error) {
 }
 
 // atEnd are what a command set up for the process and execute undoes once
-// it returns (the lab CA's folder).
-var atEnd []func() error
+// it returns (the lab CA's folder). Tests run execute in parallel.
+var atEnd struct {
+	sync.Mutex
+	funcs []func() error
+}
+
+// undoAtEnd adds f to what execute undoes once it returns.
+func undoAtEnd(f func() error) {
+	atEnd.Lock()
+	defer atEnd.Unlock()
+	atEnd.funcs = append(atEnd.funcs, f)
+}
 
 // execute runs the CLI and returns its exit code.
 func execute(args []string, stdout, stderr io.Writer) int {
 	defer func() {
-		for _, f := range atEnd {
+		atEnd.Lock()
+		funcs := atEnd.funcs
+		atEnd.funcs = nil
+		atEnd.Unlock()
+		for _, f := range funcs {
 			if err := f(); err != nil {
 				fmt.Fprintln(stderr, "faultline:", err)
 			}
 		}
-		atEnd = nil
 	}()
 	root := newRootCommand()
 	root.SetArgs(args)
