@@ -16,7 +16,7 @@ import (
 const (
 	ResultFile   = "result.json"
 	TimelineFile = "timeline.jsonl"
-	JournalFile  = "journal.jsonl"
+	JournalFile  = engine.JournalName
 )
 
 // EnvArtifacts overrides the artifacts root, as in Cluster API's e2e suites.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -161,11 +162,24 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 		}
 		opts = append(opts, capi.WithWorkloadClient(wc))
 	}
+	vcfg, err := o.vcenter.merged()
+	if err != nil {
+		return err
+	}
+	// The embedded lab only when nothing names a cluster: $KUBECONFIG
+	// names one as --kubeconfig does (as for kubectl and clusterctl), and
+	// a vCenter is the one behind a management cluster.
+	named := o.cluster.kubeconfig != "" || o.cluster.context != "" || os.Getenv("KUBECONFIG") != "" || session.InPod()
 	target := "the embedded lab"
 	switch {
-	case o.cluster.kubeconfig == "" && o.cluster.context == "" && workloadName != "":
+	case !named && workloadName != "":
+		if o.vcenter.url != "" {
+			return usageErr("--vcenter-url: the workload checks read no vCenter; leave it out, or name the management cluster with --kubeconfig")
+		}
 		return o.checkWorkloadOnly(ctx, stdout, workloadName, capi.New(nil, opts...))
-	case o.cluster.kubeconfig == "" && o.cluster.context == "" && !session.InPod():
+	case !named && vcfg.URL != "":
+		return usageErr("%s names vCenter %s, but no management cluster is named: give its kubeconfig with --kubeconfig, --context or $KUBECONFIG (without any of them check starts the embedded lab, which has a vCenter of its own)", vcenterSource(o.vcenter), vcfg.URL)
+	case !named:
 		if o.reportCM != "" {
 			return usageErr("--report-configmap keeps the report in a cluster: name one with --kubeconfig (the embedded lab goes away with the run)")
 		}
@@ -188,14 +202,11 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	default:
 		cfg := session.Config{
 			Provider:   session.ProviderCAPI,
-			Management: session.ManagementConfig{Kubeconfig: o.cluster.kubeconfig, Context: o.cluster.context, ReadOnly: true, Workload: wc},
+			Management: session.ManagementConfig{Kubeconfig: o.cluster.kubeconfig, Context: o.cluster.context, ReadOnly: true, Workload: wc, Cluster: o.only},
 			Log:        newLogger(stderr, 0),
+			Out:        stderr,
 		}
 		// The inventory check reads the vCenter, when one is named.
-		vcfg, err := o.vcenter.merged()
-		if err != nil {
-			return err
-		}
 		if vcfg.URL != "" {
 			cfg.VCenter = session.VCenterConfig{Config: vcfg}
 		}
@@ -227,6 +238,14 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 		return usageErr("--workload-kubeconfig pairs with one Cluster, and the management cluster has %d: name it with --cluster", len(checked))
 	}
 	return o.report(stdout, checked)
+}
+
+// vcenterSource names where the vCenter URL came from, for errors.
+func vcenterSource(f vcenterFlags) string {
+	if f.url != "" {
+		return "--vcenter-url"
+	}
+	return "$GOVC_URL"
 }
 
 // checkWorkloadOnly checks one cluster with no management cluster: the

@@ -76,6 +76,53 @@ current-context: mgmt
 	}
 }
 
+// TestCheckNamedTarget: a check pointed somewhere checks that or fails; it
+// never starts the embedded lab instead ($KUBECONFIG names a cluster as
+// --kubeconfig does, and a vCenter alone names no management cluster).
+func TestCheckNamedTarget(t *testing.T) {
+	unreachable := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(unreachable, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: prod, context: {cluster: c, user: u}}]
+current-context: prod
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		kubeconfig string
+		args       []string
+		code       int
+		want       string
+	}{
+		{"KUBECONFIG", unreachable, []string{"check", "--timeout", "3s"}, 3, "check context prod: list Clusters:"},
+		{"vcenter-url alone", "", []string{"check", "--vcenter-url", "https://vc.example.com/sdk", "--vcenter-username", "sre"}, 2, "--vcenter-url names vCenter https://vc.example.com/sdk, but no management cluster is named"},
+		{"GOVC_URL alone", "", []string{"check"}, 2, "$GOVC_URL names vCenter https://vc.example.com/sdk, but no management cluster is named"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", tc.kubeconfig)
+			t.Setenv("GOVC_URL", "")
+			t.Setenv("GOVC_USERNAME", "sre")
+			if tc.name == "GOVC_URL alone" {
+				t.Setenv("GOVC_URL", "https://vc.example.com/sdk")
+			}
+			var out, errOut bytes.Buffer
+			code := execute(tc.args, &out, &errOut)
+			if code != tc.code || !strings.Contains(errOut.String(), tc.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, errOut.String(), tc.code, tc.want)
+			}
+			if strings.Contains(errOut.String(), "lab:") {
+				t.Errorf("started the embedded lab instead of the cluster named:\n%s", errOut.String())
+			}
+			if tc.kubeconfig != "" && !strings.HasPrefix(errOut.String(), "capi: context prod (https://127.0.0.1:1, "+unreachable+")") {
+				t.Errorf("first line does not name the target:\n%s", errOut.String())
+			}
+		})
+	}
+}
+
 // TestIntegrationCheckLab: faultline check with no target starts the lab
 // and finds nothing above info on it.
 func TestIntegrationCheckLab(t *testing.T) {
@@ -155,6 +202,36 @@ func TestIntegrationCheckReadOnlyRBAC(t *testing.T) {
 	t.Logf("stdout:\n%s", out.String())
 	if code != 0 || !strings.Contains(out.String(), "cluster default/lab:") {
 		t.Fatalf("exit %d\nstderr: %s", code, errOut.String())
+	}
+
+	// A vCenter other than the one the cluster's VSphereCluster and
+	// VSphereVMs name: refused before anything is read there (it has none
+	// of their VMs, each would be called missing); the cluster's own one
+	// is read.
+	other, err := lab.StartVCSim(lab.VCSimInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	password := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(password, []byte(other.Config().Password), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		sim  *lab.VCSim
+		code int
+		want string
+	}{
+		{other, 2, "vCenter " + other.URL().Host + " is not the cluster's: its objects name " + l.Sim().URL().Host + " (VSphereCluster default/lab, VSphereVM default/"},
+		{l.Sim(), 0, ""},
+	} {
+		out.Reset()
+		errOut.Reset()
+		code := execute([]string{"check", "--kubeconfig", path, "--vcenter-url", tc.sim.URL().String(), "--vcenter-ca-file", tc.sim.CAFile(),
+			"--vcenter-username", tc.sim.Config().Username, "--vcenter-password-file", password}, &out, &errOut)
+		if code != tc.code || !strings.Contains(errOut.String(), tc.want) || strings.Contains(out.String(), "vcenter-vm-missing") {
+			t.Errorf("check against vCenter %s: exit %d, want %d and %q\nstdout: %s\nstderr: %s", tc.sim.URL().Host, code, tc.code, tc.want, out.String(), errOut.String())
+		}
 	}
 
 	// A pair of kubeconfigs given by hand, and the workload cluster alone

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -198,8 +198,9 @@ func newRecoverCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "recover [JOURNAL...]",
 		Short: "Undo the faults a crashed or killed run left in place",
-		Long: `Replay the pending undo entries of journals. With no argument, every
-journal.jsonl under $ARTIFACTS (or _artifacts) is read.
+		Long: `Replay the pending undo entries of journals: each argument is a journal
+file, or a folder searched at any depth for journal.jsonl files. With no
+argument, every journal.jsonl under $ARTIFACTS (or _artifacts) is read.
 
 A journal is a file anyone who can write the artifacts folder can edit, so
 recover trusts nothing in it that would send credentials. Every entry must
@@ -218,13 +219,20 @@ host, pass the key of the host that wrote the journals with --journal-key;
 vCenter credentials come from the environment (GOVC_USERNAME, GOVC_PASSWORD)
 or the flags; the journal only records where the vCenter is.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				found, err := filepath.Glob(filepath.Join(artifacts.Root(), "*", artifacts.JournalFile))
-				if err != nil {
-					return usageErr("find journals: %v", err)
+			roots := args
+			if len(roots) == 0 {
+				roots = []string{artifacts.Root()}
+				if _, err := os.Stat(roots[0]); errors.Is(err, fs.ErrNotExist) {
+					fmt.Fprintf(cmd.OutOrStdout(), "nothing to recover: %s does not exist\n", roots[0])
+					return nil
 				}
-				args = found
 			}
+			found, err := engine.FindJournals(roots)
+			if err != nil {
+				return usageErr("find journals: %v", err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "recover: %d journal(s) under %s\n", len(found), strings.Join(roots, ", "))
+			args = found
 			var key []byte
 			if keyFile != "" {
 				var err error
@@ -274,7 +282,7 @@ func recoverJournals(ctx context.Context, cmd *cobra.Command, paths []string, ke
 	case err != nil:
 		return infraErr(err)
 	case sum.Pending == 0:
-		fmt.Fprintln(out, "nothing to recover: no pending faults in", strings.Join(paths, ", "))
+		fmt.Fprintf(out, "nothing to recover: no pending faults in %d journal(s)\n", len(paths))
 	case sum.Failed > 0:
 		return infraErr(fmt.Errorf("%d of %d pending faults could not be undone; they stay pending", sum.Failed, sum.Pending))
 	}

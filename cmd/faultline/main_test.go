@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -208,13 +209,16 @@ func TestIntegrationCrash(t *testing.T) {
 				if state, _ := p.PowerState(t.Context(), vm); state != providers.PoweredOff {
 					t.Fatalf("after SIGKILL the VM is %s; the test needs it left off", state)
 				}
-				rec := exec.Command(bin, "recover", "--allow-vcenter", "127.0.0.1", journal)
-				rec.Env = env
+				// With no argument, recover searches $ARTIFACTS at any
+				// depth: a single run's --artifacts DIR holds its journal
+				// at the top.
+				rec := exec.Command(bin, "recover", "--allow-vcenter", "127.0.0.1")
+				rec.Env = append(slices.Clone(env), "ARTIFACTS="+artifacts)
 				out, err := rec.CombinedOutput()
 				if err != nil {
 					t.Fatalf("recover: %v\n%s", err, out)
 				}
-				if !strings.Contains(string(out), "off/DC0_H0_VM0 vm.power-off: undone (vm.power-on)") {
+				if !strings.Contains(string(out), "recover: 1 journal(s) under "+artifacts) || !strings.Contains(string(out), "off/DC0_H0_VM0 vm.power-off: undone (vm.power-on)") {
 					t.Errorf("recover printed %q", out)
 				}
 			case syscall.SIGINT, syscall.SIGHUP:

@@ -473,6 +473,7 @@ func closeSession(ctx context.Context, sess *session.Session, log logr.Logger) {
 func (o *runOptions) openSession(ctx context.Context, sc *scenario.Scenario, stderr io.Writer, log logr.Logger) (*session.Session, error) {
 	cfg := session.Config{Provider: o.provider, Log: log, Out: stderr, Kind: session.KindConfig{Cluster: o.kind.cluster}}
 	cfg.Management = o.cluster.config()
+	cfg.Management.Cluster = o.scope
 	// A dry run's management cluster client and vCenter session refuse
 	// every write, and so do those of a scenario that injects nothing
 	// (it needs no opt-in).

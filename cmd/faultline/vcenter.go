@@ -15,7 +15,7 @@ import (
 // vcenterFlags are the vSphere connection flags; each falls back to govc's
 // environment variable.
 type vcenterFlags struct {
-	url, caFile, knownHosts, thumbprint, datacenter, passwordFile string
+	url, username, caFile, knownHosts, thumbprint, datacenter, passwordFile string
 	insecure                                                      bool
 	allowed                                                       []string
 	// guestUsername and guestPasswordFile: the guest login of node
@@ -25,6 +25,7 @@ type vcenterFlags struct {
 
 func (f *vcenterFlags) register(fs *pflag.FlagSet, withAllow bool) {
 	fs.StringVar(&f.url, "vcenter-url", "", "vCenter URL, e.g. https://vcenter.example.com/sdk (default $GOVC_URL)")
+	fs.StringVar(&f.username, "vcenter-username", "", "vCenter username (default $GOVC_USERNAME, or the URL's user)")
 	fs.StringVar(&f.caFile, "vcenter-ca-file", "", "PEM CA bundle that signs vCenter's certificate (default $GOVC_TLS_CA_CERTS)")
 	fs.StringVar(&f.knownHosts, "vcenter-known-hosts", "", "file of 'host thumbprint' lines (default $GOVC_TLS_KNOWN_HOSTS)")
 	fs.StringVar(&f.thumbprint, "vcenter-thumbprint", "", "SHA-1 or SHA-256 thumbprint of vCenter's certificate")
@@ -92,7 +93,7 @@ func (f *vcenterFlags) merged() (vsphere.Config, error) {
 		dst *string
 		v   string
 	}{
-		{&c.URL, f.url}, {&c.CAFile, f.caFile}, {&c.KnownHostsFile, f.knownHosts},
+		{&c.URL, f.url}, {&c.Username, f.username}, {&c.CAFile, f.caFile}, {&c.KnownHostsFile, f.knownHosts},
 		{&c.Thumbprint, f.thumbprint}, {&c.Datacenter, f.datacenter},
 	} {
 		if o.v != "" {
@@ -129,6 +130,11 @@ func (f *vcenterFlags) merged() (vsphere.Config, error) {
 			return c, usageErr("--vcenter-password-file: %v", err)
 		}
 		c.Password = strings.TrimRight(string(b), "\r\n")
+	}
+	if c.URL != "" {
+		if err := c.Validate(); err != nil {
+			return c, usageErr("%v", err)
+		}
 	}
 	return c, nil
 }

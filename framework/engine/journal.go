@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -187,4 +188,40 @@ func syncDir(dir string) error {
 		return err
 	}
 	return errors.Join(d.Sync(), d.Close())
+}
+
+// JournalName is the file name a run writes its journal under.
+const JournalName = "journal.jsonl"
+
+// FindJournals lists the journals of paths: a file is taken as it is; a
+// folder is searched at any depth for regular files named JournalName (a
+// single run with --artifacts writes DIR/journal.jsonl, a run of several
+// DIR/run-TS/SCENARIO/journal.jsonl). Symbolic links and special files
+// found in a folder are skipped: nothing there may make recover block or
+// leave the folder. A path that does not exist is an error.
+func FindJournals(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !fi.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.Type().IsRegular() && d.Name() == JournalName {
+				out = append(out, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("find journals under %s: %w", p, err)
+		}
+	}
+	return out, nil
 }

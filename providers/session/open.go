@@ -90,6 +90,9 @@ type ManagementConfig struct {
 	// Workload, when set, reaches every workload cluster instead of its
 	// kubeconfig Secret (a check's --workload-kubeconfig).
 	Workload client.Client
+	// Cluster, namespace/name, is the Cluster the session is scoped to
+	// ("" every one): the vCenter given must be the one its objects name.
+	Cluster string
 }
 
 // VCenterConfig reaches a vCenter: the vSphere provider's, or the one
@@ -222,6 +225,16 @@ func (s *Session) openManagement(ctx context.Context, cfg Config) (providers.Pro
 		return nil, err
 	}
 	s.Client, s.Context = c, name
+	target := "context " + name
+	if server, _, err := capi.Identity(cfg.Management.Kubeconfig, name); err == nil && name != capi.InClusterContext {
+		target += " (" + server + ", " + source + ")"
+	}
+	if cfg.VCenter.URL != "" {
+		if u, err := cfg.VCenter.Endpoint(); err == nil {
+			target += ", vCenter " + u.Host
+		}
+	}
+	s.say(cfg, "%s: %s\n", cfg.Provider, target)
 	if !cfg.OptedIn && !cfg.Management.ReadOnly && !Allowed(cfg.Management.Allowed, EnvAllowedContexts, name) {
 		return nil, configErr("refusing a destructive run against context %q: it is not in --allow-context or $%s", name, EnvAllowedContexts)
 	}
@@ -233,6 +246,20 @@ func (s *Session) openManagement(ctx context.Context, cfg Config) (providers.Pro
 		opts = append(opts, capi.WithWorkloadClient(cfg.Management.Workload))
 	}
 	if cfg.VCenter.URL != "" {
+		u, err := cfg.VCenter.Endpoint()
+		if err != nil {
+			return nil, &ConfigError{Err: err}
+		}
+		// Checked before logging in: a vCenter other than the cluster's
+		// has none of its VMs (a check would call each missing, a fault
+		// would find none or another cluster's).
+		err = capi.CheckServer(ctx, c, cfg.Management.Cluster, u)
+		if errors.As(err, new(*capi.ServerMismatchError)) {
+			return nil, &ConfigError{Err: err}
+		}
+		if err != nil {
+			return nil, err
+		}
 		vc, err := s.openVCenter(ctx, cfg.VCenter, cfg.Log, cfg.OptedIn || cfg.Management.ReadOnly, cfg.Management.ReadOnly)
 		if err != nil {
 			return nil, err

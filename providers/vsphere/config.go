@@ -89,6 +89,16 @@ func (c Config) Endpoint() (*url.URL, error) {
 	return u, nil
 }
 
+// Validate checks what can be checked before dialling: the URL, and that
+// a username is there. Errors never hold the password.
+func (c Config) Validate() error {
+	if _, err := c.Endpoint(); err != nil {
+		return err
+	}
+	_, _, err := c.credentials()
+	return err
+}
+
 // credentials returns the username and password, from the fields or else
 // from the URL's user info.
 func (c Config) credentials() (string, string, error) {
@@ -106,7 +116,7 @@ func (c Config) credentials() (string, string, error) {
 		}
 	}
 	if user == "" {
-		return "", "", fmt.Errorf("no vCenter username: set %s or put it in the URL", EnvUsername)
+		return "", "", fmt.Errorf("no vCenter username: set --vcenter-username or %s, or put it in the URL", EnvUsername)
 	}
 	return user, pass, nil
 }
