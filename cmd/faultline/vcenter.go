@@ -16,8 +16,8 @@ import (
 // environment variable.
 type vcenterFlags struct {
 	url, username, caFile, knownHosts, thumbprint, datacenter, passwordFile string
-	insecure                                                      bool
-	allowed                                                       []string
+	insecure                                                                bool
+	allowed                                                                 []string
 	// guestUsername and guestPasswordFile: the guest login of node
 	// faults (registerGuest).
 	guestUsername, guestPasswordFile string
