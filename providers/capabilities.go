@@ -88,6 +88,17 @@ type CapabilityCondition interface {
 	CapabilityUnavailable(c Capability) error
 }
 
+// Preflighter is implemented by a provider that can tell, changing
+// nothing, whether a fault of capability c on obj would reach what it
+// acts on (a Machine's VM in its vCenter): the engine asks before the
+// first fault, and in a dry run, so that a dry run fails where the real
+// run would.
+type Preflighter interface {
+	// Preflight returns why a fault of c on obj could not be applied, or
+	// nil. It reads only.
+	Preflight(ctx context.Context, c Capability, obj Object) error
+}
+
 // HasCapability reports whether p implements the interface behind c and,
 // for a CapabilityCondition, can use it.
 func HasCapability(p Provider, c Capability) bool {

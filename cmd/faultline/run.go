@@ -155,7 +155,12 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 		return usageErr("--gate needs --history (or $%s): the folder of past results to compare with", artifacts.EnvHistory)
 	}
 	var history *artifacts.History
-	if o.history != "" {
+	switch {
+	case o.history != "" && o.dryRun:
+		// A dry run measures nothing: it neither creates the folder
+		// nor adds a record the gate would count as a pass.
+		fmt.Fprintf(stderr, "dry run: history %s is left untouched\n", o.history)
+	case o.history != "":
 		if history, err = artifacts.OpenHistory(o.history); err != nil {
 			return usageErr("--history: %v", err)
 		}

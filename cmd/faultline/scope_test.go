@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"net/url"
 	"strings"
 	"testing"
@@ -56,9 +60,14 @@ func TestIntegrationRunScope(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "--cluster default/c: no such Cluster in context "+kc.CurrentContext+"; its clusters: default/a, default/b") {
 		t.Errorf("--cluster default/c: exit %d, stderr %s", code, stderr)
 	}
-	code, stdout, stderr := runArgs("--cluster", "default/b", "--dry-run", "--seed", "7", "-o", "json")
+	history := filepath.Join(t.TempDir(), "history")
+	code, stdout, stderr := runArgs("--cluster", "default/b", "--dry-run", "--seed", "7", "-o", "json", "--history", history)
 	if code != 0 {
 		t.Fatalf("dry run: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	// A dry run measures nothing: --history is neither made nor added to.
+	if _, err := os.Stat(history); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a dry run touched --history %s: %v", history, err)
 	}
 	var res engine.Result
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
@@ -85,6 +94,39 @@ func TestIntegrationRunScope(t *testing.T) {
 		if st, err := l.VCenter().PowerState(ctx, vm); err != nil || st != providers.PoweredOn {
 			t.Errorf("VM %s is %s (%v) after a dry run", vm.Name, st, err)
 		}
+	}
+
+	// Without a vCenter, a VM fault cannot reach a Machine's VM: the dry
+	// run is skipped, naming why, as the real run would be, and nothing
+	// is journaled.
+	t.Setenv("GOVC_URL", "")
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	code = execute([]string{"run", "power-off-worker", "--provider", "capi", "--kubeconfig", paths[0], "--allow-context", kc.CurrentContext,
+		"--cluster", "default/b", "--dry-run", "-o", "json", "--artifacts", dir}, &out, &errOut)
+	var skipped engine.Result
+	if err := json.Unmarshal(out.Bytes(), &skipped); err != nil || code != 0 || skipped.Verdict != engine.Skipped ||
+		!strings.Contains(skipped.Reason, "no vCenter is configured (--vcenter-url)") {
+		t.Errorf("dry run without a vCenter: exit %d, %v, verdict %s (%s)\n%s", code, err, skipped.Verdict, skipped.Reason, errOut.String())
+	}
+	if entries, err := engine.ReadJournal(filepath.Join(dir, "journal.jsonl")); err != nil || len(entries) != 0 {
+		t.Errorf("dry run without a vCenter journaled %+v (%v)", entries, err)
+	}
+	// With a vCenter other than the cluster's, the run is refused
+	// before it logs in there.
+	other, err := lab.StartVCSim(lab.VCSimInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	ou := other.URL()
+	ou.User = url.UserPassword("user", "pass")
+	out.Reset()
+	errOut.Reset()
+	code = execute([]string{"run", "power-off-worker", "--provider", "capi", "--kubeconfig", paths[0], "--allow-context", kc.CurrentContext,
+		"--cluster", "default/b", "--dry-run", "--vcenter-url", ou.String(), "--vcenter-ca-file", other.CAFile(), "--artifacts", t.TempDir()}, &out, &errOut)
+	if code != 2 || !strings.Contains(errOut.String(), "vCenter "+ou.Host+" is not the cluster's: its objects name "+vc.Host) {
+		t.Errorf("dry run against another vCenter: exit %d\n%s", code, errOut.String())
 	}
 
 	// For real: the fault lands in cluster b, and cluster a's Machines

@@ -175,6 +175,9 @@ func (r *run) execute(ctx context.Context) {
 	} else if err := r.checkBlastRadius(); err != nil {
 		r.errs = append(r.errs, err)
 		aborted = true
+	} else if err := r.preflight(sctx, sc); err != nil {
+		r.errs = append(r.errs, err)
+		aborted = true
 	} else {
 		sc = scenario.ExpandTargetRefs(sc, r.objects)
 		r.in.Scenario = sc
@@ -206,6 +209,34 @@ func (r *run) execute(ctx context.Context) {
 	r.undoPending(ctx)
 	r.collectFaults()
 	r.verdict(ctx, sctx)
+}
+
+// preflight checks, before anything is journaled or applied (and in a dry
+// run), that each target object of an inject step leads to what its fault
+// acts on (providers.Preflighter): a dry run fails where the real run
+// would. The fault's capability is in spec.requires (validation sees to
+// it), checked before.
+func (r *run) preflight(ctx context.Context, sc *scenario.Scenario) error {
+	pf, ok := r.in.Provider.(providers.Preflighter)
+	if !ok {
+		return nil
+	}
+	var errs []error
+	for _, st := range sc.Spec.Steps {
+		if st.Inject == nil {
+			continue
+		}
+		c := faultCatalogue[st.Inject.Fault].capability
+		for _, obj := range r.objects[st.Inject.Target] {
+			if err := pf.Preflight(ctx, c, obj); err != nil {
+				errs = append(errs, fmt.Errorf("step %s: fault %s on %s: %w", st.Name, st.Inject.Fault, obj, err))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return &providers.InfraError{Err: fmt.Errorf("before the first fault: %w", errors.Join(errs...))}
+	}
+	return nil
 }
 
 // plan records what each inject step would do, and where.

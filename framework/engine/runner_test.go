@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -498,5 +499,39 @@ func TestRunDestroyHasNoUndo(t *testing.T) {
 	res, _ := run(t, context.Background(), s, fake.New("vm-a"))
 	if len(res.Faults) != 1 || res.Faults[0].Result != engine.ResultNone || res.Faults[0].UndoneAt != nil {
 		t.Errorf("faults %+v, want one with result none and no undo time", res.Faults)
+	}
+}
+
+// preflightProvider is the fake whose Preflight refuses the objects named
+// in unreachable, as capi does for a Machine whose VM it cannot find.
+type preflightProvider struct {
+	*fake.Provider
+	unreachable map[string]bool
+}
+
+func (p preflightProvider) Preflight(_ context.Context, c providers.Capability, obj providers.Object) error {
+	if p.unreachable[obj.Name] {
+		return fmt.Errorf("%s for %s: %w", c, obj.Name, providers.ErrNotFound)
+	}
+	return nil
+}
+
+// A target whose fault could not reach what it acts on ends the run, dry
+// or real, before anything is journaled or applied.
+func TestRunPreflight(t *testing.T) {
+	t.Parallel()
+	for _, dry := range []bool{true, false} {
+		p := preflightProvider{fake.New("vm-a"), map[string]bool{"vm-a": true}}
+		res, journal := run(t, context.Background(), newScenario(t, powerCycle), p, func(in *engine.RunInput) { in.DryRun = dry })
+		if res.Verdict != engine.Error || !strings.Contains(res.Reason, "before the first fault: step off: fault vm.power-off on VirtualMachine/vm-a: VMPower for vm-a: not found") {
+			t.Errorf("dry %t: verdict %s (%s), want error naming the step and the object", dry, res.Verdict, res.Reason)
+		}
+		entries, err := engine.ReadJournal(journal)
+		if err != nil || len(entries) != 0 {
+			t.Errorf("dry %t: journaled %+v (%v)", dry, entries, err)
+		}
+		if calls := p.Calls(); len(calls) != 0 {
+			t.Errorf("dry %t: the provider was called: %+v", dry, calls)
+		}
 	}
 }

@@ -13,12 +13,17 @@ var (
 	_ providers.NodeKubelet         = (*Provider)(nil)
 	_ providers.NodeStaticPods      = (*Provider)(nil)
 	_ providers.CapabilityCondition = (*Provider)(nil)
+	_ providers.Preflighter         = (*Provider)(nil)
 )
 
 // CapabilityUnavailable implements providers.CapabilityCondition: VM faults
 // need a vCenter, node faults a vCenter with a guest login.
 func (p *Provider) CapabilityUnavailable(c providers.Capability) error {
 	switch c {
+	case providers.CapVMPower, providers.CapVMLifecycle, providers.CapVMNetwork:
+		if p.vc == nil {
+			return fmt.Errorf("VM faults on Cluster API Machines go to their VMs through vCenter, and no vCenter is configured (--vcenter-url): %w", providers.ErrUnsupported)
+		}
 	case providers.CapNodeKubelet, providers.CapNodeStaticPods:
 		if p.vc == nil {
 			return fmt.Errorf("node faults on Cluster API Machines run in their VMs' guests through VMware Tools, and no vCenter is configured (--vcenter-url): %w", providers.ErrUnsupported)
@@ -53,4 +58,15 @@ func (p *Provider) StaticPodRunning(ctx context.Context, obj providers.Object, c
 		return err
 	})
 	return running, err
+}
+
+// Preflight implements providers.Preflighter: a VM or node fault on a
+// Machine needs the VM behind it, found in the vCenter by its providerID.
+func (p *Provider) Preflight(ctx context.Context, c providers.Capability, obj providers.Object) error {
+	switch c {
+	case providers.CapVMPower, providers.CapVMLifecycle, providers.CapVMNetwork, providers.CapNodeKubelet, providers.CapNodeStaticPods:
+		_, err := p.vm(ctx, obj)
+		return err
+	}
+	return nil
 }

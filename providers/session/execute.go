@@ -23,8 +23,8 @@ type ExecuteInput struct {
 	// Profile is recorded in the result (the lab's time profile).
 	Profile string
 	Log     logr.Logger
-	// History, when set, receives the result; the report shows each phase
-	// against it, and with Gate a passing run whose phase regressed
+	// History, when set, receives the result of a run that is not dry;
+	// the report shows each phase against it, and with Gate a passing run whose phase regressed
 	// against it fails (see artifacts.ApplyGate).
 	History *artifacts.History
 	Gate    bool
@@ -57,7 +57,7 @@ func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 		res.ProfileSettings = p.Knobs()
 	}
 	var stats map[string]artifacts.PhaseStats
-	if in.History != nil {
+	if in.History != nil && !run.DryRun {
 		if stats, err = in.History.Stats(res.Scenario, res.Provider, res.Profile); err != nil {
 			return res, err
 		}
