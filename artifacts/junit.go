@@ -65,8 +65,9 @@ func WriteJUnit(w io.Writer, doc JUnitSuites) error {
 // ResultsJUnit is a suite per scenario run, so that CI shows which phase
 // regressed: a case per phase (its time since its anchor; a failure with
 // the budget when it was not reached in time), per assertion, and per
-// fault that failed or was left in place (an error). A run that errored,
-// was skipped, or failed with no phase or assertion to blame (or had none,
+// fault that failed or was left in place (an error). A phase an
+// interruption or a timeout cut short is skipped. A run that errored, was
+// interrupted or timed out, was skipped, or failed with no phase or assertion to blame (or had none,
 // as a dry run) also gets a case "run" with the verdict's reason. The
 // suite's output is every phase with its time.
 func ResultsJUnit(results []*engine.Result) JUnitSuites {
@@ -90,6 +91,13 @@ func ResultsJUnit(results []*engine.Result) JUnitSuites {
 			if p.SinceAnchor != nil {
 				at = fmt.Sprintf("%.3f", p.SinceAnchor.Seconds())
 			}
+			if p.Cut != "" {
+				// Not reached because the run ended first: the run's
+				// case says why, once.
+				s.Skipped++
+				s.Cases = append(s.Cases, JUnitCase{Name: "phase " + p.Name, Classname: class, Skipped: &JUnitFailure{Message: p.Message}})
+				continue
+			}
 			check("phase "+p.Name, at, p.OK, p.Message)
 		}
 		for _, a := range res.Assertions {
@@ -104,7 +112,7 @@ func ResultsJUnit(results []*engine.Result) JUnitSuites {
 		}
 		run := JUnitCase{Name: "run", Classname: class, Time: s.Time, Output: phaseLines(res)}
 		switch {
-		case res.Verdict == engine.Error:
+		case res.Verdict == engine.Error, res.Verdict == engine.Interrupted, res.Verdict == engine.TimedOut:
 			s.Errors++
 			run.Error = &JUnitFailure{Message: res.Reason, Text: failureText(res)}
 		case res.Verdict == engine.Skipped:

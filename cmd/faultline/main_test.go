@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
@@ -99,6 +101,7 @@ func TestValidateExitCodes(t *testing.T) {
 		// the allow-list to the (unreachable) server.
 		{[]string{"run", readOnly, "--provider", "capi", "--kubeconfig", kubeconfig, "--setup-timeout", "10s"}, 3, "127.0.0.1:1"},
 		{[]string{"run", catalogueScenario, "--provider", "nope"}, 2, `--provider "nope"`},
+		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "https://vc.example.com", "--allow-vcenter", "vc.example.com"}, 2, "no vCenter username: set --vcenter-username or GOVC_USERNAME"},
 		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "https://vc.example.com", "--allow-vcenter", "vc.example.com", "--guest-username", "capv"}, 2, `guest login for "capv": no password`},
 		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "https://vc.example.com", "--allow-vcenter", "vc.example.com", "--guest-username", "root", "--guest-password-file", "/no/such/file"}, 2, "guest password file: open /no/such/file: no such file or directory"},
 		{[]string{"run", catalogueScenario, "--provider", "capi", "--kubeconfig", "/no/such/kubeconfig"}, 2, "--kubeconfig /no/such/kubeconfig: stat /no/such/kubeconfig: no such file or directory"},
@@ -185,15 +188,15 @@ func TestIntegrationCrash(t *testing.T) {
 
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGINT, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
-			artifacts := t.TempDir()
-			run := exec.Command(bin, "run", scenario, "--provider", "vsphere", "--allow-vcenter", "127.0.0.1", "--artifacts", artifacts)
+			artDir := t.TempDir()
+			run := exec.Command(bin, "run", scenario, "--provider", "vsphere", "--allow-vcenter", "127.0.0.1", "--artifacts", artDir)
 			run.Env = env
 			var runOut bytes.Buffer
 			run.Stdout, run.Stderr = &runOut, &runOut
 			if err := run.Start(); err != nil {
 				t.Fatal(err)
 			}
-			journal := filepath.Join(artifacts, "journal.jsonl")
+			journal := filepath.Join(artDir, "journal.jsonl")
 			waitFor(t, 30*time.Second, "the run to journal and apply its fault", func() bool {
 				entries, err := engine.ReadJournal(journal)
 				state, serr := p.PowerState(t.Context(), vm)
@@ -213,21 +216,27 @@ func TestIntegrationCrash(t *testing.T) {
 				// depth: a single run's --artifacts DIR holds its journal
 				// at the top.
 				rec := exec.Command(bin, "recover", "--allow-vcenter", "127.0.0.1")
-				rec.Env = append(slices.Clone(env), "ARTIFACTS="+artifacts)
+				rec.Env = append(slices.Clone(env), "ARTIFACTS="+artDir)
 				out, err := rec.CombinedOutput()
 				if err != nil {
 					t.Fatalf("recover: %v\n%s", err, out)
 				}
-				if !strings.Contains(string(out), "recover: 1 journal(s) under "+artifacts) || !strings.Contains(string(out), "off/DC0_H0_VM0 vm.power-off: undone (vm.power-on)") {
+				if !strings.Contains(string(out), "recover: 1 journal(s) under "+artDir) || !strings.Contains(string(out), "off/DC0_H0_VM0 vm.power-off: undone (vm.power-on)") {
 					t.Errorf("recover printed %q", out)
 				}
 			case syscall.SIGINT, syscall.SIGHUP:
-				// A closed terminal undoes as Ctrl-C does.
-				if exit == nil || exit.ExitCode() != engine.ExitInfra {
+				// A closed terminal undoes as Ctrl-C does; what the
+				// signal cut short is not reported missed.
+				if exit == nil || exit.ExitCode() != engine.ExitInfra || strings.Contains(runOut.String(), "MISSED") {
 					t.Errorf("interrupted run: %v, want exit %d\n%s", err, engine.ExitInfra, runOut.String())
 				}
-				b, rerr := os.ReadFile(filepath.Join(artifacts, "result.json"))
-				if rerr != nil || !strings.Contains(string(b), `"verdict": "error"`) || !strings.Contains(string(b), "interrupted") {
+				var junit artifacts.JUnitSuites
+				b, rerr := os.ReadFile(filepath.Join(artDir, "junit.xml"))
+				if rerr != nil || xml.Unmarshal(b, &junit) != nil || len(junit.Suites) != 1 || junit.Suites[0].Failures != 0 || junit.Suites[0].Errors != 1 {
+					t.Errorf("junit.xml after %s: %v\n%s", sig, rerr, b)
+				}
+				b, rerr = os.ReadFile(filepath.Join(artDir, "result.json"))
+				if rerr != nil || !strings.Contains(string(b), `"verdict": "interrupted"`) || strings.Contains(string(b), "context canceled") {
 					t.Errorf("result.json after %s: %v\n%s", sig, rerr, b)
 				}
 			}

@@ -201,6 +201,8 @@ func (p *progressPrinter) event(e engine.Event) {
 		line = fmt.Sprintf("%s reached %s after %s%s", e.Object, since, e.Details["from"], budget)
 	case "phase-missed":
 		line = fmt.Sprintf("%s MISSED%s: %s", e.Object, at, e.Details["message"])
+	case "phase-cut":
+		line = fmt.Sprintf("%s %s", e.Object, e.Details["message"])
 	default:
 		return
 	}

@@ -122,6 +122,27 @@ func (r *run) anchorTime(ctx context.Context, a scenario.Anchor) (time.Time, boo
 	}
 }
 
+// errCut is a wait ended by an interruption or the scenario's timeout.
+type errCut struct{ why Verdict }
+
+func (e errCut) Error() string { return string(e.why) }
+
+// cutShort tells why a wait that ended with err was cut short: Interrupted
+// when the caller's context was cancelled, TimedOut when the scenario's
+// deadline passed (err is ctx's, or the window that ended was the
+// scenario's: byScenario); "" when it ended by itself.
+func cutShort(ctx context.Context, err error, byScenario bool) Verdict {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(ctx.Err(), context.Canceled):
+		return Interrupted
+	case errors.Is(ctx.Err(), context.DeadlineExceeded), byScenario && errors.Is(err, errWindowOver):
+		return TimedOut
+	}
+	return ""
+}
+
 func (r *run) phase(ctx context.Context, ph scenario.Phase) error {
 	update := func(f func(*PhaseResult)) {
 		r.mu.Lock()
@@ -140,12 +161,15 @@ func (r *run) phase(ctx context.Context, ph scenario.Phase) error {
 	}
 	update(func(p *PhaseResult) { at := from; p.AnchorAt = &at })
 	deadline, hasDeadline := ctx.Deadline()
+	// byScenario: the phase's window ends with the scenario's, not with
+	// its budget; its end is then the scenario timing out.
+	byScenario := hasDeadline
 	var budget time.Duration
 	if ph.Within.Duration > 0 {
 		budget = ph.Within.Duration
 		update(func(p *PhaseResult) { b := ph.Within; p.Budget = &b })
 		if !hasDeadline || from.Add(budget).Before(deadline) {
-			deadline = from.Add(budget)
+			deadline, byScenario = from.Add(budget), false
 		}
 	} else if !hasDeadline {
 		deadline = time.Now().Add(scenario.DefaultTimeout)
@@ -160,6 +184,15 @@ func (r *run) phase(ctx context.Context, ph scenario.Phase) error {
 			}
 			return o.Met
 		})
+	if cut := cutShort(ctx, err, byScenario); cut != "" {
+		msg := fmt.Sprintf("not reached: %s after %s of %s (last seen: %s)", cut, time.Since(from).Round(time.Millisecond), anchorOrDefault(ph.From), seen.Detail)
+		update(func(p *PhaseResult) { p.Message, p.Cut = msg, cut })
+		r.mu.Lock()
+		r.missed[scenario.Anchor("phase:"+ph.Name)] = true
+		r.mu.Unlock()
+		r.tl.Record("runner", "phase/"+ph.Name, "phase-cut", map[string]string{"message": msg, "cut": string(cut)})
+		return fmt.Errorf("phase %s: %w", ph.Name, errCut{cut})
+	}
 	if err != nil {
 		msg := fmt.Sprintf("not reached within %s of %s (last seen: %s)", time.Since(from).Round(time.Millisecond), anchorOrDefault(ph.From), seen.Detail)
 		if budget > 0 && errors.Is(err, errWindowOver) {

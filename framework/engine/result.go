@@ -16,9 +16,13 @@ const (
 	// Fail: the run completed and an expectation was not met.
 	Fail Verdict = "fail"
 	// Error: the run could not be carried out (infrastructure unreachable,
-	// a fault could not be applied or undone, baseline not healthy,
-	// interrupted).
+	// a fault could not be applied or undone, baseline not healthy).
 	Error Verdict = "error"
+	// Interrupted: a signal (Ctrl-C, SIGTERM, SIGHUP) or the caller's
+	// context ended the run; what it had not reached yet was not missed.
+	Interrupted Verdict = "interrupted"
+	// TimedOut: the scenario's timeout passed before its steps ended.
+	TimedOut Verdict = "timed-out"
 	// Skipped: the provider lacks a capability the scenario requires.
 	Skipped Verdict = "skipped"
 )
@@ -103,6 +107,9 @@ type PhaseResult struct {
 	Budget  *scenario.Duration `json:"budget"`
 	OK      bool               `json:"ok"`
 	Message string             `json:"message,omitempty"`
+	// Cut is why the wait ended before the phase's own window did
+	// (Interrupted or TimedOut): not reached, but not missed either.
+	Cut Verdict `json:"cut,omitempty"`
 }
 
 // AssertionResult is the outcome of one assert step.

@@ -89,6 +89,8 @@ type run struct {
 	firstInject time.Time
 	faults      []*activeFault
 	phaseIdx    map[string]int
+	// timeout is the scenario's.
+	timeout time.Duration
 	// missed holds phase anchors whose wait ended unreached.
 	missed map[scenario.Anchor]bool
 
@@ -156,11 +158,11 @@ func (r *run) execute(ctx context.Context) {
 			return
 		}
 	}
-	timeout := sc.Spec.Timeout.Duration
-	if timeout == 0 {
-		timeout = scenario.DefaultTimeout
+	r.timeout = sc.Spec.Timeout.Duration
+	if r.timeout == 0 {
+		r.timeout = scenario.DefaultTimeout
 	}
-	sctx, cancel := context.WithTimeout(ctx, timeout)
+	sctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 
 	aborted := false
@@ -257,20 +259,39 @@ func (r *run) plan(sc *scenario.Scenario) {
 }
 
 func (r *run) verdict(ctx, sctx context.Context) {
+	// What ended the run early is said once; the waits it cut short are
+	// not errors of their own.
+	var errs, cut []error
+	for _, err := range r.errs {
+		if errors.As(err, new(errCut)) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			cut = append(cut, err)
+		} else {
+			errs = append(errs, err)
+		}
+	}
+	also := func(reason string) string {
+		if len(errs) > 0 {
+			reason += "; " + errors.Join(errs...).Error()
+		}
+		if len(r.failures) > 0 {
+			reason += "; before that: " + strings.Join(r.failures, "; ")
+		}
+		return strings.ReplaceAll(reason, "\n", "; ")
+	}
 	switch {
 	case ctx.Err() != nil:
+		r.res.Verdict = Interrupted
+		r.res.Reason = also("interrupted: " + context.Cause(ctx).Error())
+	case errors.Is(sctx.Err(), context.DeadlineExceeded) && (len(cut) > 0 || len(errs) > 0):
+		r.res.Verdict = TimedOut
+		r.res.Reason = also(fmt.Sprintf("timed out: the scenario's timeout, %s, passed", r.timeout))
+	case len(cut) > 0:
+		// A step's own timeout.
+		r.res.Verdict = TimedOut
+		r.res.Reason = also("timed out: " + cut[0].Error())
+	case len(errs) > 0:
 		r.res.Verdict = Error
-		r.res.Reason = "interrupted: " + context.Cause(ctx).Error()
-		if len(r.errs) > 0 {
-			r.res.Reason += "; " + errors.Join(r.errs...).Error()
-		}
-	case len(r.errs) > 0:
-		r.res.Verdict = Error
-		reason := errors.Join(r.errs...).Error()
-		if errors.Is(sctx.Err(), context.DeadlineExceeded) {
-			reason = "scenario timeout reached: " + reason
-		}
-		r.res.Reason = strings.ReplaceAll(reason, "\n", "; ")
+		r.res.Reason = strings.ReplaceAll(errors.Join(errs...).Error(), "\n", "; ")
 	case len(r.failures) > 0:
 		r.res.Verdict, r.res.Reason = Fail, strings.Join(r.failures, "; ")
 	default:

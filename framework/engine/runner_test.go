@@ -330,8 +330,41 @@ func TestRunInterruptedUndoes(t *testing.T) {
 	res, journal := run(t, ctx, s, p, func(in *engine.RunInput) {
 		in.Progress = func(engine.Progress) { cancel(errors.New("test interrupt")) }
 	})
-	if res.Verdict != engine.Error || !strings.Contains(res.Reason, "interrupted: test interrupt") {
-		t.Errorf("verdict = %s (%s), want error: interrupted", res.Verdict, res.Reason)
+	// One clear line, and the phase it cut short is not missed.
+	if res.Verdict != engine.Interrupted || res.Reason != "interrupted: test interrupt" {
+		t.Errorf("verdict = %s (%q), want interrupted: test interrupt", res.Verdict, res.Reason)
+	}
+	if len(res.Phases) != 1 || res.Phases[0].Cut != engine.Interrupted || !strings.HasPrefix(res.Phases[0].Message, "not reached: interrupted after ") {
+		t.Errorf("phases %+v, want never cut by the interruption", res.Phases)
+	}
+	checkCleanedUp(t, p, journal, providers.PoweredOn)
+}
+
+// A scenario whose timeout passes while a phase with no budget of its own
+// waits is timed out, not failed, and its fault undone.
+func TestRunTimedOut(t *testing.T) {
+	t.Parallel()
+	p := fake.New("vm-a")
+	s := parseScenario(t, "[VMPower]", "", `
+    - name: victim
+      select: {vm: vm-a}`, `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: wait-forever
+      observe:
+        phases:
+          - {name: never, when: {probe: vm-suspended, target: victim}}
+`)
+	s.Spec.Timeout = scenario.D(300 * time.Millisecond)
+	res, journal := run(t, context.Background(), s, p)
+	if res.Verdict != engine.TimedOut || res.Reason != "timed out: the scenario's timeout, 300ms, passed" {
+		t.Errorf("verdict = %s (%q), want timed-out", res.Verdict, res.Reason)
+	}
+	if len(res.Phases) != 1 || res.Phases[0].Cut != engine.TimedOut {
+		t.Errorf("phases %+v, want never cut by the timeout", res.Phases)
+	}
+	if res.Verdict.ExitCode() != engine.ExitInfra {
+		t.Errorf("exit code %d", res.Verdict.ExitCode())
 	}
 	checkCleanedUp(t, p, journal, providers.PoweredOn)
 }

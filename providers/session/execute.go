@@ -72,7 +72,7 @@ func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 		return res, err
 	}
 	var dumps []string
-	if res.Verdict == engine.Fail || res.Verdict == engine.Error {
+	if res.Verdict == engine.Fail || res.Verdict == engine.Error || res.Verdict == engine.TimedOut {
 		dumps = dumpFailed(ctx, run.Provider, res, in.Dir, in.Log)
 	}
 	if err := out.WriteReports(res, dumps, stats); err != nil {

@@ -320,6 +320,10 @@ func (s *Session) openVCenter(ctx context.Context, v VCenterConfig, log logr.Log
 	if !allowed && !AllowedVCenter(v.Allowed, u) {
 		return nil, configErr("refusing a destructive run against vCenter %s: host %s is not in --allow-vcenter or $%s", u, u.Host, EnvAllowedVCenters)
 	}
+	// A missing username is the user's input, found before dialling.
+	if err := v.Validate(); err != nil {
+		return nil, &ConfigError{Err: err}
+	}
 	if v.Insecure {
 		log.Info("WARNING: TLS verification of vCenter is disabled (--vcenter-insecure / GOVC_INSECURE)")
 	}
