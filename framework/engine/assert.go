@@ -61,9 +61,9 @@ func (r *run) assertWindow(ctx context.Context, name string, w scenario.WindowAs
 	start := time.Now()
 	var broke *Observation
 	var brokeAt time.Time
-	readings := 0
+	readings, failed := 0, 0
 	kind := map[bool]string{false: "never", true: "consistently"}[want]
-	lastErr, err := r.watch(ctx, watchSpec{cond: w.Condition, deadline: start.Add(w.For.Duration), label: "assert " + name, start: start, budget: w.For.Duration},
+	lastErr, err := r.watch(ctx, watchSpec{cond: w.Condition, deadline: start.Add(w.For.Duration), label: "assert " + name, start: start, budget: w.For.Duration, failed: &failed},
 		func(o Observation, now time.Time) bool {
 			readings++
 			if o.Met != want {
@@ -80,6 +80,8 @@ func (r *run) assertWindow(ctx context.Context, name string, w scenario.WindowAs
 		return false, "", fmt.Errorf("assert %s: %w", name, err)
 	case readings == 0:
 		return false, "", &providers.InfraError{Err: fmt.Errorf("assert %s: condition could not be read in the window: %v", name, lastErr)}
+	case failed > 0:
+		return false, "", &providers.InfraError{Err: fmt.Errorf("assert %s: %s %s is unproven: %d of %d readings in the window failed (last: %v)", name, kind, w.Condition.Probe, failed, failed+readings, lastErr)}
 	}
 	return true, fmt.Sprintf("%s %s for %s (%d readings)", kind, w.Condition.Probe, w.For, readings), nil
 }

@@ -55,8 +55,8 @@ func (r *run) guard(gctx, stepCtx context.Context, g scenario.Guard) {
 	}
 	var broke *Observation
 	var brokeAt time.Time
-	readings := 0
-	lastErr, _ := r.watch(gctx, watchSpec{cond: g.Condition, deadline: deadline, label: "guard " + g.Name, start: start},
+	readings, failed := 0, 0
+	lastErr, _ := r.watch(gctx, watchSpec{cond: g.Condition, deadline: deadline, label: "guard " + g.Name, start: start, failed: &failed},
 		func(o Observation, now time.Time) bool {
 			readings++
 			if !o.Met {
@@ -71,6 +71,8 @@ func (r *run) guard(gctx, stepCtx context.Context, g scenario.Guard) {
 		res = AssertionResult{Name: g.Name, Message: fmt.Sprintf("while %s: stopped holding after %s (%s)", g.Condition.Probe, brokeAt.Sub(start).Round(time.Millisecond), broke.Detail)}
 	case readings == 0:
 		res = AssertionResult{Name: g.Name, Message: fmt.Sprintf("while %s: never read: %v", g.Condition.Probe, lastErr)}
+	case failed > 0:
+		res = AssertionResult{Name: g.Name, Message: fmt.Sprintf("while %s: unproven: %d of %d readings failed (last: %v)", g.Condition.Probe, failed, failed+readings, lastErr)}
 	default:
 		res = AssertionResult{Name: g.Name, OK: true, Message: fmt.Sprintf("while %s: held for %s (%d readings)", g.Condition.Probe, time.Since(start).Round(time.Millisecond), readings)}
 	}

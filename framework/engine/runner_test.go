@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -566,5 +567,72 @@ func TestRunPreflight(t *testing.T) {
 		if calls := p.Calls(); len(calls) != 0 {
 			t.Errorf("dry %t: the provider was called: %+v", dry, calls)
 		}
+	}
+}
+
+// flakyPower is the fake whose power-state reads fail after the first
+// ok ones, as a vCenter that starts refusing requests.
+type flakyPower struct {
+	*fake.Provider
+	mu sync.Mutex
+	ok int
+}
+
+func (p *flakyPower) PowerState(ctx context.Context, o providers.Object) (providers.PowerState, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ok == 0 {
+		return "", errors.New("ServerFaultCode: connection reset")
+	}
+	p.ok--
+	return p.Provider.PowerState(ctx, o)
+}
+
+// A window that must hold throughout, read only in part, proves nothing:
+// a consistently whose readings fail after the first is an error, and so
+// is a never; a guard's is not ok.
+func TestRunWindowOfErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, steps, want string
+		ok                int
+	}{
+		{"consistently", `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: stays-off
+      assert:
+        consistently: {condition: {probe: vm-powered-off, target: victim}, for: 500ms}
+`, "assert stays-off: consistently vm-powered-off is unproven: ", 1},
+		{"never", `
+    - name: on-stays
+      assert:
+        never: {condition: {probe: vm-powered-off, target: victim}, for: 500ms}
+`, "assert on-stays: never vm-powered-off is unproven: ", 1},
+		{"guard", `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: watch
+      observe:
+        while:
+          - {name: stays-off, condition: {probe: vm-powered-off, target: victim}}
+        phases:
+          - {name: later, when: {probe: vm-suspended, target: victim}, within: 500ms}
+`, "while vm-powered-off: unproven: ", 2}, // the guard's first reading and the phase's
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := &flakyPower{Provider: fake.New("vm-a"), ok: tc.ok}
+			res, _ := run(t, context.Background(), newScenario(t, tc.steps), p)
+			said := res.Reason
+			for _, a := range res.Assertions {
+				if !a.OK {
+					said += "; " + a.Message
+				}
+			}
+			if res.Verdict == engine.Pass || !strings.Contains(said, tc.want) {
+				t.Errorf("verdict %s (%s), want not pass: %s", res.Verdict, said, tc.want)
+			}
+		})
 	}
 }

@@ -20,6 +20,10 @@ type watchSpec struct {
 	label  string
 	start  time.Time
 	budget time.Duration
+	// failed, when set, counts the readings that failed: a window that
+	// must hold throughout (consistently, never, a guard) proves nothing
+	// where it could not read.
+	failed *int
 }
 
 // errWindowOver ends a watch whose own deadline passed, as opposed to the
@@ -54,6 +58,9 @@ func (r *run) watch(ctx context.Context, w watchSpec, see func(Observation, time
 				r.tl.Record("runner", cond.Target, "probe-error", map[string]string{"probe": cond.Probe, "error": evalErr.Error()})
 			}
 			lastErr = evalErr
+			if w.failed != nil {
+				*w.failed++
+			}
 		}
 		select {
 		case <-wctx.Done():
