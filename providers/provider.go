@@ -12,6 +12,10 @@ var (
 	ErrUnsupported = errors.New("unsupported by this provider")
 	// ErrNotFound is returned when a target or object does not exist.
 	ErrNotFound = errors.New("not found")
+	// ErrInvalidState: the object is not in a state that allows the
+	// operation now (a VM already powered on, or a task on it in
+	// progress): the operation may have been done by another call.
+	ErrInvalidState = errors.New("not in a state that allows it")
 )
 
 // InfraError marks a failure of the infrastructure or of faultline's access

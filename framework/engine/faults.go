@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
@@ -165,6 +166,29 @@ func gone(err error) error {
 	return err
 }
 
+// inFlightWait bounds how long a refused power-on waits for one already
+// in flight to land.
+const inFlightWait = 15 * time.Second
+
+// poweredOnWithin tells whether obj is powered on, or turns so within d
+// (or before ctx ends), read every half second.
+func poweredOnWithin(ctx context.Context, v providers.VMPower, obj providers.Object, d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if state, err := v.PowerState(ctx, obj); err == nil && state == providers.PoweredOn {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+}
+
 var nodeAndVMUndos = map[string]func(ctx context.Context, p providers.Provider, u UndoAction) error{
 	"vm.power-on": undoUsing(providers.CapVMPower, func(ctx context.Context, v providers.VMPower, u UndoAction) error {
 		state, err := v.PowerState(ctx, u.Target)
@@ -179,7 +203,14 @@ var nodeAndVMUndos = map[string]func(ctx context.Context, p providers.Provider, 
 		if state == providers.PoweredOn {
 			return nil
 		}
-		return v.PowerOn(ctx, u.Target)
+		err = v.PowerOn(ctx, u.Target)
+		if errors.Is(err, providers.ErrInvalidState) && poweredOnWithin(ctx, v, u.Target, inFlightWait) {
+			// Another power-on was in flight (an undo a signal cut
+			// short; vCenter refuses a second with InvalidPowerState):
+			// it landed, and the fault is undone.
+			return nil
+		}
+		return err
 	}),
 	"node.start-kubelet": undoUsing(providers.CapNodeKubelet, func(ctx context.Context, k providers.NodeKubelet, u UndoAction) error {
 		// A node whose VM was deleted since (a remediated Machine's) has

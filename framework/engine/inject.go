@@ -129,6 +129,13 @@ func (r *run) undoFault(ctx context.Context, f *activeFault) error {
 		result = ResultNone
 	}
 	entry := JournalEntry{Op: OpDone, FaultID: f.result.ID, Provider: providers.ProviderRef{Name: r.in.Provider.Name()}, Result: result}
+	if cut := cutShort(ctx, err, false); cut != "" {
+		// Cut short, not failed: what it started may still land (a
+		// power-on task in flight); the clean-up undoes it again and
+		// finds it done.
+		r.tl.Record(r.in.Provider.Name(), f.result.Target, "undo-cut", map[string]string{"id": f.result.ID, "cut": string(cut)})
+		return fmt.Errorf("undo %s: %w", f.result.ID, errCut{cut})
+	}
 	if err != nil {
 		// The inject record stays pending: recover will try again.
 		r.tl.Record(r.in.Provider.Name(), f.result.Target, "undo-failed", map[string]string{"id": f.result.ID, "error": err.Error()})

@@ -636,3 +636,48 @@ func TestRunWindowOfErrors(t *testing.T) {
 		})
 	}
 }
+
+// inFlightPower is the fake whose first power-on is a task that lands
+// after its caller stopped waiting (a signal during an undo), and whose
+// next is refused, as vCenter refuses a power-on while another runs.
+type inFlightPower struct {
+	*fake.Provider
+	mu      sync.Mutex
+	calls   int
+	started chan struct{}
+}
+
+func (p *inFlightPower) PowerOn(ctx context.Context, o providers.Object) error {
+	p.mu.Lock()
+	p.calls++
+	first := p.calls == 1
+	p.mu.Unlock()
+	if !first {
+		return fmt.Errorf("vSphere fault InvalidPowerState: %w", providers.ErrInvalidState)
+	}
+	time.AfterFunc(300*time.Millisecond, func() { p.Set(o.Name, providers.PoweredOn) })
+	close(p.started)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// A signal while an undo's power-on is in flight: the clean-up finds it
+// landed, and the fault is undone, not failed.
+func TestRunSignalDuringUndo(t *testing.T) {
+	t.Parallel()
+	p := &inFlightPower{Provider: fake.New("vm-a"), started: make(chan struct{})}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	go func() {
+		<-p.started
+		cancel(errors.New("interrupt signal received"))
+	}()
+	res, journal := run(t, ctx, newScenario(t, powerCycle), p)
+	if res.Verdict != engine.Interrupted || res.Reason != "interrupted: interrupt signal received" {
+		t.Errorf("verdict %s (%q), want interrupted", res.Verdict, res.Reason)
+	}
+	if len(res.Faults) != 1 || res.Faults[0].Result != engine.ResultUndone {
+		t.Errorf("faults %+v, want the power-off undone", res.Faults)
+	}
+	checkCleanedUp(t, p.Provider, journal, providers.PoweredOn)
+}

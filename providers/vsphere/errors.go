@@ -28,9 +28,17 @@ func (e *FaultError) Error() string {
 
 func (e *FaultError) Unwrap() error { return e.Err }
 
-// Is makes a missing managed object match providers.ErrNotFound.
+// Is makes a missing managed object match providers.ErrNotFound, and an
+// object in the wrong state (or busy with another task)
+// providers.ErrInvalidState.
 func (e *FaultError) Is(target error) bool {
-	return target == providers.ErrNotFound && e.Fault == "ManagedObjectNotFound"
+	switch target {
+	case providers.ErrNotFound:
+		return e.Fault == "ManagedObjectNotFound"
+	case providers.ErrInvalidState:
+		return e.Fault == "InvalidPowerState" || e.Fault == "InvalidState" || e.Fault == "TaskInProgress"
+	}
+	return false
 }
 
 // describe turns a vSphere fault into a FaultError naming it, and a missing
