@@ -58,11 +58,7 @@ func (r *run) inject(ctx context.Context, step string, in scenario.Inject) error
 		}
 		params[paramBackups] = filepath.Join(dir, step)
 	}
-	objects := r.objects[in.Target]
-	if in.Target == "" {
-		objects = []providers.Object{managementScope} // a standalone object fault
-	}
-	for _, obj := range objects {
+	for _, obj := range r.faultObjects(in) {
 		id := step + "/" + obj.Name
 		undo := def.undo(obj, params)
 		f := &activeFault{step: step, undo: undo, result: &FaultResult{ID: id, Kind: in.Fault, Target: obj.String(), Undo: undo.Action, Note: undo.Note}}
@@ -193,4 +189,39 @@ func (r *run) collectFaults() {
 	for _, f := range r.faults {
 		r.res.Faults = append(r.res.Faults, *f.result)
 	}
+}
+
+// faultObjects are the objects an inject step applies its fault to, once
+// each.
+func (r *run) faultObjects(in scenario.Inject) []providers.Object {
+	objects := r.objects[in.Target]
+	switch {
+	case in.Target == "":
+		return []providers.Object{managementScope} // a standalone object fault
+	case faultCatalogue[in.Fault].standalone:
+		// An object fault's target only picks the cluster its objects
+		// land in: one manifest is one set of objects, however many
+		// Machines the target holds.
+		return oneForEachCluster(objects, paramCluster(in.Params))
+	}
+	return objects
+}
+
+// oneForEachCluster keeps the first of objs for each cluster an object
+// fault's objects would land in: the management cluster is one for all;
+// a workload cluster is the one each object belongs to.
+func oneForEachCluster(objs []providers.Object, cluster string) []providers.Object {
+	seen := map[string]bool{}
+	var out []providers.Object
+	for _, o := range objs {
+		key := "management"
+		if cluster != "management" {
+			key = o.Attributes[providers.AttrNamespace] + "/" + o.Attributes[providers.AttrCluster]
+		}
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, o)
+		}
+	}
+	return out
 }

@@ -229,7 +229,7 @@ func (r *run) preflight(ctx context.Context, sc *scenario.Scenario) error {
 			continue
 		}
 		c := faultCatalogue[st.Inject.Fault].capability
-		for _, obj := range r.objects[st.Inject.Target] {
+		for _, obj := range r.faultObjects(*st.Inject) {
 			if err := pf.Preflight(ctx, c, obj); err != nil {
 				errs = append(errs, fmt.Errorf("step %s: fault %s on %s: %w", st.Name, st.Inject.Fault, obj, err))
 			}
@@ -248,11 +248,8 @@ func (r *run) plan(sc *scenario.Scenario) {
 			continue
 		}
 		pf := PlannedFault{Step: st.Name, Fault: st.Inject.Fault, Target: st.Inject.Target}
-		for _, o := range r.objects[st.Inject.Target] {
+		for _, o := range r.faultObjects(*st.Inject) {
 			pf.Objects = append(pf.Objects, o.String())
-		}
-		if st.Inject.Target == "" {
-			pf.Objects = []string{managementScope.String()}
 		}
 		r.res.Planned = append(r.res.Planned, pf)
 	}

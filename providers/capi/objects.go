@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/faultline-dev/faultline/providers"
@@ -90,25 +91,30 @@ func (s ObjectStore) ListObjects(ctx context.Context, scope providers.Object, re
 }
 
 // ApplyObject implements providers.ObjectWriter: create, or replace the
-// object of that name.
+// object of that name. A controller may write the object between the read
+// and the replace (Cluster API's status updates of a MachineHealthCheck):
+// on a conflict it reads and replaces again, as kubectl replace would be
+// retried.
 func (s ObjectStore) ApplyObject(ctx context.Context, scope providers.Object, cluster string, obj map[string]any) error {
 	c, ctx, cancel, err := s.client(ctx, scope, cluster)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj)}
-	existing := &unstructured.Unstructured{}
-	existing.SetGroupVersionKind(u.GroupVersionKind())
-	err = c.Get(ctx, client.ObjectKeyFromObject(u), existing)
-	switch {
-	case apierrors.IsNotFound(err):
-		return c.Create(ctx, u)
-	case err != nil:
-		return err
-	}
-	u.SetResourceVersion(existing.GetResourceVersion())
-	return c.Update(ctx, u)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj)}
+		existing := &unstructured.Unstructured{}
+		existing.SetGroupVersionKind(u.GroupVersionKind())
+		err := c.Get(ctx, client.ObjectKeyFromObject(u), existing)
+		switch {
+		case apierrors.IsNotFound(err):
+			return c.Create(ctx, u)
+		case err != nil:
+			return err
+		}
+		u.SetResourceVersion(existing.GetResourceVersion())
+		return c.Update(ctx, u)
+	})
 }
 
 // dryRunTimeout bounds a dry-run create, which waits for the webhooks it

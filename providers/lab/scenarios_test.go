@@ -8,6 +8,7 @@ import (
 
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/vim25/types"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -90,6 +91,75 @@ func TestIntegrationLabScenarios(t *testing.T) {
 		expect(t, res, engine.Fail, "phase workers-ready not reached within its budget 20s of inject")
 	}
 	t.Run("break-webhook-service-no-runbook", func(t *testing.T) { noRunbook(t, "break-webhook-service") })
+	// object.apply with a target of two workers: the target picks the
+	// cluster, the manifest is one object, applied once; its undo
+	// restores the object Cluster API's controller also writes.
+	t.Run("object-apply-two-workers", func(t *testing.T) {
+		ctx := context.Background()
+		key := client.ObjectKey{Namespace: lab.Namespace, Name: "lab-control-plane"}
+		before := &clusterv1.MachineHealthCheck{}
+		if err := l.Client().Get(ctx, key, before); err != nil {
+			t.Fatal(err)
+		}
+		res := runScenarioText(t, l, "power-off-worker", func(string) string {
+			return `apiVersion: faultline.dev/v1alpha1
+kind: Scenario
+metadata: {name: apply-over-two}
+spec:
+  requires: [ClusterAPI, Objects, ObjectWrites]
+  pollInterval: 250ms
+  timeout: 2m
+  targets:
+    - {name: workers, select: {role: worker}, count: 2}
+  steps:
+    - name: loosen
+      inject:
+        fault: object.apply
+        target: workers
+        params:
+          cluster: management
+          manifest: |
+            apiVersion: cluster.x-k8s.io/v1beta2
+            kind: MachineHealthCheck
+            metadata: {name: lab-control-plane, namespace: default}
+            spec:
+              clusterName: lab
+              selector: {matchLabels: {cluster.x-k8s.io/control-plane: ""}}
+              checks:
+                unhealthyNodeConditions:
+                  - {type: Ready, status: Unknown, timeoutSeconds: 300}
+              remediation: {triggerIf: {unhealthyLessThanOrEqualTo: 40%}}
+    - name: loosened
+      observe:
+        phases:
+          - name: applied
+            when:
+              probe: object-expression
+              target: workers
+              args:
+                cluster: management
+                apiVersion: cluster.x-k8s.io/v1beta2
+                kind: MachineHealthCheck
+                namespace: default
+                name: lab-control-plane
+                expression: object.spec.remediation.triggerIf.unhealthyLessThanOrEqualTo == "40%"
+            within: 10s
+    - name: tighten
+      undo: {fault: loosen}
+`
+		}, nil)
+		expect(t, res, engine.Pass, "")
+		if len(res.Faults) != 1 || res.Faults[0].Result != engine.ResultUndone {
+			t.Errorf("faults %+v, want one apply, undone", res.Faults)
+		}
+		after := &clusterv1.MachineHealthCheck{}
+		if err := l.Client().Get(ctx, key, after); err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(before.Spec, after.Spec) {
+			t.Errorf("MachineHealthCheck %s not restored:\nbefore %+v\nafter  %+v", key, before.Spec, after.Spec)
+		}
+	})
 	t.Run("delete-cp-vm", func(t *testing.T) {
 		res := runScenario(t, l, "delete-cp-vm", nil)
 		expect(t, res, engine.Pass, "")
