@@ -187,6 +187,9 @@ func (p *progressPrinter) event(e engine.Event) {
 		line = fmt.Sprintf("injected %s on %s%s", e.Details["fault"], e.Object, at)
 	case "fault-undone":
 		line = fmt.Sprintf("undone %s (%s)%s", e.Details["id"], e.Details["undo"], at)
+		if note := e.Details["note"]; note != "" {
+			line = fmt.Sprintf("undone %s%s: %s", e.Details["id"], at, note)
+		}
 	case "undo-cut":
 		line = fmt.Sprintf("undo of %s cut short (%s)%s: the clean-up undoes it", e.Details["id"], e.Details["cut"], at)
 	case "undo-failed":

@@ -161,10 +161,15 @@ var nodeAndVMFaults = map[string]faultDef{
 // left to undo on it.
 func gone(err error) error {
 	if errors.Is(err, providers.ErrNotFound) {
-		return nil
+		return fmt.Errorf("%w: the target is gone (%v)", ErrNothingToUndo, err)
 	}
 	return err
 }
+
+// ErrNothingToUndo is an undo that found its fault already gone (the VM
+// deleted since, or powered on by its owner): the fault counts as undone,
+// and the error's text says why nothing was done.
+var ErrNothingToUndo = errors.New("nothing to undo")
 
 // inFlightWait bounds how long a refused power-on waits for one already
 // in flight to land.
@@ -195,13 +200,13 @@ var nodeAndVMUndos = map[string]func(ctx context.Context, p providers.Provider, 
 		if errors.Is(err, providers.ErrNotFound) {
 			// Deleted since (a remediated Machine's VM): nothing is left
 			// to power on.
-			return nil
+			return fmt.Errorf("%w: the VM is gone", ErrNothingToUndo)
 		}
 		if err != nil {
 			return err
 		}
 		if state == providers.PoweredOn {
-			return nil
+			return fmt.Errorf("%w: the VM is powered on already", ErrNothingToUndo)
 		}
 		err = v.PowerOn(ctx, u.Target)
 		if errors.Is(err, providers.ErrInvalidState) && poweredOnWithin(ctx, v, u.Target, inFlightWait) {
@@ -260,7 +265,11 @@ func RunUndo(ctx context.Context, p providers.Provider, u UndoAction) error {
 	if !ok {
 		return fmt.Errorf("undo %s of %s: unknown undo action (journal written by a newer faultline?)", u.Action, u.Target)
 	}
-	if err := run(ctx, p, u); err != nil {
+	err := run(ctx, p, u)
+	switch {
+	case errors.Is(err, ErrNothingToUndo):
+		return err // says what it found, for the result's note
+	case err != nil:
 		return fmt.Errorf("undo %s of %s: %w", u.Action, u.Target, err)
 	}
 	return nil

@@ -73,10 +73,17 @@ func (r *run) inject(ctx context.Context, step string, in scenario.Inject) error
 		err := def.inject(ctx, r.in.Provider, obj, params)
 		now := time.Now()
 		if err != nil {
+			r.tl.Record(r.in.Provider.Name(), obj.String(), "fault-failed", map[string]string{"fault": in.Fault, "id": id, "error": err.Error()})
+			err = &providers.InfraError{Err: fmt.Errorf("inject %s into %s: %w", in.Fault, obj, err)}
+			if refused(def, err) {
+				// Refused before anything changed: there is nothing to
+				// undo, and undoing would act on a state another hand
+				// made (a VM someone else powered off).
+				return errors.Join(err, r.closeFault(f, ResultNotApplied, err.Error()))
+			}
 			// The fault may have half-applied; its undo stays pending and
 			// runs at clean-up like any other.
-			r.tl.Record(r.in.Provider.Name(), obj.String(), "fault-failed", map[string]string{"fault": in.Fault, "id": id, "error": err.Error()})
-			return &providers.InfraError{Err: fmt.Errorf("inject %s into %s: %w", in.Fault, obj, err)}
+			return err
 		}
 		r.tl.markInjected(now)
 		r.tl.Record(r.in.Provider.Name(), obj.String(), "fault-injected", map[string]string{"fault": in.Fault, "id": id})
@@ -120,6 +127,10 @@ func (r *run) pendingFaults() []*activeFault {
 
 func (r *run) undoFault(ctx context.Context, f *activeFault) error {
 	err := RunUndo(ctx, r.in.Provider, f.undo)
+	note := ""
+	if errors.Is(err, ErrNothingToUndo) {
+		note, err = err.Error(), nil
+	}
 	result := ResultUndone
 	if f.undo.Action == UndoNone {
 		result = ResultNone
@@ -150,8 +161,35 @@ func (r *run) undoFault(ctx context.Context, f *activeFault) error {
 		f.result.UndoneAt = &now
 	}
 	f.result.Result = result
+	if note != "" {
+		f.result.Note = note
+	}
 	r.mu.Unlock()
-	r.tl.Record(r.in.Provider.Name(), f.result.Target, "fault-undone", map[string]string{"id": f.result.ID, "undo": f.undo.Action})
+	details := map[string]string{"id": f.result.ID, "undo": f.undo.Action}
+	if note != "" {
+		details["note"] = note
+	}
+	r.tl.Record(r.in.Provider.Name(), f.result.Target, "fault-undone", details)
+	return err
+}
+
+// refused tells whether a fault's inject failed before it changed
+// anything: the provider lacks what it needs, the target is gone, or it is
+// not in a state the fault applies to (a VM already off). Object faults
+// write several objects and may have half-applied whatever the error.
+func refused(def faultDef, err error) bool {
+	return !def.backups && (errors.Is(err, providers.ErrUnsupported) || errors.Is(err, providers.ErrNotFound) || errors.Is(err, providers.ErrInvalidState))
+}
+
+// closeFault journals f as ended with result, undoing nothing.
+func (r *run) closeFault(f *activeFault, result, why string) error {
+	err := r.in.Journal.Append(JournalEntry{Op: OpDone, FaultID: f.result.ID, Provider: providers.ProviderRef{Name: r.in.Provider.Name()}, Result: result})
+	r.mu.Lock()
+	f.done = true
+	f.result.Result = result
+	f.result.Note = why
+	r.mu.Unlock()
+	r.tl.Record("journal", f.result.Target, "fault-closed", map[string]string{"id": f.result.ID, "result": result})
 	return err
 }
 

@@ -29,6 +29,9 @@ const (
 	ResultRetained  = "retained"
 	ResultAbandoned = "abandoned"
 	ResultFailed    = "undo-failed"
+	// ResultNotApplied: the inject was refused before it changed
+	// anything; there was nothing to undo.
+	ResultNotApplied = "not-applied"
 )
 
 // JournalEntry is one line of a journal. An inject record is written and

@@ -139,7 +139,11 @@ func recoverOne(ctx context.Context, reconnect func(context.Context, JournalEntr
 	if err != nil {
 		return "", "", err
 	}
-	if err := RunUndo(ctx, p, *e.Undo); err != nil {
+	err = RunUndo(ctx, p, *e.Undo)
+	if errors.Is(err, ErrNothingToUndo) {
+		return ResultUndone, err.Error(), nil
+	}
+	if err != nil {
 		return "", "", err
 	}
 	return ResultUndone, "", nil

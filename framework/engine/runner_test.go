@@ -236,6 +236,22 @@ func TestRunVerdicts(t *testing.T) {
 			wantVMState: providers.PoweredOn,
 		},
 		{
+			// A VM someone else powered off: the refused power-off is
+			// not undone (that would power on what another hand made).
+			name: "inject refused is an error and undoes nothing",
+			steps: `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+`,
+			setup: func(p *fake.Provider) {
+				p.FailOn("PowerOff", "vm-a", fmt.Errorf("vSphere fault InvalidPowerState: %w", providers.ErrInvalidState))
+				p.Set("vm-a", providers.PoweredOff)
+			},
+			want:        engine.Error,
+			wantReason:  "inject vm.power-off into VirtualMachine/vm-a: vSphere fault InvalidPowerState",
+			wantVMState: providers.PoweredOff,
+		},
+		{
 			name: "setup not met is an error, nothing injected",
 			steps: `
     - name: baseline
@@ -680,4 +696,34 @@ func TestRunSignalDuringUndo(t *testing.T) {
 		t.Errorf("faults %+v, want the power-off undone", res.Faults)
 	}
 	checkCleanedUp(t, p.Provider, journal, providers.PoweredOn)
+}
+
+// A VM its owner powered back on before the undo (as CAPV does) is not
+// powered on again: the fault is undone with nothing done, and says so.
+func TestRunNothingToUndo(t *testing.T) {
+	t.Parallel()
+	p := fake.New("vm-a")
+	s := newScenario(t, `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: owner-powers-on
+      observe:
+        phases:
+          - {name: vm-on, when: {probe: vm-powered-on, target: victim}, within: 5s}
+`)
+	res, journal := run(t, context.Background(), s, p, func(in *engine.RunInput) {
+		in.OnEvent = func(e engine.Event) {
+			if e.What == "fault-injected" {
+				go p.Set("vm-a", providers.PoweredOn)
+			}
+		}
+	})
+	if res.Verdict != engine.Pass || len(res.Faults) != 1 || res.Faults[0].Result != engine.ResultUndone ||
+		res.Faults[0].Note != "nothing to undo: the VM is powered on already" {
+		t.Errorf("verdict %s (%s), faults %+v", res.Verdict, res.Reason, res.Faults)
+	}
+	if n := callsTo(p, "vm-a", "PowerOn"); n != 0 {
+		t.Errorf("PowerOn called %d times on a VM already on", n)
+	}
+	checkCleanedUp(t, p, journal, providers.PoweredOn)
 }
