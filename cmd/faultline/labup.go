@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
 	"github.com/faultline-dev/faultline/framework/scenario"
@@ -112,13 +113,21 @@ func runLabUp(ctx context.Context, cfg session.LabConfig, stdout, stderr io.Writ
 	if err != nil {
 		return infraErr(err)
 	}
+	kc, err := clientcmd.LoadFromFile(paths[0])
+	if err != nil {
+		return infraErr(err)
+	}
 	vc := l.Sim().Config()
 	fmt.Fprintf(stdout, "lab up in %s (%s time profile), folder %s\n", time.Since(started).Round(100*time.Millisecond), cfg.Profile.Name, l.Dir())
-	fmt.Fprintf(stdout, "management kubeconfig: %s\n", paths[0])
+	fmt.Fprintf(stdout, "management kubeconfig: %s (context %s)\n", paths[0], kc.CurrentContext)
 	for i, c := range cfg.Clusters {
-		fmt.Fprintf(stdout, "workload cluster %s kubeconfig: %s\n", c.Name, paths[i+1])
+		fmt.Fprintf(stdout, "workload cluster %s (--cluster %s) kubeconfig: %s\n", c.Name, c.Key(), paths[i+1])
 	}
-	fmt.Fprintf(stdout, "GOVC_URL=%s\nGOVC_USERNAME=%s\nGOVC_PASSWORD=%s\nGOVC_TLS_CA_CERTS=%s\n", vc.URL, vc.Username, vc.Password, vc.CAFile)
+	fmt.Fprintf(stdout, "export KUBECONFIG=%s\nexport GOVC_URL=%s\nexport GOVC_USERNAME=%s\nexport GOVC_PASSWORD=%s\nexport GOVC_TLS_CA_CERTS=%s\n",
+		paths[0], vc.URL, vc.Username, vc.Password, vc.CAFile)
+	host := l.Sim().URL().Host
+	fmt.Fprintf(stdout, "with those exported, run a scenario on it as on a cluster of your own:\n  faultline run power-off-worker --provider capi --allow-context %s --cluster %s --allow-vcenter %s\n",
+		kc.CurrentContext, cfg.Clusters[0].Key(), host)
 	fmt.Fprintf(stdout, "Ctrl-C or 'faultline lab down %s' stops it.\n", filepath.Base(l.Dir()))
 	<-ctx.Done()
 	return nil

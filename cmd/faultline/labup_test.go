@@ -64,6 +64,7 @@ func TestIntegrationLabUpDown(t *testing.T) {
 				close(lines)
 			}()
 			var kubeconfig, dir string
+			var exports, run []string
 			deadline := time.After(4 * time.Minute)
 		read:
 			for {
@@ -74,7 +75,13 @@ func TestIntegrationLabUpDown(t *testing.T) {
 					}
 					t.Log(l)
 					if v, ok := strings.CutPrefix(l, "management kubeconfig: "); ok {
-						kubeconfig = v
+						kubeconfig, _, _ = strings.Cut(v, " ")
+					}
+					if v, ok := strings.CutPrefix(l, "export "); ok {
+						exports = append(exports, v)
+					}
+					if v, ok := strings.CutPrefix(l, "  faultline run "); ok {
+						run = strings.Fields(v)
 					}
 					if _, v, ok := strings.Cut(l, "folder "); ok && strings.HasPrefix(l, "lab up in") {
 						dir = v
@@ -110,6 +117,13 @@ func TestIntegrationLabUpDown(t *testing.T) {
 			}
 			if len(machines.Items) != 2 {
 				t.Errorf("%d Machines, want 2", len(machines.Items))
+			}
+			// What it printed is all 'run --provider capi' needs: the
+			// exports and the command line, here as a dry run.
+			dry := exec.Command(bin, append(append([]string{"run"}, run...), "--dry-run")...)
+			dry.Env = append(append([]string(nil), env...), exports...)
+			if out, err := dry.CombinedOutput(); err != nil || len(exports) != 5 || !strings.Contains(string(out), "PASS (dry run: nothing was injected)") {
+				t.Errorf("the printed command %v with %v: %v\n%s", run, exports, err, out)
 			}
 			// A plain `lab down` leaves a lab whose owner runs alone.
 			name := filepath.Base(dir)
