@@ -5,9 +5,12 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/faultline-dev/faultline/providers/lab"
 )
 
 // A vCenter that accepts TCP and never answers, or completes TLS and then
@@ -74,4 +77,22 @@ func selfSigned(t *testing.T, s *httptest.Server) tls.Certificate {
 	s.StartTLS()
 	defer s.Close()
 	return s.TLS.Certificates[0]
+}
+
+// --vcenter-insecure is said once, loudly, and the run goes on.
+func TestInsecureWarnsOnce(t *testing.T) {
+	t.Parallel()
+	sim, err := lab.StartVCSim(lab.VCSimInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	u := sim.URL()
+	u.User = url.UserPassword("user", "pass") // vcsim takes any login
+	var out, errOut bytes.Buffer
+	code := execute([]string{"run", "vm-power-cycle", "--provider", "vsphere", "--allow-vcenter", "127.0.0.1", "--vcenter-insecure",
+		"--vcenter-url", u.String(), "--dry-run", "--artifacts", t.TempDir()}, &out, &errOut)
+	if n := strings.Count(errOut.String(), "TLS verification of vCenter is off"); code != 0 || n != 1 {
+		t.Errorf("exit %d, %d warnings, want 0 and 1\nstderr: %s\nstdout: %s", code, n, errOut.String(), out.String())
+	}
 }

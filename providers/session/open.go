@@ -324,9 +324,6 @@ func (s *Session) openVCenter(ctx context.Context, v VCenterConfig, log logr.Log
 	if err := v.Validate(); err != nil {
 		return nil, &ConfigError{Err: err}
 	}
-	if v.Insecure {
-		log.Info("WARNING: TLS verification of vCenter is disabled (--vcenter-insecure / GOVC_INSECURE)")
-	}
 	opts := append([]vsphere.Option{vsphere.WithLogger(log)}, v.Options...)
 	if readOnly {
 		opts = append(opts, vsphere.WithReadOnly())

@@ -146,7 +146,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Provider, error) {
 	}
 	p.finder.SetDatacenter(p.dc)
 	if cfg.Insecure {
-		p.log.Info("TLS verification of vCenter is off (insecure); use a CA file or thumbprint in production", "vcenter", u.Host)
+		p.log.Info("WARNING: TLS verification of vCenter is off (--vcenter-insecure / GOVC_INSECURE); use a CA file or thumbprint in production", "vcenter", u.Host)
 	}
 	return p, nil
 }
