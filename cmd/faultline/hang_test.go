@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"crypto/tls"
+	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,5 +97,49 @@ func TestInsecureWarnsOnce(t *testing.T) {
 		"--vcenter-url", u.String(), "--dry-run", "--artifacts", t.TempDir()}, &out, &errOut)
 	if n := strings.Count(errOut.String(), "TLS verification of vCenter is"); code != 0 || n != 1 {
 		t.Errorf("exit %d, %d warnings, want 0 and 1\nstderr: %s\nstdout: %s", code, n, errOut.String(), out.String())
+	}
+}
+
+// An http:// vCenter URL would send the password in cleartext: refused
+// (exit 2) before any request unless --vcenter-plain-http names the risk,
+// and even then never for a destructive run against a host other than
+// loopback. The server is the test's own, on 127.0.0.1, and counts what
+// reaches it.
+func TestCleartextPassword(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+		http.Error(w, "no", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	requests := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(bodies)
+	}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		code  int
+		want  string
+		reach bool
+	}{
+		{"plain http", []string{"--vcenter-url", "http://u:secret@" + addr + "/sdk", "--allow-vcenter", "127.0.0.1"}, 2, "its login would send the password in cleartext; use https://", false},
+		{"plain http to another host, destructive", []string{"--vcenter-url", "http://u:secret@vc.example.com/sdk", "--allow-vcenter", "vc.example.com", "--vcenter-plain-http"}, 2, "refusing a destructive run against vCenter http://vc.example.com/sdk over http", false},
+		{"opted in, loopback", []string{"--vcenter-url", "http://u:secret@" + addr + "/sdk", "--allow-vcenter", "127.0.0.1", "--vcenter-plain-http", "--setup-timeout", "5s"}, 3, "", true},
+	} {
+		before := requests()
+		var out, errOut bytes.Buffer
+		code := execute(append([]string{"run", "vm-power-cycle", "--provider", "vsphere", "--artifacts", t.TempDir()}, tc.args...), &out, &errOut)
+		reached := requests() > before
+		if code != tc.code || !strings.Contains(errOut.String(), tc.want) || reached != tc.reach || strings.Contains(errOut.String(), "secret") {
+			t.Errorf("%s: exit %d, reached the server %t; want %d, %t and %q\nstderr: %s", tc.name, code, reached, tc.code, tc.reach, tc.want, errOut.String())
+		}
 	}
 }

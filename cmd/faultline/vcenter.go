@@ -16,7 +16,7 @@ import (
 // environment variable.
 type vcenterFlags struct {
 	url, username, caFile, knownHosts, thumbprint, datacenter, passwordFile string
-	insecure                                                                bool
+	insecure, plainHTTP                                                     bool
 	allowed                                                                 []string
 	// guestUsername and guestPasswordFile: the guest login of node
 	// faults (registerGuest).
@@ -32,6 +32,7 @@ func (f *vcenterFlags) register(fs *pflag.FlagSet, withAllow bool) {
 	fs.StringVar(&f.datacenter, "vcenter-datacenter", "", "datacenter that scopes VM names (default $GOVC_DATACENTER)")
 	fs.StringVar(&f.passwordFile, "vcenter-password-file", "", "file holding the vCenter password (default $GOVC_PASSWORD)")
 	fs.BoolVar(&f.insecure, "vcenter-insecure", false, "skip TLS verification of vCenter (default $GOVC_INSECURE); not for production")
+	fs.BoolVar(&f.plainHTTP, "vcenter-plain-http", false, "allow an http:// vCenter URL, whose login sends the password in CLEARTEXT: only for a simulator on loopback (never for a destructive run against another host)")
 	if withAllow {
 		fs.StringSliceVar(&f.allowed, "allow-vcenter", nil, "vCenter host (or host:port) a destructive run may touch; repeatable (also $"+session.EnvAllowedVCenters+")")
 	}
@@ -103,6 +104,7 @@ func (f *vcenterFlags) merged() (vsphere.Config, error) {
 	if f.insecure {
 		c.Insecure = true
 	}
+	c.PlainHTTP = f.plainHTTP
 	// A named certificate file that is not there is the user's mistake,
 	// found before anything is dialled.
 	for _, file := range []struct {

@@ -320,6 +320,10 @@ func (s *Session) openVCenter(ctx context.Context, v VCenterConfig, log logr.Log
 	if !allowed && !AllowedVCenter(v.Allowed, u) {
 		return nil, configErr("refusing a destructive run against vCenter %s: host %s is not in --allow-vcenter or $%s", u, u.Host, EnvAllowedVCenters)
 	}
+	if u.Scheme == "http" && !readOnly && !vsphere.Loopback(u) {
+		// Its journal would tell recover to log in the same way.
+		return nil, configErr("refusing a destructive run against vCenter %s over http: its login sends the password in cleartext; http is only for a simulator on loopback", u)
+	}
 	// A missing username is the user's input, found before dialling.
 	if err := v.Validate(); err != nil {
 		return nil, &ConfigError{Err: err}

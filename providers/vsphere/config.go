@@ -3,6 +3,7 @@ package vsphere
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -37,6 +38,9 @@ type Config struct {
 	Thumbprint string
 	// Datacenter scopes VM names; needed when there are several.
 	Datacenter string
+	// PlainHTTP allows an http:// URL, whose login crosses the network in
+	// cleartext: only for a simulator on loopback (see PlainHTTPError).
+	PlainHTTP bool
 }
 
 // ConfigFromEnv reads the govc variables through getenv (os.Getenv in
@@ -80,6 +84,8 @@ func (c Config) Endpoint() (*url.URL, error) {
 		return nil, fmt.Errorf("vCenter URL scheme %q: expected https", u.Scheme)
 	case u.Hostname() == "":
 		return nil, fmt.Errorf("vCenter URL %q has no host; expected https://host[:port]/sdk", redactRaw(c.URL))
+	case u.Scheme == "http" && !c.PlainHTTP:
+		return nil, fmt.Errorf("vCenter URL http://%s: its login would send the password in cleartext; use https:// (--vcenter-plain-http allows http for a simulator on loopback)", u.Host)
 	}
 	if u.Path == "" || u.Path == "/" {
 		u.Path = "/sdk"
@@ -141,4 +147,15 @@ func redactRaw(raw string) string {
 		start = -3
 	}
 	return raw[:start+3] + "REDACTED" + raw[at:]
+}
+
+// Loopback tells whether u's host is this machine's loopback: 127.0.0.0/8,
+// ::1 or localhost.
+func Loopback(u *url.URL) bool {
+	h := u.Hostname()
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
