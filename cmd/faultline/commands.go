@@ -219,6 +219,9 @@ host, pass the key of the host that wrote the journals with --journal-key;
 vCenter credentials come from the environment (GOVC_USERNAME, GOVC_PASSWORD)
 or the flags; the journal only records where the vCenter is.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if timeout <= 0 {
+				return usageErr("--timeout %s: expected a positive duration such as 10m", timeout)
+			}
 			roots := args
 			if len(roots) == 0 {
 				roots = []string{artifacts.Root()}

@@ -81,11 +81,32 @@ func TestValidateExitCodes(t *testing.T) {
 	if err := os.WriteFile(readOnly, []byte("apiVersion: faultline.dev/v1alpha1\nkind: Scenario\nmetadata: {name: read-only}\nspec:\n  requires: [ClusterAPI]\n  targets: [{name: w, select: {role: worker}}]\n  steps: [{name: a, setup: {require: [{probe: replicas-restored, target: w}]}}]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Special files that would hold a reader (a FIFO blocks open(2),
+	// /dev/zero never ends): each refused at once, exit 2.
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vc := []string{"--provider", "vsphere", "--vcenter-url", "https://vc.example.com", "--allow-vcenter", "vc.example.com", "--vcenter-username", "u"}
 	tests := []struct {
 		args     []string
 		code     int
 		inStderr string
 	}{
+		{[]string{"validate", fifo}, 2, fifo + ": not a regular file (a FIFO)"},
+		{[]string{"run", fifo}, 2, fifo + ": not a regular file (a FIFO)"},
+		{[]string{"recover", fifo}, 2, fifo + ": not a regular file (a FIFO)"},
+		{[]string{"recover", "--journal-key", fifo}, 2, fifo + ": not a regular file (a FIFO)"},
+		{[]string{"recover", "--journal-key", "/dev/zero"}, 2, "/dev/zero: not a regular file (a character device)"},
+		{[]string{"recover", "--timeout", "-1s"}, 2, "--timeout -1s: expected a positive duration"},
+		{append([]string{"run", catalogueScenario, "--vcenter-password-file", fifo}, vc...), 2, fifo + ": not a regular file (a FIFO)"},
+		{append([]string{"run", catalogueScenario, "--vcenter-ca-file", fifo}, vc...), 2, fifo + ": not a regular file (a FIFO)"},
+		{append([]string{"run", catalogueScenario, "--vcenter-known-hosts", "/dev/zero"}, vc...), 2, "/dev/zero: not a regular file (a character device)"},
+		{append([]string{"run", catalogueScenario, "--vcenter-thumbprint", "zz"}, vc...), 2, `--vcenter-thumbprint: "zz" is not a thumbprint`},
+		{append([]string{"run", catalogueScenario, "--kind-cluster", "foo"}, vc...), 2, "--kind-cluster names the cluster of --provider kind; it does nothing with --provider vsphere"},
+		{append([]string{"run", catalogueScenario, "--artifacts", "/proc/self/x"}, vc...), 2, "--artifacts /proc/self/x: mkdir /proc/self/x"},
+		{append([]string{"run", catalogueScenario, "--summary", "/proc/self/x"}, vc...), 2, "--summary /proc/self/x: cannot be written"},
+		{[]string{"run", catalogueScenario, "--provider", "capi", "--kubeconfig", fifo}, 2, fifo + ": not a regular file (a FIFO)"},
 		{[]string{"validate", catalogueScenario}, 0, ""},
 		{[]string{"validate", "vm-power-cycle"}, 0, ""},
 		{[]string{"validate", bad}, 2, bad + `:5:28: spec.steps[0].undo.fault: no inject step "nope" before this step`},
@@ -104,13 +125,13 @@ func TestValidateExitCodes(t *testing.T) {
 		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "https://vc.example.com", "--allow-vcenter", "vc.example.com"}, 2, "no vCenter username: set --vcenter-username or GOVC_USERNAME"},
 		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "https://vc.example.com", "--allow-vcenter", "vc.example.com", "--guest-username", "capv"}, 2, `guest login for "capv": no password`},
 		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "https://vc.example.com", "--allow-vcenter", "vc.example.com", "--guest-username", "root", "--guest-password-file", "/no/such/file"}, 2, "guest password file: open /no/such/file: no such file or directory"},
-		{[]string{"run", catalogueScenario, "--provider", "capi", "--kubeconfig", "/no/such/kubeconfig"}, 2, "--kubeconfig /no/such/kubeconfig: stat /no/such/kubeconfig: no such file or directory"},
+		{[]string{"run", catalogueScenario, "--provider", "capi", "--kubeconfig", "/no/such/kubeconfig"}, 2, "--kubeconfig /no/such/kubeconfig: open /no/such/kubeconfig: no such file or directory"},
 		{[]string{"run", catalogueScenario, "--provider", "capi", "--kubeconfig", kubeconfig, "--context", "nope"}, 2, `kubeconfig context "nope" not found; it has: mgmt`},
 		{[]string{"run", catalogueScenario, "--provider", "capi", "--kubeconfig", kubeconfig}, 2, `refusing a destructive run against context "mgmt": it is not in --allow-context`},
 		{[]string{"run", "power-off-worker", "--profile", "slow"}, 2, `unknown lab profile "slow": expected one of compressed, real`},
 		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--profile", "bogus"}, 2, "--profile sets how the lab runs; it does nothing with --provider vsphere"},
 		{[]string{"run", "power-off-worker", "--nodes", "vms"}, 2, `--nodes "vms": expected simulated or containers`},
-		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "https://vc.example.com", "--allow-vcenter", "vc.example.com", "--vcenter-ca-file", "/no/ca.pem"}, 2, "--vcenter-ca-file: stat /no/ca.pem: no such file or directory"},
+		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "https://vc.example.com", "--allow-vcenter", "vc.example.com", "--vcenter-ca-file", "/no/ca.pem"}, 2, "--vcenter-ca-file: open /no/ca.pem: no such file or directory"},
 		{[]string{"run", catalogueScenario, "--provider", "capi", "--kubeconfig", catalogueScenario}, 2, "not a kubeconfig (expected YAML with apiVersion: v1 and kind: Config)"},
 		{[]string{"run"}, 2, "run needs a scenario: a file, a folder, a name from 'faultline list', or -l SELECTOR"},
 		{[]string{"run", "-l", "tier=nosuch"}, 2, `no scenario of the catalogue matches the selector "tier=nosuch"`},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -91,6 +92,12 @@ in --allow-vcenter.`,
 				if cmd.Flags().Changed(f) && o.provider != session.ProviderLab {
 					return usageErr("--%s sets how the lab runs; it does nothing with --provider %s", f, o.provider)
 				}
+			}
+			if cmd.Flags().Changed("kind-cluster") && o.provider != session.ProviderKind {
+				return usageErr("--kind-cluster names the cluster of --provider kind; it does nothing with --provider %s", o.provider)
+			}
+			if err := writable(o.artifacts, o.summary); err != nil {
+				return err
 			}
 			if len(args) == 0 && o.selector == "" {
 				return usageErr("run needs a scenario: a file, a folder, a name from 'faultline list', or -l SELECTOR over the catalogue")
@@ -318,6 +325,48 @@ func (o *runOptions) setupDeadline() time.Duration {
 		return o.timeout
 	}
 	return time.Minute
+}
+
+// writable checks, before anything starts, that the run's outputs can be
+// written, by writing: the --artifacts folder (made if need be) takes a
+// file, the --summary file opens for writing (or its folder takes a file).
+// A run that injected and then could not keep its evidence would be found
+// out too late. --history is made by OpenHistory before the first inject.
+func writable(artifactsDir, summary string) error {
+	probe := func(dir string) error {
+		f, err := os.CreateTemp(dir, ".faultline-writable-*")
+		if err != nil {
+			return err
+		}
+		return errors.Join(f.Close(), os.Remove(f.Name()))
+	}
+	if artifactsDir != "" {
+		if err := os.MkdirAll(artifactsDir, 0o750); err != nil {
+			return usageErr("--artifacts %s: %v", artifactsDir, err)
+		}
+		if err := probe(artifactsDir); err != nil {
+			return usageErr("--artifacts %s: cannot be written: %v", artifactsDir, err)
+		}
+	}
+	if summary == "" {
+		return nil
+	}
+	fi, err := os.Stat(summary)
+	switch {
+	case err == nil && !fi.Mode().IsRegular():
+		return usageErr("--summary %s: not a regular file", summary)
+	case err == nil:
+		var f *os.File
+		if f, err = os.OpenFile(summary, os.O_WRONLY|os.O_APPEND, 0); err == nil {
+			err = f.Close()
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		err = probe(filepath.Dir(summary))
+	}
+	if err != nil {
+		return usageErr("--summary %s: cannot be written: %v", summary, err)
+	}
+	return nil
 }
 
 // writeSummary writes the Markdown summary to --summary and appends it to

@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/faultline-dev/faultline/providers/vsphere"
+
+	"github.com/faultline-dev/faultline/internal/regularfile"
 )
 
 // vcenterFlags are the vSphere connection flags; each falls back to govc's
@@ -105,6 +107,11 @@ func (f *vcenterFlags) merged() (vsphere.Config, error) {
 		c.Insecure = true
 	}
 	c.PlainHTTP = f.plainHTTP
+	if c.Thumbprint != "" {
+		if err := vsphere.CheckThumbprint(c.Thumbprint); err != nil {
+			return c, usageErr("--vcenter-thumbprint: %v", err)
+		}
+	}
 	// A named certificate file that is not there is the user's mistake,
 	// found before anything is dialled.
 	for _, file := range []struct {
@@ -118,7 +125,7 @@ func (f *vcenterFlags) merged() (vsphere.Config, error) {
 		if file.path == "" {
 			continue
 		}
-		if _, err := os.Stat(file.path); err != nil {
+		if err := regularfile.Check(file.path, regularfile.Small); err != nil {
 			from := file.env
 			if file.byFlag {
 				from = file.flag
@@ -127,7 +134,7 @@ func (f *vcenterFlags) merged() (vsphere.Config, error) {
 		}
 	}
 	if f.passwordFile != "" {
-		b, err := os.ReadFile(f.passwordFile)
+		b, err := regularfile.Read(f.passwordFile, regularfile.Small)
 		if err != nil {
 			return c, usageErr("--vcenter-password-file: %v", err)
 		}

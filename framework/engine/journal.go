@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/faultline-dev/faultline/providers"
+
+	"github.com/faultline-dev/faultline/internal/regularfile"
 )
 
 // Journal operations.
@@ -127,7 +129,7 @@ func (j *Journal) Close() error { return j.f.Close() }
 // crash mid-write) is skipped: its fault was never applied, since the inject
 // record is synced before the fault.
 func ReadJournal(path string) ([]JournalEntry, error) {
-	f, err := os.Open(path)
+	f, err := regularfile.Open(path, regularfile.Journal)
 	if err != nil {
 		return nil, fmt.Errorf("read journal: %w", err)
 	}

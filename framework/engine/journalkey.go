@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+
+	"github.com/faultline-dev/faultline/internal/regularfile"
 )
 
 // EnvJournalKey names the key file that seals journal entries, in place of
@@ -46,7 +48,7 @@ const journalKeySize = 32
 // made (random, mode 0600 in a folder of mode 0700). A key that others
 // can read or write is refused: it would let them seal a journal.
 func LoadJournalKey(path string, create bool) ([]byte, error) {
-	b, err := os.ReadFile(path)
+	b, err := regularfile.Read(path, regularfile.Small)
 	if errors.Is(err, fs.ErrNotExist) && create {
 		return newJournalKey(path)
 	}

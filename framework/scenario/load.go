@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -13,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/faultline-dev/faultline/internal/regularfile"
 )
 
 // maxScenarioBytes bounds what Load reads; a scenario is a page of YAML.
@@ -29,7 +30,7 @@ var (
 // every fault and probe the scenario may name (engine.Vocabulary). Every
 // problem is reported in one *ValidationError.
 func Load(path string, overrides map[string]string, vocab Vocabulary) (*Scenario, error) {
-	f, err := os.Open(path)
+	f, err := regularfile.Open(path, maxScenarioBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read scenario: %w", err)
 	}

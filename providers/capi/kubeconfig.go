@@ -3,6 +3,7 @@ package capi
 import (
 	"crypto/sha256"
 	"errors"
+	"io/fs"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,6 +18,8 @@ import (
 
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/faultline-dev/faultline/internal/regularfile"
 )
 
 // KubeconfigError is a kubeconfig that cannot be used: missing, unreadable,
@@ -86,10 +89,19 @@ func restConfig(kubeconfig, context string) (*rest.Config, string, string, error
 	case strings.ContainsRune(kubeconfig, os.PathListSeparator):
 		rules.Precedence = filepath.SplitList(kubeconfig)
 	case kubeconfig != "":
-		if _, err := os.Stat(kubeconfig); err != nil {
+		rules.ExplicitPath = kubeconfig
+	}
+	// client-go reads them itself: each must be a regular file, read
+	// without blocking (one missing from a list is skipped, as kubectl
+	// does).
+	for _, path := range rules.GetLoadingPrecedence() {
+		err := regularfile.Check(path, regularfile.Kubeconfig)
+		if errors.Is(err, fs.ErrNotExist) && path != rules.ExplicitPath {
+			continue
+		}
+		if err != nil {
 			return nil, "", "", &KubeconfigError{err}
 		}
-		rules.ExplicitPath = kubeconfig
 	}
 	source := rules.ExplicitPath
 	if source == "" {

@@ -1,6 +1,7 @@
 package vsphere
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -147,6 +148,17 @@ func redactRaw(raw string) string {
 		start = -3
 	}
 	return raw[:start+3] + "REDACTED" + raw[at:]
+}
+
+// CheckThumbprint checks a certificate thumbprint as govc takes it: the
+// SHA-1 (20 bytes) or SHA-256 (32 bytes) of the certificate in hex, its
+// bytes separated by colons or not.
+func CheckThumbprint(tp string) error {
+	h := strings.ReplaceAll(tp, ":", "")
+	if _, err := hex.DecodeString(h); err != nil || (len(h) != 40 && len(h) != 64) {
+		return fmt.Errorf("%q is not a thumbprint: expected the SHA-1 (40 hex digits) or SHA-256 (64) of the certificate, bytes separated by colons or not", tp)
+	}
+	return nil
 }
 
 // Loopback tells whether u's host is this machine's loopback: 127.0.0.0/8,

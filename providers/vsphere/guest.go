@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -16,6 +15,8 @@ import (
 
 	"github.com/faultline-dev/faultline/internal/nodecmd"
 	"github.com/faultline-dev/faultline/providers"
+
+	"github.com/faultline-dev/faultline/internal/regularfile"
 )
 
 // Environment variables read by GuestAuthFromEnv: the guest OS login that
@@ -53,7 +54,7 @@ func NewGuestAuth(user, pass, file string) (*GuestAuth, error) {
 	case pass != "" && file != "":
 		return nil, fmt.Errorf("guest login: both a password and a password file (%s); give one", file)
 	case file != "":
-		b, err := os.ReadFile(file)
+		b, err := regularfile.Read(file, regularfile.Small)
 		if err != nil {
 			return nil, fmt.Errorf("guest password file: %w", err)
 		}

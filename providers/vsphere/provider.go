@@ -24,6 +24,8 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/faultline-dev/faultline/providers"
+
+	"github.com/faultline-dev/faultline/internal/regularfile"
 )
 
 // Compile-time checks of the capabilities this provider offers.
@@ -91,6 +93,14 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Provider, error) {
 		o(p)
 	}
 	sc := soap.NewClient(u, cfg.Insecure)
+	for _, file := range []string{cfg.CAFile, cfg.KnownHostsFile} {
+		if file == "" {
+			continue
+		}
+		if err := regularfile.Check(file, regularfile.Small); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.CAFile != "" {
 		if err := sc.SetRootCAs(cfg.CAFile); err != nil {
 			return nil, fmt.Errorf("vCenter CA file %s: %w", cfg.CAFile, err)
