@@ -40,8 +40,9 @@ rm -f "${kind_log}"
 #    real Cluster API, after the kind cluster is gone (two sets of real
 #    nodes on two cores would make both late): a lab of 1 control plane
 #    and 1 worker, then power-off-worker and delete-cp-vm on one lab of 3
-#    control planes and 2 workers; the nightly suite runs the rest (make
-#    test-e2e NODES=containers).
+#    control planes and 2 workers, and mhc-range-short-circuit on both
+#    tiers (TestIntegrationRealNodeShortCircuit); the nightly suite runs
+#    the rest (make test-e2e NODES=containers).
 real=0
 FAULTLINE_REQUIRE_LAB=1 go test -count=1 -p 1 -timeout 40m -v -run 'TestIntegrationRealNode' ./providers/lab/ 2>&1 | grep -v 'TLS handshake error' || real=$?
 [[ "${lab}" == 0 && "${kind}" == 0 && "${real}" == 0 ]]

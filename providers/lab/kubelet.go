@@ -199,11 +199,23 @@ func readyCondition(cniBroken bool, t metav1.Time) corev1.NodeCondition {
 	return corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: msgKubeletReady, LastHeartbeatTime: t, LastTransitionTime: t}
 }
 
-// setReady writes what a running kubelet reports, if it differs.
+// setReady writes what a running kubelet reports when it differs, and at
+// least every profile heartbeat with each condition's lastHeartbeatTime
+// renewed, as the real-node tier's kubelets post node status
+// (nodeStatusReportFrequency): a change of a Node's conditions is what
+// makes a MachineHealthCheck look at its Machines again, and one whose
+// remediation is short-circuited waits for nothing else (Cluster API
+// v1.13 does not requeue it), so a healthy Node's heartbeat is what lets
+// it count an unhealthy one once its timeout has passed.
 func (s *nodeSim) setReady(ctx context.Context, c inmemoryclient.Client, n *corev1.Node, vm *simVM, f faultsNow, now time.Time) error {
 	cniDown := s.cniDown(vm.name, f)
 	want := readyCondition(cniDown, metav1.NewTime(now))
-	changed := false
+	changed := heartbeatDue(n, s.profile.Heartbeat, now)
+	if changed {
+		for i := range n.Status.Conditions {
+			n.Status.Conditions[i].LastHeartbeatTime = want.LastHeartbeatTime
+		}
+	}
 	for i := range n.Status.Conditions {
 		cond := &n.Status.Conditions[i]
 		if cond.Type == corev1.NodeReady {
@@ -231,6 +243,17 @@ func (s *nodeSim) setReady(ctx context.Context, c inmemoryclient.Client, n *core
 		return nil
 	}
 	return updateNode(ctx, c, n)
+}
+
+// heartbeatDue tells whether a running kubelet posts n's status again: its
+// Ready condition's last heartbeat is a heartbeat old.
+func heartbeatDue(n *corev1.Node, heartbeat time.Duration, now time.Time) bool {
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return now.Sub(cond.LastHeartbeatTime.Time) >= heartbeat
+		}
+	}
+	return false
 }
 
 // setUnknown is the node lifecycle controller's verdict on a Node whose

@@ -25,6 +25,7 @@ import (
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
 	"github.com/faultline-dev/faultline/providers/lab/vmcontainers"
+	"github.com/faultline-dev/faultline/scenarios"
 	"github.com/faultline-dev/faultline/scenarios/scenariotest"
 )
 
@@ -182,5 +183,48 @@ func dumpRealNodes(t *testing.T) {
 		}
 		out, _ := d.Run(ctx, "exec", name, "sh", "-c", "ls /run/cluster-api; ls /etc/cni/net.d; tail -n 30 /var/log/cloud-init-output.log; ps -eo pid,etime,args | grep -E 'kubeadm|etcd ' | grep -v grep; crictl ps -a 2>/dev/null; "+etcdMembers+"; journalctl -u kubelet --no-pager -n 20")
 		t.Logf("%s:\n%s", name, out)
+	}
+}
+
+// TestIntegrationRealNodeShortCircuit runs mhc-range-short-circuit on both
+// tiers, each on a lab of the scenario's own shape, and compares: a
+// health check short-circuited by its unhealthyInRange counts the one
+// powered-off worker unhealthy and says RemediationRestricted on real
+// nodes (what their kubelets' status reports make it look again for) and
+// on simulated ones alike, and neither deletes a Machine.
+func TestIntegrationRealNodeShortCircuit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	const name = "mhc-range-short-circuit"
+	data, err := scenarios.Read(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scenario.Parse(name, data, nil, engine.Vocabulary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shape := *sc.Spec.Lab
+	results := map[string]*engine.Result{}
+	for _, tier := range []string{"simulated", "real"} {
+		t.Run(tier, func(t *testing.T) {
+			var l *lab.Lab
+			if tier == "real" {
+				l = startRealLab(t, ctx, shape)
+			} else {
+				l = startLab(t, lab.ClusterSpec{Name: lab.ClusterName, LabSpec: shape})
+			}
+			res := scenariotest.Run(ctx, t, l.Provider(), name, nil, nil)
+			results[tier] = res
+			if res.Verdict != engine.Pass {
+				t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
+			}
+			for _, p := range res.Phases {
+				t.Logf("%s: phase %s %s after %s", tier, p.Name, p.SinceAnchor, p.From)
+			}
+		})
+	}
+	if sim, real := results["simulated"], results["real"]; sim != nil && real != nil && (sim.Verdict != real.Verdict || len(sim.Phases) != len(real.Phases)) {
+		t.Errorf("the tiers disagree: simulated %s (%d phases), real %s (%d phases)", sim.Verdict, len(sim.Phases), real.Verdict, len(real.Phases))
 	}
 }
