@@ -195,6 +195,7 @@ func newRecoverCommand() *cobra.Command {
 	var timeout time.Duration
 	var contexts []string
 	var keyFile string
+	var force []string
 	cmd := &cobra.Command{
 		Use:   "recover [JOURNAL...]",
 		Short: "Undo the faults a crashed or killed run left in place",
@@ -235,20 +236,20 @@ or the flags; the journal only records where the vCenter is.`,
 				return usageErr("find journals: %v", err)
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "recover: %d journal(s) under %s\n", len(found), strings.Join(roots, ", "))
-			args = found
-			var key []byte
+			in := engine.RecoverInput{Journals: found, Force: force}
 			if keyFile != "" {
 				var err error
-				if key, err = engine.LoadJournalKey(keyFile, false); err != nil {
+				if in.Key, err = engine.LoadJournalKey(keyFile, false); err != nil {
 					return usageErr("--journal-key: %v", err)
 				}
+				in.Heads = engine.JournalHeads(keyFile)
 			}
 			ctx, stop := notifyContext(cmd.Context())
 			defer stop()
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			conns := &recoverConns{flags: &vc, contexts: contexts, opened: map[string]providers.Provider{}}
-			return recoverJournals(ctx, cmd, args, key, conns)
+			return recoverJournals(ctx, cmd, in, conns)
 		},
 	}
 	vc.register(cmd.Flags(), true)
@@ -256,36 +257,34 @@ or the flags; the journal only records where the vCenter is.`,
 	cmd.Flags().StringSliceVar(&contexts, "allow-context", nil, "kubeconfig context (kind-NAME for a kind cluster faultline did not create) whose faults may be undone; repeatable (also $"+session.EnvAllowedContexts+")")
 	cmd.Flags().StringVar(&keyFile, "journal-key", "", "the key the journals were sealed with (default $"+engine.EnvJournalKey+", or journal.key in the user's faultline configuration folder); another host's, to recover its journals here")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "give up after this long")
+	cmd.Flags().StringSliceVar(&force, "force-entry", nil, "FILE:LINE of a pending fault to undo although its journal's lines are not where faultline wrote them (a journal moved or copied since); of that journal only the entries named are undone; repeatable")
 	return cmd
 }
 
-func recoverJournals(ctx context.Context, cmd *cobra.Command, paths []string, key []byte, conns *recoverConns) error {
+func recoverJournals(ctx context.Context, cmd *cobra.Command, in engine.RecoverInput, conns *recoverConns) error {
 	out := cmd.OutOrStdout()
 	// One login per vCenter, however many faults the journals hold.
 	defer conns.close(cmd.ErrOrStderr())
-	sum, err := engine.Recover(ctx, engine.RecoverInput{
-		Journals:  paths,
-		Key:       key,
-		Check:     conns.check,
-		Reconnect: conns.provider,
-		Report: func(r engine.Recovered) {
-			switch {
-			case r.Err != nil:
-				fmt.Fprintf(out, "%s: %s %s: FAILED: %v\n", r.Journal, r.Entry.FaultID, r.Entry.Kind, r.Err)
-			case r.Why != "":
-				fmt.Fprintf(out, "%s: %s %s: %s (%s): %s\n", r.Journal, r.Entry.FaultID, r.Entry.Kind, r.Result, r.Entry.Undo.Action, r.Why)
-			default:
-				fmt.Fprintf(out, "%s: %s %s: %s (%s)\n", r.Journal, r.Entry.FaultID, r.Entry.Kind, r.Result, r.Entry.Undo.Action)
-			}
-		},
-	})
+	in.Check, in.Reconnect = conns.check, conns.provider
+	in.Note = func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), "recover: NOTE:", s) }
+	in.Report = func(r engine.Recovered) {
+		switch {
+		case r.Err != nil:
+			fmt.Fprintf(out, "%s: %s %s: FAILED: %v\n", r.Journal, r.Entry.FaultID, r.Entry.Kind, r.Err)
+		case r.Why != "":
+			fmt.Fprintf(out, "%s: %s %s: %s (%s): %s\n", r.Journal, r.Entry.FaultID, r.Entry.Kind, r.Result, r.Entry.Undo.Action, r.Why)
+		default:
+			fmt.Fprintf(out, "%s: %s %s: %s (%s)\n", r.Journal, r.Entry.FaultID, r.Entry.Kind, r.Result, r.Entry.Undo.Action)
+		}
+	}
+	sum, err := engine.Recover(ctx, in)
 	switch {
 	case errors.Is(err, engine.ErrBadJournal), errors.Is(err, engine.ErrUntrustedJournal):
 		return usageErr("%v", err)
 	case err != nil:
 		return infraErr(err)
 	case sum.Pending == 0:
-		fmt.Fprintf(out, "nothing to recover: no pending faults in %d journal(s)\n", len(paths))
+		fmt.Fprintf(out, "nothing to recover: no pending faults in %d journal(s)\n", len(in.Journals))
 	case sum.Failed > 0:
 		return infraErr(fmt.Errorf("%d of %d pending faults could not be undone; they stay pending", sum.Failed, sum.Pending))
 	}

@@ -51,6 +51,14 @@ type JournalEntry struct {
 	Provider providers.ProviderRef `json:"provider"`
 	Result   string                `json:"result,omitempty"`
 	Error    string                `json:"error,omitempty"`
+	// Journal, Path, Seq and Prev bind the line to its journal (see
+	// journalchain.go): the journal's random identity, the file it was
+	// written to, its place (1 for the first line) and the MAC of the
+	// line before it. The seal covers them.
+	Journal string `json:"journal,omitempty"`
+	Path    string `json:"path,omitempty"`
+	Seq     int    `json:"seq,omitempty"`
+	Prev    string `json:"prev,omitempty"`
 
 	// Line is the entry's line in the journal it was read from.
 	Line int `json:"-"`
@@ -65,6 +73,9 @@ type Journal struct {
 	f    *os.File
 	path string
 	key  []byte
+	// chain is where the journal's next line goes: its identity, the
+	// last line's place and MAC, and where its head is recorded.
+	chain chain
 }
 
 // OpenJournal opens (creating it and its folder if needed) the journal at
@@ -79,10 +90,21 @@ func OpenJournal(path string) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openJournal(path, key)
+	return openJournal(path, key, JournalHeads(keyPath))
 }
 
-func openJournal(path string, key []byte) (*Journal, error) {
+// openJournal opens the journal at path for appending; its head is
+// recorded in heads. An existing journal's chain goes on from its last
+// line.
+func openJournal(path string, key []byte, heads string) (*Journal, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("journal %s: %w", path, err)
+	}
+	c, err := chainFrom(abs, heads)
+	if err != nil {
+		return nil, err
+	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create journal folder: %w", err)
@@ -96,7 +118,7 @@ func openJournal(path string, key []byte) (*Journal, error) {
 	if err := syncDir(dir); err != nil {
 		return nil, errors.Join(fmt.Errorf("sync journal folder: %w", err), f.Close())
 	}
-	return &Journal{f: f, path: path, key: key}, nil
+	return &Journal{f: f, path: path, key: key, chain: c}, nil
 }
 
 // Path is where the journal is.
@@ -107,19 +129,22 @@ func (j *Journal) Append(e JournalEntry) error {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	e.Journal, e.Path, e.Seq, e.Prev = j.chain.id, j.chain.path, j.chain.seq+1, j.chain.mac
 	b, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("encode journal entry: %w", err)
 	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if _, err := j.f.Write(append(seal(j.key, b), '\n')); err != nil {
+	line := seal(j.key, b)
+	if _, err := j.f.Write(append(line, '\n')); err != nil {
 		return fmt.Errorf("write journal %s: %w", j.path, err)
 	}
 	if err := j.f.Sync(); err != nil {
 		return fmt.Errorf("sync journal %s: %w", j.path, err)
 	}
-	return nil
+	j.chain.seq, j.chain.mac = e.Seq, macOf(line)
+	return j.chain.recordHead()
 }
 
 // Close closes the journal file.
@@ -127,11 +152,18 @@ func (j *Journal) Close() error { return j.f.Close() }
 
 // ReadJournal reads every entry of the journal at path. A torn last line (a
 // crash mid-write) is skipped: its fault was never applied, since the inject
-// record is synced before the fault.
+// record is synced before the fault. readJournal says so.
 func ReadJournal(path string) ([]JournalEntry, error) {
+	entries, _, err := readJournal(path)
+	return entries, err
+}
+
+// readJournal is ReadJournal that also returns the torn last line's
+// problem, nil when there is none.
+func readJournal(path string) ([]JournalEntry, error, error) {
 	f, err := regularfile.Open(path, regularfile.Journal)
 	if err != nil {
-		return nil, fmt.Errorf("read journal: %w", err)
+		return nil, nil, fmt.Errorf("read journal: %w", err)
 	}
 	defer f.Close()
 	var entries []JournalEntry
@@ -142,7 +174,7 @@ func ReadJournal(path string) ([]JournalEntry, error) {
 	for sc.Scan() {
 		line++
 		if torn != nil {
-			return nil, torn // a bad line that is not the last one
+			return nil, nil, torn // a bad line that is not the last one
 		}
 		var e JournalEntry
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
@@ -153,9 +185,9 @@ func ReadJournal(path string) ([]JournalEntry, error) {
 		entries = append(entries, e)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read journal %s: %w", path, err)
+		return nil, nil, fmt.Errorf("read journal %s: %w", path, err)
 	}
-	return entries, nil
+	return entries, torn, nil
 }
 
 // VerifyJournal checks that every entry read from the journal at path

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/faultline-dev/faultline/providers"
 )
@@ -31,6 +34,17 @@ type RecoverInput struct {
 	Key []byte
 	// Report, when set, is told each outcome as it happens.
 	Report func(Recovered)
+	// Heads is the folder of journal heads the journals' ends are checked
+	// against; "" is the one beside the key at JournalKeyPath.
+	Heads string
+	// Force names entries, as FILE:LINE, to undo although their journal's
+	// chain does not verify (a journal moved since it was written): of
+	// such a journal only those are undone. A MAC that does not verify is
+	// never forced.
+	Force []string
+	// Note, when set, is told what the user should know that stops
+	// nothing: a torn last line, a journal whose end cannot be checked.
+	Note func(string)
 }
 
 // Recovered is what became of one pending fault.
@@ -70,16 +84,47 @@ func Recover(ctx context.Context, in RecoverInput) (RecoverSummary, error) {
 			return sum, fmt.Errorf("%w: %w (the journals were written by another user or on another host: recover with that key, --journal-key FILE)", ErrUntrustedJournal, err)
 		}
 	}
+	heads := in.Heads
+	if heads == "" {
+		path, err := JournalKeyPath()
+		if err != nil {
+			return sum, err
+		}
+		heads = JournalHeads(path)
+	}
+	note := in.Note
+	if note == nil {
+		note = func(string) {}
+	}
+	forced, err := forcedLines(in.Force, in.Journals)
+	if err != nil {
+		return sum, err
+	}
 	pending := make([][]JournalEntry, len(in.Journals))
 	for i, path := range in.Journals {
-		entries, err := ReadJournal(path)
+		entries, torn, err := readJournal(path)
 		if err != nil {
 			return sum, fmt.Errorf("%w: %w", ErrBadJournal, err)
+		}
+		if torn != nil {
+			note(fmt.Sprintf("%v: a torn last line (a crash while it was written); its fault was never applied", torn))
 		}
 		if err := VerifyJournal(path, entries, key); err != nil {
 			return sum, err
 		}
 		pending[i] = Pending(entries)
+		n, err := verifyChain(path, entries, heads)
+		switch {
+		case err != nil && len(forced[path]) == 0:
+			return sum, fmt.Errorf("%w: %w; nothing was undone (to undo one of its entries anyway, name it: --force-entry %s:LINE)", ErrUntrustedJournal, err, path)
+		case err != nil:
+			note(fmt.Sprintf("%v; undoing only the entries forced", err))
+			if pending[i], err = onlyForced(path, pending[i], forced[path]); err != nil {
+				return sum, err
+			}
+		case n != "":
+			note(n)
+		}
 		if in.Check == nil {
 			continue
 		}
@@ -97,7 +142,7 @@ func Recover(ctx context.Context, in RecoverInput) (RecoverSummary, error) {
 		if len(pending[i]) == 0 {
 			continue
 		}
-		j, err := openJournal(path, key)
+		j, err := openJournal(path, key, heads)
 		if err != nil {
 			return sum, err
 		}
@@ -147,4 +192,41 @@ func recoverOne(ctx context.Context, reconnect func(context.Context, JournalEntr
 		return "", "", err
 	}
 	return ResultUndone, "", nil
+}
+
+// forcedLines reads Force's FILE:LINE entries, by journal; each must name
+// one of the journals.
+func forcedLines(force, journals []string) (map[string]map[int]bool, error) {
+	out := map[string]map[int]bool{}
+	for _, f := range force {
+		i := strings.LastIndex(f, ":")
+		line, err := strconv.Atoi(f[i+1:])
+		if i < 0 || err != nil || line < 1 {
+			return nil, fmt.Errorf("%w: --force-entry %q: expected FILE:LINE", ErrBadJournal, f)
+		}
+		file := f[:i]
+		if !slices.Contains(journals, file) {
+			return nil, fmt.Errorf("%w: --force-entry %s: %s is not among the journals read (%s)", ErrBadJournal, f, file, strings.Join(journals, ", "))
+		}
+		if out[file] == nil {
+			out[file] = map[int]bool{}
+		}
+		out[file][line] = true
+	}
+	return out, nil
+}
+
+// onlyForced keeps the pending entries whose lines are forced; a forced
+// line that is not pending is an error.
+func onlyForced(path string, pending []JournalEntry, lines map[int]bool) ([]JournalEntry, error) {
+	var out []JournalEntry
+	for _, e := range pending {
+		if lines[e.Line] {
+			out = append(out, e)
+		}
+	}
+	if len(out) != len(lines) {
+		return nil, fmt.Errorf("%w: --force-entry names a line of %s that is not a pending fault", ErrBadJournal, path)
+	}
+	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/faultline-dev/faultline/framework/engine"
@@ -90,5 +91,82 @@ func TestRecover(t *testing.T) {
 	})
 	if !errors.Is(err, engine.ErrBadJournal) || reconnected {
 		t.Fatalf("an unreadable journal: err %v, reconnected %t; want ErrBadJournal before any undo", err, reconnected)
+	}
+}
+
+// A journal's lines are bound to it: the sealed inject line of a finished
+// run copied into a new file, the same line three times in its own
+// journal, and a journal whose done line was cut off are each refused
+// naming file:line, before anything is undone; the user may name the
+// entry to force it.
+func TestRecoverRefusesReplayedJournal(t *testing.T) {
+	t.Parallel()
+	p := fake.New("a")
+	dir := t.TempDir()
+	finished := filepath.Join(dir, "finished", "journal.jsonl")
+	j, err := engine.OpenJournal(finished)
+	if err != nil {
+		t.Fatal(err)
+	}
+	undo := &engine.UndoAction{Action: "vm.power-on", Target: providers.Object{Kind: "VirtualMachine", Name: "a", ID: "a"}}
+	if err := errors.Join(
+		j.Append(engine.JournalEntry{Op: engine.OpInject, FaultID: "off/a", Kind: "vm.power-off", Undo: undo, Provider: providers.ProviderRef{Name: "fake"}}),
+		j.Append(engine.JournalEntry{Op: engine.OpDone, FaultID: "off/a", Result: engine.ResultUndone, Provider: providers.ProviderRef{Name: "fake"}}),
+		j.Close()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(finished)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name, "journal.jsonl")
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	// An operator powered the VM off meanwhile: nothing may power it on.
+	p.Set("a", providers.PoweredOff)
+	replayed := write("replayed", lines[0])
+	for _, tc := range []struct {
+		name, path, content, want string
+	}{
+		{"replayed", replayed, "", replayed + ":1: the line was written to " + finished},
+		{"tripled", finished, lines[0] + lines[0] + lines[0], finished + ":2: the line was written as line 1"},
+		{"truncated", finished, lines[0], finished + ":1: the journal had 2 lines and has 1: its end was cut off"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.content != "" {
+				if err := os.WriteFile(tc.path, []byte(tc.content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := engine.Recover(context.Background(), engine.RecoverInput{
+				Journals:  []string{tc.path},
+				Reconnect: func(context.Context, engine.JournalEntry) (providers.Provider, error) { return p, nil },
+			})
+			if !errors.Is(err, engine.ErrUntrustedJournal) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Recover: %v, want refused naming %q", err, tc.want)
+			}
+			if p.VM("a").State != providers.PoweredOff || callsTo(p, "a", "PowerOn") != 0 {
+				t.Errorf("the VM was powered on from a %s journal", tc.name)
+			}
+		})
+	}
+	// Forced, the one entry named is undone.
+	var notes []string
+	sum, err := engine.Recover(context.Background(), engine.RecoverInput{
+		Journals:  []string{replayed},
+		Force:     []string{replayed + ":1"},
+		Reconnect: func(context.Context, engine.JournalEntry) (providers.Provider, error) { return p, nil },
+		Note:      func(s string) { notes = append(notes, s) },
+	})
+	if err != nil || sum.Pending != 1 || p.VM("a").State != providers.PoweredOn || len(notes) != 1 {
+		t.Errorf("forced: %v, %+v, VM %s, notes %q", err, sum, p.VM("a").State, notes)
 	}
 }
