@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -223,6 +224,17 @@ func TestIntegrationCrash(t *testing.T) {
 				state, serr := p.PowerState(t.Context(), vm)
 				return err == nil && len(engine.Pending(entries)) == 1 && serr == nil && state == providers.PoweredOff
 			})
+			if sig == syscall.SIGKILL {
+				// A second run on the VM the first holds refuses,
+				// naming the holder, and touches nothing.
+				second := exec.Command(bin, "run", scenario, "--provider", "vsphere", "--allow-vcenter", "127.0.0.1", "--artifacts", t.TempDir())
+				second.Env = env
+				out, err := second.CombinedOutput()
+				if exit, _ := err.(*exec.ExitError); exit == nil || exit.ExitCode() != engine.ExitInfra ||
+					!strings.Contains(string(out), "is held by the run of scenario hold (pid "+strconv.Itoa(run.Process.Pid)) {
+					t.Errorf("a second run on the held VM: %v\n%s", err, out)
+				}
+			}
 			if err := run.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -49,6 +50,10 @@ type RunInput struct {
 	// Seed, when set, is the seed of every random target pick whose
 	// scenario gives none, so that the run's choices can be fixed.
 	Seed *int64
+	// Leases, when set, is the folder of target leases (DefaultLeases):
+	// before its first inject the run leases every object it will fault,
+	// and refuses to start while another run holds one.
+	Leases string
 }
 
 // Validate checks the input.
@@ -184,6 +189,20 @@ func (r *run) execute(ctx context.Context) {
 		sc = scenario.ExpandTargetRefs(sc, r.objects)
 		r.in.Scenario = sc
 	}
+	if !aborted && !r.in.DryRun && r.in.Leases != "" {
+		held, err := takeLeases(r.in.Leases, r.ref(), r.faultTargets(sc), LeaseHolder{PID: os.Getpid(), Scenario: sc.Metadata.Name, Journal: r.in.Journal.Path()})
+		if err != nil {
+			r.errs = append(r.errs, err)
+			aborted = true
+		} else {
+			// Held until the faults are undone, at the end of execute.
+			defer func() {
+				if err := held.release(); err != nil {
+					r.in.Log.Error(err, "releasing target leases")
+				}
+			}()
+		}
+	}
 	if r.in.DryRun {
 		r.plan(sc)
 		r.verdict(ctx, sctx)
@@ -239,6 +258,24 @@ func (r *run) preflight(ctx context.Context, sc *scenario.Scenario) error {
 		return &providers.InfraError{Err: fmt.Errorf("before the first fault: %w", errors.Join(errs...))}
 	}
 	return nil
+}
+
+// faultTargets are the objects sc's inject steps fault, each once.
+func (r *run) faultTargets(sc *scenario.Scenario) []providers.Object {
+	seen := map[string]bool{}
+	var out []providers.Object
+	for _, st := range sc.Spec.Steps {
+		if st.Inject == nil {
+			continue
+		}
+		for _, o := range r.faultObjects(*st.Inject) {
+			if !seen[o.String()] {
+				seen[o.String()] = true
+				out = append(out, o)
+			}
+		}
+	}
+	return out
 }
 
 // plan records what each inject step would do, and where.

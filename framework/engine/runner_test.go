@@ -727,3 +727,56 @@ func TestRunNothingToUndo(t *testing.T) {
 	}
 	checkCleanedUp(t, p, journal, providers.PoweredOn)
 }
+
+// Two runs on one VM: the second refuses before it journals or touches
+// anything, naming the run that holds it; once the first has undone its
+// fault, the target is free again.
+func TestRunLeasesTargets(t *testing.T) {
+	t.Parallel()
+	p := fake.New("vm-a")
+	leases := t.TempDir()
+	hold := newScenario(t, `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: wait-forever
+      observe:
+        phases:
+          - {name: never, when: {probe: vm-suspended, target: victim}}
+`)
+	ctx, cancel := context.WithCancel(context.Background())
+	injected := make(chan struct{})
+	first := make(chan *engine.Result, 1)
+	go func() {
+		res, _ := run(t, ctx, hold, p, func(in *engine.RunInput) {
+			in.Leases = leases
+			in.OnEvent = func(e engine.Event) {
+				if e.What == "fault-injected" {
+					close(injected)
+				}
+			}
+		})
+		first <- res
+	}()
+	select {
+	case <-injected:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first run did not inject")
+	}
+	res, journal := run(t, context.Background(), newScenario(t, powerCycle), p, func(in *engine.RunInput) { in.Leases = leases })
+	if res.Verdict != engine.Error || !strings.Contains(res.Reason, "target held by another run: VirtualMachine/vm-a is held by the run of scenario t (pid ") {
+		t.Errorf("second run: %s (%s), want refused naming the holder", res.Verdict, res.Reason)
+	}
+	if entries, err := engine.ReadJournal(journal); err != nil || len(entries) != 0 {
+		t.Errorf("second run journaled %+v (%v)", entries, err)
+	}
+	if n := callsTo(p, "vm-a", "PowerOn"); n != 0 {
+		t.Errorf("the second run powered the first one's VM on %d times", n)
+	}
+	cancel()
+	if res := <-first; res.Verdict != engine.Interrupted {
+		t.Errorf("first run: %s (%s)", res.Verdict, res.Reason)
+	}
+	if res, _ := run(t, context.Background(), newScenario(t, powerCycle), p, func(in *engine.RunInput) { in.Leases = leases }); res.Verdict != engine.Pass {
+		t.Errorf("after the first run: %s (%s), want the target free", res.Verdict, res.Reason)
+	}
+}

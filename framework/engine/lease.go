@@ -1,0 +1,115 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/faultline-dev/faultline/internal/regularfile"
+	"github.com/faultline-dev/faultline/providers"
+)
+
+// A run leases every object it will fault before the first inject and
+// holds the leases until its faults are undone, so that two runs never
+// fault one target at once: the second would find the first's fault in
+// place, fail to apply its own, and "undo" it in the middle of the
+// first's. A lease is a file per target in a folder of this host's
+// (RunInput.Leases), locked with flock(2): the lock goes with the process
+// that holds it, so a run killed with SIGKILL leaves no stale lease.
+
+// ErrTargetLeased is a target another run holds.
+var ErrTargetLeased = errors.New("target held by another run")
+
+// LeaseHolder is what a lease file says of the run holding it.
+type LeaseHolder struct {
+	PID      int       `json:"pid"`
+	Scenario string    `json:"scenario"`
+	Journal  string    `json:"journal"`
+	Target   string    `json:"target"`
+	Since    time.Time `json:"since"`
+}
+
+// DefaultLeases is the lease folder of this user: faultline/leases in the
+// user's cache folder.
+func DefaultLeases() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("lease folder: %w", err)
+	}
+	return filepath.Join(dir, "faultline", "leases"), nil
+}
+
+// leaseKey names the lease of obj reached through ref: the provider and
+// the endpoint it reaches (vCenter URL, API server, cluster), and the
+// object's identity there.
+func leaseKey(ref providers.ProviderRef, obj providers.Object) string {
+	h := sha256.New()
+	for _, s := range []string{ref.Name, ref.Config["url"], ref.Config["server"], ref.Config["cluster"], obj.Kind, obj.ID, obj.Name} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// leases are the lease files a run holds open (and locked).
+type leases []*os.File
+
+// take leases each of objs in dir for holder, or none: a target another
+// run holds is ErrTargetLeased, naming the holder.
+func takeLeases(dir string, ref providers.ProviderRef, objs []providers.Object, holder LeaseHolder) (leases, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("lease folder: %w", err)
+	}
+	var held leases
+	for _, obj := range objs {
+		path := filepath.Join(dir, leaseKey(ref, obj))
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("lease of %s: %w", obj, err), held.release())
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			other := readHolder(path)
+			return nil, errors.Join(fmt.Errorf("%w: %s is held by %s", ErrTargetLeased, obj, other), f.Close(), held.release())
+		}
+		holder.Target, holder.Since = obj.String(), time.Now()
+		b, _ := json.Marshal(holder) // a struct of plain fields
+		if err := errors.Join(f.Truncate(0), writeAt0(f, b)); err != nil {
+			return nil, errors.Join(fmt.Errorf("lease of %s: %w", obj, err), f.Close(), held.release())
+		}
+		held = append(held, f)
+	}
+	return held, nil
+}
+
+func writeAt0(f *os.File, b []byte) error {
+	_, err := f.WriteAt(b, 0)
+	return err
+}
+
+// readHolder describes the run holding the lease at path.
+func readHolder(path string) string {
+	b, err := regularfile.Read(path, regularfile.Small)
+	var h LeaseHolder
+	if err != nil || json.Unmarshal(b, &h) != nil {
+		return "another run (its lease file cannot be read)"
+	}
+	return fmt.Sprintf("the run of scenario %s (pid %d, journal %s) since %s", h.Scenario, h.PID, h.Journal, h.Since.Format(time.RFC3339))
+}
+
+// release unlocks and closes every lease. The files stay: removing one
+// another run may be opening would let two runs lock two files of one
+// name.
+func (l leases) release() error {
+	var errs []error
+	for _, f := range l {
+		errs = append(errs, unix.Flock(int(f.Fd()), unix.LOCK_UN), f.Close())
+	}
+	return errors.Join(errs...)
+}
