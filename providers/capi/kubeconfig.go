@@ -3,8 +3,8 @@ package capi
 import (
 	"crypto/sha256"
 	"errors"
-	"io/fs"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
