@@ -8,11 +8,17 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/vmware/govmomi/simulator"
+
+	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/providers/lab"
 )
 
@@ -142,4 +148,113 @@ func TestCleartextPassword(t *testing.T) {
 			t.Errorf("%s: exit %d, reached the server %t; want %d, %t and %q\nstderr: %s", tc.name, code, reached, tc.code, tc.reach, tc.want, errOut.String())
 		}
 	}
+}
+
+// A vCenter that stops answering once the fault is in (every power-on
+// waits 10 minutes in vcsim, on 127.0.0.1): a --timeout 5s run ends
+// within 15 s, its fault left pending with the recover command; and
+// without a timeout, a second Ctrl-C ends the clean-up at once.
+func TestIntegrationHangAfterInject(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: builds faultline and runs it in another process")
+	}
+	bin := filepath.Join(t.TempDir(), "faultline")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	m := simulator.VPX()
+	m.DelayConfig.MethodDelay = map[string]int{"PowerOnVM_Task": int((10 * time.Minute).Milliseconds())}
+	sim, err := lab.StartVCSim(lab.VCSimInput{Model: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	// A VM each: the first's power-on never lands.
+	scenarios := map[string]string{}
+	for _, vm := range []string{"DC0_H0_VM0", "DC0_H0_VM1"} {
+		scenarios[vm] = filepath.Join(t.TempDir(), "hold.yaml")
+		if err := os.WriteFile(scenarios[vm], []byte(strings.ReplaceAll(holdScenario, "DC0_H0_VM0", vm)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := sim.URL()
+	u.User = url.UserPassword("user", "pass")
+	env := append(os.Environ(), "GOVC_URL="+u.String(), "GOVC_TLS_CA_CERTS="+sim.CAFile())
+	start := func(t *testing.T, vm string, extra ...string) (*exec.Cmd, *lockedBuffer, string) {
+		dir := t.TempDir()
+		run := exec.Command(bin, append([]string{"run", scenarios[vm], "--provider", "vsphere", "--allow-vcenter", "127.0.0.1", "--artifacts", dir}, extra...)...)
+		run.Env = env
+		out := &lockedBuffer{}
+		run.Stdout, run.Stderr = out, out
+		if err := run.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return run, out, filepath.Join(dir, "journal.jsonl")
+	}
+	pendingAfter := func(t *testing.T, journal, vm, out string) {
+		entries, err := engine.ReadJournal(journal)
+		if err != nil || len(engine.Pending(entries)) != 1 {
+			t.Errorf("journal: %v, %+v; want the fault pending", err, entries)
+		}
+		if !strings.Contains(out, "off/"+vm) || !strings.Contains(out, "still pending in journal "+journal+"; undo it with: faultline recover "+journal) {
+			t.Errorf("the output does not say how to recover:\n%s", out)
+		}
+	}
+	t.Run("timeout", func(t *testing.T) {
+		began := time.Now()
+		run, out, journal := start(t, "DC0_H0_VM0", "--timeout", "5s")
+		err := run.Wait()
+		took := time.Since(began)
+		if exit, _ := err.(*exec.ExitError); exit == nil || exit.ExitCode() != engine.ExitInfra || took > 15*time.Second {
+			t.Errorf("exit %v after %s, want 3 within 15 s\n%s", err, took.Round(time.Millisecond), out)
+		}
+		if !strings.Contains(out.String(), "waiting for clean-up: undo off/DC0_H0_VM0") {
+			t.Errorf("no progress while the clean-up waits:\n%s", out)
+		}
+		pendingAfter(t, journal, "DC0_H0_VM0", out.String())
+	})
+	t.Run("second-interrupt", func(t *testing.T) {
+		run, out, journal := start(t, "DC0_H0_VM1")
+		waitFor(t, 30*time.Second, "the fault to be journaled", func() bool {
+			entries, err := engine.ReadJournal(journal)
+			return err == nil && len(engine.Pending(entries)) == 1 && strings.Contains(out.String(), "injected vm.power-off")
+		})
+		if err := run.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, "the clean-up to wait on the power-on", func() bool {
+			return strings.Contains(out.String(), "waiting for clean-up: undo off/DC0_H0_VM1")
+		})
+		second := time.Now()
+		if err := run.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		err := run.Wait()
+		if exit, _ := err.(*exec.ExitError); exit == nil || exit.ExitCode() != engine.ExitInfra || time.Since(second) > 3*time.Second {
+			t.Errorf("exit %v %s after the second interrupt, want 3 at once\n%s", err, time.Since(second).Round(time.Millisecond), out)
+		}
+		if !strings.Contains(out.String(), "the clean-up was cut short (a second signal)") {
+			t.Errorf("the output does not say the clean-up was cut short:\n%s", out)
+		}
+		pendingAfter(t, journal, "DC0_H0_VM1", out.String())
+	})
+}
+
+// lockedBuffer is a bytes.Buffer a child process writes while the test
+// reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -171,7 +171,55 @@ func sessionErr(err error) error {
 
 // notifyContext is ctx, cancelled by Ctrl-C (SIGINT), SIGTERM or a closed
 // terminal or ssh session (SIGHUP): each ends a command the same way, its
-// faults undone.
+// faults undone. After the first, a signal has its default effect (the
+// process ends).
 func notifyContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, _, stop := notifySignals(ctx, nil)
+	return ctx, stop
+}
+
+// notifySignals is notifyContext for a command whose end has a clean-up:
+// the first signal cancels ctx (the clean-up begins), the second cancels
+// abort (it is cut short, what it did not undo left pending), and after
+// that a signal has its default effect. say, when set, is told what each
+// signal does.
+func notifySignals(parent context.Context, say io.Writer) (ctx, abort context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	abort, cancelAbort := context.WithCancelCause(context.Background())
+	ch := make(chan os.Signal, 1)
+	signals := []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+	signal.Notify(ch, signals...)
+	done := make(chan struct{})
+	go func() {
+		defer signal.Stop(ch)
+		for n := 1; ; n++ {
+			var s os.Signal
+			select {
+			case s = <-ch:
+			case <-done:
+				return
+			}
+			cause := fmt.Errorf("%s signal received", s)
+			if n == 1 {
+				if say != nil {
+					fmt.Fprintf(say, "faultline: %s: undoing what was injected; %s again cuts the clean-up short (what it has not undone stays pending for 'faultline recover')\n", cause, s)
+				}
+				cancel(cause)
+				if say == nil {
+					return
+				}
+				continue
+			}
+			if say != nil {
+				fmt.Fprintf(say, "faultline: %s again: cutting the clean-up short\n", s)
+			}
+			cancelAbort(cause)
+			return
+		}
+	}()
+	return ctx, abort, func() {
+		close(done)
+		cancel(nil)
+		cancelAbort(nil)
+	}
 }

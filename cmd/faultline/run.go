@@ -28,6 +28,8 @@ import (
 )
 
 type runOptions struct {
+	// abort ends when the clean-up is to be cut short (a second signal).
+	abort     context.Context
 	provider  string
 	lab       labFlags
 	cluster   clusterFlags
@@ -112,7 +114,7 @@ in --allow-vcenter.`,
 	fs.StringVar(&o.artifacts, "artifacts", "", "folder for result.json, timeline.jsonl and journal.jsonl (default $ARTIFACTS or _artifacts, then <scenario>-<timestamp>)")
 	fs.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	fs.DurationVar(&o.timeout, "timeout", 0, "bound the whole run, overriding the scenario's spec.timeout (e.g. 10m)")
-	fs.DurationVar(&o.setupTimeout, "setup-timeout", 0, "bound opening the provider: connecting and logging in to vCenter and the clusters, starting the lab (default: the lab's 5m with --provider lab, else 1m or --timeout if shorter)")
+	fs.DurationVar(&o.setupTimeout, "setup-timeout", 0, "bound opening the provider: connecting and logging in to vCenter and the clusters, starting the lab (default: the lab's 5m with --provider lab, else 1m; never more than --timeout)")
 	fs.StringVar(&o.summary, "summary", "", "also write a Markdown summary of the run(s) to this file (appended to $"+artifacts.EnvStepSummary+" too when set, as GitHub Actions shows it)")
 	fs.StringVar(&o.history, "history", "", "folder of past results: this run is added, and the report shows each phase against them (default $"+artifacts.EnvHistory+")")
 	fs.BoolVar(&o.gate, "gate", false, "with --history: fail a run whose phase took longer than its history's P95 + max(5s, 20%) (at least 5 past passing runs)")
@@ -193,8 +195,9 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 	}
 	log := newLogger(stderr, o.verbosity)
 
-	ctx, stop := notifyContext(ctx)
+	ctx, abort, stop := notifySignals(ctx, stderr)
 	defer stop()
+	o.abort = abort
 
 	if !many {
 		res, dir, err := o.runOne(ctx, scs[0], o.artifacts, sets, history, stderr, log)
@@ -311,20 +314,22 @@ func (o *runOptions) report(stdout io.Writer, results []*engine.Result, dirs []s
 	return nil
 }
 
-// setupDeadline is --setup-timeout, or by default the lab's own wait
-// with --provider lab, and 1m (never more than --timeout when it is given)
-// elsewhere: a vCenter that accepts connections and never answers must not
-// hold a run past its timeout.
+// setupDeadline is --setup-timeout, or by default the lab's own wait with
+// --provider lab and 1m elsewhere; never more than --timeout when it is
+// given, which bounds the whole run: a vCenter that accepts connections
+// and never answers must not hold a run past its timeout.
 func (o *runOptions) setupDeadline() time.Duration {
+	d := time.Minute
 	switch {
 	case o.setupTimeout > 0:
-		return o.setupTimeout
+		d = o.setupTimeout
 	case o.provider == session.ProviderLab:
-		return labStartTimeout
-	case o.timeoutSet && o.timeout < time.Minute:
-		return o.timeout
+		d = labStartTimeout
 	}
-	return time.Minute
+	if o.timeoutSet {
+		d = min(d, o.timeout) // --timeout bounds the whole run
+	}
+	return d
 }
 
 // writable checks, before anything starts, that the run's outputs can be
@@ -395,6 +400,7 @@ func (o *runOptions) writeSummary(results []*engine.Result) error {
 // new folder when ""), and returns its result (nil when it could not run)
 // and the folder.
 func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir string, sets map[string]string, history *artifacts.History, stderr io.Writer, log logr.Logger) (*engine.Result, string, error) {
+	began := time.Now()
 	setup := o.setupDeadline()
 	sctx, cancel := context.WithTimeout(ctx, setup)
 	sess, release, err := o.sessionFor(sctx, sc, stderr, log)
@@ -414,6 +420,13 @@ func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir stri
 	}
 	if o.dryRun && sess.Lab != nil {
 		fmt.Fprintln(stderr, "dry run: the lab was started to resolve the targets; nothing will be injected")
+	}
+	var cleanup time.Duration
+	if o.timeoutSet {
+		// --timeout bounds the whole run: the scenario gets what the
+		// set-up left, and the clean-up after it at most as long again.
+		sc.Spec.Timeout = scenario.D(max(time.Second, o.timeout-time.Since(began)))
+		cleanup = min(o.timeout, engine.CleanupTimeout)
 	}
 	var seed *int64
 	if o.seedSet {
@@ -435,6 +448,9 @@ func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir stri
 			Log:        log,
 			DryRun:     o.dryRun,
 			Seed:       seed,
+			Abort:      o.abort,
+
+			CleanupTimeout: cleanup,
 		},
 	})
 	progress.done()

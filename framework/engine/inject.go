@@ -104,7 +104,7 @@ func (r *run) undoStep(ctx context.Context, name string, u scenario.UndoStep) er
 	var errs []error
 	for _, f := range r.pendingFaults() {
 		if u.All || f.step == u.Fault {
-			errs = append(errs, r.undoFault(ctx, f))
+			errs = append(errs, r.undoFault(ctx, f, false))
 		}
 	}
 	r.mu.Lock()
@@ -125,7 +125,9 @@ func (r *run) pendingFaults() []*activeFault {
 	return out
 }
 
-func (r *run) undoFault(ctx context.Context, f *activeFault) error {
+// undoFault undoes f. Cut short by ctx, an undo step's undo is left to the
+// clean-up; the clean-up's own (final) is a failure, pending for recover.
+func (r *run) undoFault(ctx context.Context, f *activeFault, final bool) error {
 	err := RunUndo(ctx, r.in.Provider, f.undo)
 	note := ""
 	if errors.Is(err, ErrNothingToUndo) {
@@ -136,7 +138,7 @@ func (r *run) undoFault(ctx context.Context, f *activeFault) error {
 		result = ResultNone
 	}
 	entry := JournalEntry{Op: OpDone, FaultID: f.result.ID, Provider: providers.ProviderRef{Name: r.in.Provider.Name()}, Result: result}
-	if cut := cutShort(ctx, err, false); cut != "" {
+	if cut := cutShort(ctx, err, false); cut != "" && !final {
 		// Cut short, not failed: what it started may still land (a
 		// power-on task in flight); the clean-up undoes it again and
 		// finds it done.
@@ -149,7 +151,12 @@ func (r *run) undoFault(ctx context.Context, f *activeFault) error {
 		r.mu.Lock()
 		f.result.Result = ResultFailed
 		r.mu.Unlock()
-		return &providers.InfraError{Err: fmt.Errorf("%w (still pending in journal %s; undo it with: %s)", err, r.in.Journal.Path(), RecoverCommand(r.in.Journal.Path(), r.ref()))}
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%v: %w", context.Cause(ctx), err)
+		}
+		// Flattened: the verdict keeps it even when a signal is what
+		// cut it short.
+		return &providers.InfraError{Err: fmt.Errorf("%v (still pending in journal %s; undo it with: %s)", err, r.in.Journal.Path(), RecoverCommand(r.in.Journal.Path(), r.ref()))}
 	}
 	if jerr := r.in.Journal.Append(entry); jerr != nil {
 		err = fmt.Errorf("fault %s was undone but the journal could not record it: %w", f.result.ID, jerr)
@@ -210,13 +217,49 @@ func (r *run) undoPending(ctx context.Context) {
 		}
 		return
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+	budget := r.in.CleanupTimeout
+	if budget <= 0 {
+		budget = CleanupTimeout
+	}
+	cctx, abort := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer abort(nil)
+	cctx, cancel := context.WithTimeoutCause(cctx, budget, fmt.Errorf("the clean-up's deadline, %s, passed", budget))
 	defer cancel()
+	if r.in.Abort != nil {
+		stop := context.AfterFunc(r.in.Abort, func() { abort(errors.New("the clean-up was cut short (a second signal)")) })
+		defer stop()
+	}
+	started := time.Now()
 	for _, f := range pending {
-		if err := r.undoFault(cctx, f); err != nil {
+		done := r.progressWhile(cctx, "clean-up: undo "+f.result.ID, started, budget)
+		err := r.undoFault(cctx, f, true)
+		done()
+		if err != nil {
 			r.errs = append(r.errs, err)
 		}
 	}
+}
+
+// progressWhile reports waiting for what every second until the returned
+// function is called.
+func (r *run) progressWhile(ctx context.Context, what string, started time.Time, budget time.Duration) func() {
+	if r.in.Progress == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				r.in.Progress(Progress{Waiting: what, Elapsed: time.Since(started), Budget: budget})
+			}
+		}
+	}()
+	return cancel
 }
 
 // collectFaults copies the fault results, in injection order, into the

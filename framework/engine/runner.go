@@ -50,6 +50,13 @@ type RunInput struct {
 	// Seed, when set, is the seed of every random target pick whose
 	// scenario gives none, so that the run's choices can be fixed.
 	Seed *int64
+	// CleanupTimeout bounds the undo of what is left at the end; the
+	// package's CleanupTimeout when zero.
+	CleanupTimeout time.Duration
+	// Abort, when set, cuts the clean-up short when it ends (a second
+	// Ctrl-C): what was not undone stays pending in the journal, and the
+	// result says how to recover it.
+	Abort context.Context
 	// Leases, when set, is the folder of target leases (DefaultLeases):
 	// before its first inject the run leases every object it will fault,
 	// and refuses to start while another run holds one.
