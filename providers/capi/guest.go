@@ -2,6 +2,7 @@ package capi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/faultline-dev/faultline/providers"
@@ -66,6 +67,9 @@ func (p *Provider) Preflight(ctx context.Context, c providers.Capability, obj pr
 	switch c {
 	case providers.CapVMPower, providers.CapVMLifecycle, providers.CapVMNetwork, providers.CapNodeKubelet, providers.CapNodeStaticPods:
 		_, err := p.vm(ctx, obj)
+		if errors.Is(err, errNoProviderID) {
+			return nil // still provisioning: the fault reads it again
+		}
 		return err
 	}
 	return nil

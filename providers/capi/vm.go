@@ -12,6 +12,10 @@ import (
 	"github.com/faultline-dev/faultline/providers"
 )
 
+// errNoProviderID is a Machine not provisioned yet: its VM cannot be
+// found, and may be by the time a fault needs it.
+var errNoProviderID = fmt.Errorf("no providerID: %w", providers.ErrNotFound)
+
 // vm finds the VM behind a Machine by its providerID. A Machine resolved
 // before it had one is read again.
 func (p *Provider) vm(ctx context.Context, obj providers.Object) (providers.Object, error) {
@@ -33,7 +37,7 @@ func (p *Provider) vm(ctx context.Context, obj providers.Object) (providers.Obje
 		pid = m.Spec.ProviderID
 	}
 	if pid == "" {
-		return providers.Object{}, fmt.Errorf("Machine %s has no providerID yet: %w", obj.Name, providers.ErrNotFound)
+		return providers.Object{}, fmt.Errorf("Machine %s has no providerID yet: %w", obj.Name, errNoProviderID)
 	}
 	vms, err := p.vc.Resolve(ctx, providers.Selector{ProviderID: pid})
 	if err != nil {
