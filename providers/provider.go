@@ -16,6 +16,9 @@ var (
 	// operation now (a VM already powered on, or a task on it in
 	// progress): the operation may have been done by another call.
 	ErrInvalidState = errors.New("not in a state that allows it")
+	// ErrNotAuthenticated: the provider's login was refused, or its
+	// session is gone and could not be made again. Waiting does not help.
+	ErrNotAuthenticated = errors.New("not authenticated")
 )
 
 // InfraError marks a failure of the infrastructure or of faultline's access

@@ -780,3 +780,27 @@ func TestRunLeasesTargets(t *testing.T) {
 		t.Errorf("after the first run: %s (%s), want the target free", res.Verdict, res.Reason)
 	}
 }
+
+// Refused credentials do not come back by waiting: a baseline whose probe
+// is refused (vCenter's NotAuthenticated after a failed re-login) is an
+// error at once, not after the scenario's 20 s timeout.
+func TestRunNotAuthenticatedEndsWait(t *testing.T) {
+	t.Parallel()
+	p := fake.New("vm-a")
+	p.FailOn("PowerState", "vm-a", fmt.Errorf("vSphere fault NotAuthenticated: %w", providers.ErrNotAuthenticated))
+	s := newScenario(t, `
+    - name: baseline
+      setup:
+        require: [{probe: vm-powered-on, target: victim}]
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+`)
+	started := time.Now()
+	res, _ := run(t, context.Background(), s, p)
+	if res.Verdict != engine.Error || !strings.Contains(res.Reason, "not authenticated") || time.Since(started) > 5*time.Second {
+		t.Errorf("verdict %s (%s) after %s, want an error at once", res.Verdict, res.Reason, time.Since(started).Round(time.Millisecond))
+	}
+	if n := callsTo(p, "vm-a", "PowerOff"); n != 0 {
+		t.Errorf("injected %d times past a refused baseline", n)
+	}
+}

@@ -48,6 +48,10 @@ func (r *run) watch(ctx context.Context, w watchSpec, see func(Observation, time
 		obs, evalErr := evaluate(wctx, r.in.Provider, cond, objs, r.res.StartedAt)
 		now := time.Now()
 		switch {
+		case errors.Is(evalErr, providers.ErrNotAuthenticated):
+			// Refused credentials do not come back by waiting.
+			r.tl.Record("runner", cond.Target, "probe-error", map[string]string{"probe": cond.Probe, "error": evalErr.Error()})
+			return evalErr, &providers.InfraError{Err: evalErr}
 		case evalErr == nil:
 			lastErr = nil
 			if see(obs, now) {

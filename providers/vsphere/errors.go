@@ -37,6 +37,8 @@ func (e *FaultError) Is(target error) bool {
 		return e.Fault == "ManagedObjectNotFound"
 	case providers.ErrInvalidState:
 		return e.Fault == "InvalidPowerState" || e.Fault == "InvalidState" || e.Fault == "TaskInProgress"
+	case providers.ErrNotAuthenticated:
+		return e.Fault == "NotAuthenticated" || e.Fault == "InvalidLogin"
 	}
 	return false
 }

@@ -139,6 +139,9 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Provider, error) {
 	if p.readOnly {
 		vc.RoundTripper = readOnlyTransport{next: vc.RoundTripper}
 	}
+	vc.RoundTripper = &reloginTransport{next: vc.RoundTripper, login: func(ctx context.Context) error {
+		return p.sessions.Login(ctx, url.UserPassword(user, pass))
+	}}
 	p.client = vc
 	p.sessions = session.NewManager(vc)
 	if err := p.sessions.Login(ctx, url.UserPassword(user, pass)); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmware/govmomi/session"
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
@@ -424,5 +425,34 @@ func TestIntegrationReadOnly(t *testing.T) {
 	rw := connect(t, ctx, sim.Config())
 	if got, err := rw.PowerState(ctx, vm); err != nil || got != providers.PoweredOn {
 		t.Errorf("after the refused calls the VM is %s (%v), want poweredOn and still there", got, err)
+	}
+}
+
+// A session vCenter ends under a run (idle expiry; here an administrator's
+// TerminateSession) is made again: the undo's power-on succeeds.
+func TestIntegrationSessionLost(t *testing.T) {
+	sim := startSim(t)
+	ctx := t.Context()
+	p := connect(t, ctx, sim.Config())
+	admin := connect(t, ctx, sim.Config())
+	vm := resolveOne(t, ctx, p, providers.Selector{VM: "DC0_H0_VM0"})
+	if err := p.PowerOff(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	s, err := session.NewManager(p.Client()).UserSession(ctx)
+	if err != nil || s == nil {
+		t.Fatalf("the run's session: %v %v", s, err)
+	}
+	if err := session.NewManager(admin.Client()).TerminateSession(ctx, []string{s.Key}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.PowerOn(ctx, vm); err != nil {
+		t.Fatalf("power on after the session was terminated: %v", err)
+	}
+	if state, err := p.PowerState(ctx, vm); err != nil || state != providers.PoweredOn {
+		t.Errorf("the VM is %s, %v; want poweredOn", state, err)
+	}
+	if s2, err := session.NewManager(p.Client()).UserSession(ctx); err != nil || s2 == nil || s2.Key == s.Key {
+		t.Errorf("the session after: %v %v, want a new one", s2, err)
 	}
 }
