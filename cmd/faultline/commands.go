@@ -194,7 +194,7 @@ func newRecoverCommand() *cobra.Command {
 	var vc vcenterFlags
 	var timeout time.Duration
 	var contexts []string
-	var keyFile string
+	var keyFile, accept string
 	var force []string
 	cmd := &cobra.Command{
 		Use:   "recover [JOURNAL...]",
@@ -248,7 +248,12 @@ or the flags; the journal only records where the vCenter is.`,
 			defer stop()
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			conns := &recoverConns{flags: &vc, contexts: contexts, opened: map[string]providers.Provider{}}
+			if accept != "" {
+				if err := vsphere.CheckThumbprint(accept); err != nil {
+					return usageErr("--accept-thumbprint: %v", err)
+				}
+			}
+			conns := &recoverConns{flags: &vc, contexts: contexts, accept: accept, opened: map[string]providers.Provider{}}
 			return recoverJournals(ctx, cmd, in, conns)
 		},
 	}
@@ -257,6 +262,7 @@ or the flags; the journal only records where the vCenter is.`,
 	cmd.Flags().StringSliceVar(&contexts, "allow-context", nil, "kubeconfig context (kind-NAME for a kind cluster faultline did not create) whose faults may be undone; repeatable (also $"+session.EnvAllowedContexts+")")
 	cmd.Flags().StringVar(&keyFile, "journal-key", "", "the key the journals were sealed with (default $"+engine.EnvJournalKey+", or journal.key in the user's faultline configuration folder); another host's, to recover its journals here")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "give up after this long")
+	cmd.Flags().StringVar(&accept, "accept-thumbprint", "", "after vCenter's certificate was renewed: the new certificate's thumbprint, exactly as the refusal shows it, to trust instead of the one the journal recorded")
 	cmd.Flags().StringSliceVar(&force, "force-entry", nil, "FILE:LINE of a pending fault to undo although its journal's lines are not where faultline wrote them (a journal moved or copied since); of that journal only the entries named are undone; repeatable")
 	return cmd
 }
@@ -300,6 +306,9 @@ type recoverConns struct {
 	flags *vcenterFlags
 	// contexts are the kubeconfig contexts recover may act on.
 	contexts []string
+	// accept is --accept-thumbprint: the renewed certificate to trust
+	// instead of the one journals recorded.
+	accept string
 	// opened are the providers reached, by vCenter URL or by kubeconfig
 	// and context; closers close them.
 	opened  map[string]providers.Provider
@@ -386,7 +395,13 @@ func (c *recoverConns) provider(ctx context.Context, e engine.JournalEntry) (pro
 		if c.flags.url != "" {
 			vcfg.Config.URL = c.flags.url
 		}
+		if c.accept != "" {
+			vcfg.Config.Thumbprint = c.accept
+		}
 		s, err := session.Open(ctx, session.Config{Provider: session.ProviderVSphere, VCenter: vcfg, Log: logr.Discard()})
+		if err != nil && c.accept == "" {
+			err = renewedCertificate(ctx, vcfg.Config, err)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -482,4 +497,19 @@ reach it, including its CA file.`,
 	vcsim.Flags().StringVar(&envFile, "env-file", "", "also write the GOVC_* settings to this file")
 	cmd.AddCommand(vcsim, newLabUpCommand(), newLabDownCommand())
 	return cmd
+}
+
+// renewedCertificate explains a failed connection to a journal's vCenter
+// whose certificate is no longer the one the journal recorded: it shows
+// both thumbprints and how to accept the new one. Other errors pass.
+func renewedCertificate(ctx context.Context, cfg vsphere.Config, err error) error {
+	u, uerr := cfg.Endpoint()
+	if uerr != nil || cfg.Thumbprint == "" {
+		return err
+	}
+	now, terr := vsphere.PresentedThumbprint(ctx, u)
+	if terr != nil || strings.EqualFold(strings.ReplaceAll(now, ":", ""), strings.ReplaceAll(cfg.Thumbprint, ":", "")) {
+		return err
+	}
+	return fmt.Errorf("vCenter %s now presents a certificate with thumbprint %s; when the fault was injected it presented %s. If, and only if, that certificate was renewed since, recover with --accept-thumbprint %s (%w)", u.Host, now, cfg.Thumbprint, now, err)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/faultline-dev/faultline/providers/vsphere"
 	"io"
 	"log"
 	"net/http"
@@ -236,5 +237,74 @@ func TestRecoverRefusesUntrustedJournal(t *testing.T) {
 				t.Fatalf("%d requests reached the journal's server", n)
 			}
 		})
+	}
+}
+
+// vCenter's certificate renewed between a crash and its recover: the pin
+// holds (nothing is sent to a server with another certificate), the
+// refusal shows the thumbprint recorded and the one presented now, and
+// recover --accept-thumbprint with exactly that one undoes the fault.
+func TestIntegrationRecoverRenewedCertificate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: vcsim")
+	}
+	t.Setenv(engine.EnvJournalKey, filepath.Join(t.TempDir(), "journal.key"))
+	t.Setenv(session.EnvAllowedVCenters, "")
+	old, err := lab.StartVCSim(lab.VCSimInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := old.URL().Host
+	cfg := old.Config()
+	t.Setenv("GOVC_USERNAME", cfg.Username)
+	t.Setenv("GOVC_PASSWORD", cfg.Password)
+	oldTP, err := vsphere.PresentedThumbprint(t.Context(), old.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.CAFile, cfg.Thumbprint = "", oldTP // trusted by thumbprint, as recover pins it
+	p, err := vsphere.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vms, err := p.Resolve(t.Context(), providers.Selector{VM: "DC0_H0_VM0"})
+	if err != nil || len(vms) != 1 {
+		t.Fatalf("resolve: %v %v", vms, err)
+	}
+	journal := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := engine.OpenJournal(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	undo := engine.UndoAction{Action: "vm.power-on", Target: vms[0]}
+	if err := errors.Join(j.Append(engine.JournalEntry{Op: engine.OpInject, FaultID: "off/DC0_H0_VM0", Kind: "vm.power-off", Target: &vms[0], Undo: &undo, Provider: p.Ref()}),
+		j.Close(), p.PowerOff(t.Context(), vms[0]), p.Close(t.Context())); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	renewed, err := lab.StartVCSim(lab.VCSimInput{Listen: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(renewed.Close)
+	newTP, err := vsphere.PresentedThumbprint(t.Context(), renewed.URL())
+	if err != nil || newTP == oldTP {
+		t.Fatalf("renewed certificate %s (%v), old %s", newTP, err, oldTP)
+	}
+	recoverExit := func(args ...string) (int, string) {
+		var out, errOut bytes.Buffer
+		code := execute(append([]string{"recover", "--timeout", "30s", "--allow-vcenter", "127.0.0.1"}, append(args, journal)...), &out, &errOut)
+		return code, out.String() + errOut.String()
+	}
+	code, out := recoverExit()
+	if code != engine.ExitInfra || !strings.Contains(out, "now presents a certificate with thumbprint "+newTP+"; when the fault was injected it presented "+oldTP) ||
+		!strings.Contains(out, "recover with --accept-thumbprint "+newTP) {
+		t.Errorf("recover after the renewal: exit %d\n%s", code, out)
+	}
+	if code, out := recoverExit("--accept-thumbprint", oldTP); code != engine.ExitInfra {
+		t.Errorf("--accept-thumbprint of another certificate: exit %d\n%s", code, out)
+	}
+	if code, out := recoverExit("--accept-thumbprint", newTP); code != 0 || !strings.Contains(out, "off/DC0_H0_VM0 vm.power-off: undone") {
+		t.Errorf("--accept-thumbprint NEW: exit %d\n%s", code, out)
 	}
 }

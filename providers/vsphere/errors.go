@@ -1,8 +1,13 @@
 package vsphere
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/vmware/govmomi/vim25/soap"
+	"net"
+	"net/url"
 	"reflect"
 
 	"github.com/vmware/govmomi/fault"
@@ -62,3 +67,36 @@ func describe(err error) error {
 }
 
 func isNotFound(err error) bool { return errors.Is(err, providers.ErrNotFound) }
+
+// ThumbprintError is a vCenter whose certificate is not the one pinned: a
+// man in the middle, or a certificate renewed since (recover pins the one
+// recorded when the fault was injected).
+type ThumbprintError struct {
+	Host, Presented, Want string
+}
+
+func (e *ThumbprintError) Error() string {
+	return fmt.Sprintf("vCenter %s presented a certificate with thumbprint %s, not the thumbprint given (%s)", e.Host, e.Presented, e.Want)
+}
+
+// PresentedThumbprint is the SHA-256 thumbprint of the certificate the
+// server at u presents, read from a TLS handshake that sends nothing else
+// (no request, no credential): what recover shows when a pinned
+// certificate changed.
+func PresentedThumbprint(ctx context.Context, u *url.URL) (string, error) {
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), "443")
+	}
+	d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}} // #nosec G402 -- reads the certificate only
+	conn, err := d.DialContext(ctx, "tcp", host)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	certs := conn.(*tls.Conn).ConnectionState().PeerCertificates
+	if len(certs) == 0 {
+		return "", fmt.Errorf("vCenter %s presented no certificate", u.Host)
+	}
+	return soap.ThumbprintSHA256(certs[0]), nil
+}

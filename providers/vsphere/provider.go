@@ -126,7 +126,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Provider, error) {
 		leaf := cs.PeerCertificates[0]
 		got := soap.ThumbprintSHA256(leaf)
 		if want := strings.ToUpper(cfg.Thumbprint); want != "" && want != got && want != soap.ThumbprintSHA1(leaf) {
-			return fmt.Errorf("vCenter %s presented a certificate with thumbprint %s, not the thumbprint given (%s)", u.Host, got, cfg.Thumbprint)
+			return &ThumbprintError{Host: u.Host, Presented: got, Want: cfg.Thumbprint}
 		}
 		p.serverThumbprint.Store(&got)
 		return nil
