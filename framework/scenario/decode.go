@@ -32,6 +32,8 @@ type decoder struct {
 	// reported holds nodes already blamed (an unknown ${param}), so they
 	// are not blamed again for the text left in them.
 	reported map[*yaml.Node]bool
+	// limit is the node budget's error once it is spent.
+	limit *FieldError
 }
 
 func (d *decoder) fail(n *yaml.Node, field, format string, args ...any) {
@@ -49,7 +51,7 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value, depth int) 
 	d.nodes++
 	if d.nodes > maxNodes {
 		if d.nodes == maxNodes+1 {
-			d.fail(n, path, "more than %d nodes once aliases are expanded; a scenario is expected to be a page of YAML", maxNodes)
+			d.limit = &FieldError{File: d.file, Pos: Pos{n.Line, n.Column}, Field: path, Msg: fmt.Sprintf("more than %d nodes once aliases are expanded; a scenario is expected to be a page of YAML", maxNodes)}
 		}
 		return
 	}

@@ -82,6 +82,11 @@ func Parse(name string, data []byte, overrides map[string]string, vocab Vocabula
 
 	s := &Scenario{Source: name}
 	d.decode(root, "", reflect.ValueOf(s).Elem(), 0)
+	if d.limit != nil {
+		// What was left undecoded past the limit would be blamed for
+		// every field it did not fill: the limit is the one problem.
+		return nil, &ValidationError{Errors: []FieldError{*d.limit}}
+	}
 	s.positions = d.positions
 	// Every problem in one pass: the semantic checks run on what decoded
 	// too, less what they would say of a field that did not decode (it is
@@ -126,6 +131,12 @@ func (d *decoder) parameters(root *yaml.Node, overrides map[string]string) (map[
 				d.fail(v, "spec.parameters."+k.Value, "expected a scalar default value, got %s", describe(v))
 				continue
 			}
+			if paramRef.MatchString(v.Value) {
+				// Values are not substituted: a reference would be left
+				// as text (and two that refer to each other never end).
+				d.fail(v, "spec.parameters."+k.Value, "a parameter's value may not refer to a parameter (%s); give the value itself", v.Value)
+				continue
+			}
 			params[k.Value] = v.Value
 		}
 	}
@@ -136,6 +147,10 @@ func (d *decoder) parameters(root *yaml.Node, overrides map[string]string) (map[
 				declared = "none"
 			}
 			d.errs = append(d.errs, FieldError{File: d.file, Field: "--set " + k, Msg: "the scenario declares no such parameter; declared: " + declared})
+			continue
+		}
+		if paramRef.MatchString(overrides[k]) {
+			d.errs = append(d.errs, FieldError{File: d.file, Field: "--set " + k, Msg: "a parameter's value may not refer to a parameter; give the value itself"})
 			continue
 		}
 		params[k] = overrides[k]

@@ -264,3 +264,31 @@ func TestParseReportsEveryProblemOnce(t *testing.T) {
 		t.Errorf("the budget that did not decode is reported %d times:\n%v", n, err)
 	}
 }
+
+// The first limit hit is the one problem reported: 10,000 steps over the
+// node budget give the budget's error alone, not thousands of false
+// "required" errors for what was left undecoded. And a parameter whose
+// value refers to parameters (two that refer to each other never end) is
+// refused where it is declared.
+func TestParseStopsAtLimits(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString(valid)
+	for i := range 10000 {
+		fmt.Fprintf(&b, "    - name: s%d\n      undo: {fault: off}\n", i)
+	}
+	_, err := scenario.Parse("t.yaml", []byte(b.String()), nil, engine.Vocabulary)
+	var ve *scenario.ValidationError
+	if !errors.As(err, &ve) || len(ve.Errors) != 1 || !strings.Contains(ve.Errors[0].Msg, "more than 20000 nodes once aliases are expanded") {
+		n := 0
+		if ve != nil {
+			n = len(ve.Errors)
+		}
+		t.Fatalf("%d errors, want the node budget's alone; first: %.300v", n, err)
+	}
+	loop := strings.Replace(valid, "    budget: 30s\n", "    budget: 30s\n    vm: ${other}\n    other: ${vm}\n", 1)
+	_, err = scenario.Parse("t.yaml", []byte(loop), nil, engine.Vocabulary)
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:9:9: spec.parameters.vm: a parameter's value may not refer to a parameter (${other})") {
+		t.Errorf("a parameter loop: %v", err)
+	}
+}
