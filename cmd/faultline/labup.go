@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -211,9 +210,18 @@ func labDown(r lab.Record, out io.Writer) error {
 			waitExit(r.PID, 5*time.Second)
 		}
 	}
-	for _, pid := range processesNaming(r.Dir) {
-		fmt.Fprintf(out, "killing leftover process %d\n", pid)
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+	// Only what the lab recorded starting (its kube-apiserver and
+	// etcd, which die with their owner anyway), never a process found by
+	// its command line: a user's `less apiserver.log` names the folder too.
+	procs, err := lab.Processes(r.Dir)
+	if err != nil {
+		return err
+	}
+	for _, p := range procs {
+		if p.Alive() {
+			fmt.Fprintf(out, "killing leftover process %d\n", p.PID)
+			_ = syscall.Kill(p.PID, syscall.SIGKILL)
+		}
 	}
 	// Its real nodes' containers and network, recorded in the folder as
 	// they were made.
@@ -255,24 +263,4 @@ func waitExit(pid int, timeout time.Duration) {
 			return
 		}
 	}
-}
-
-// processesNaming lists processes whose command line contains s.
-func processesNaming(s string) []int {
-	if s == "" {
-		return nil
-	}
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(b), s) {
-			out = append(out, pid)
-		}
-	}
-	return out
 }

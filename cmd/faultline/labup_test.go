@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -150,17 +152,42 @@ func TestIntegrationLabUpDown(t *testing.T) {
 					t.Errorf("5 s after SIGKILL, processes naming the lab folder are alive: %v", left)
 				}
 				t.Log(down(t))
-			} else {
-				t.Log(down(t, name))
 			}
+			bystander := 0
 			if how == "lab-down" {
+				// A user's process whose command line names the lab
+				// folder (less apiserver.log) is not the lab's; and a
+				// client watching Machines does not hold the lab's stop.
+				other := exec.Command("sh", "-c", "sleep 300", "sh", filepath.Join(dir, "apiserver.log"))
+				if err := other.Start(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+				bystander = other.Process.Pid
+				wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+				if err != nil {
+					t.Fatal(err)
+				}
+				w, err := wc.Watch(context.Background(), &clusterv1.MachineList{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer w.Stop()
+				began := time.Now()
+				t.Log(down(t, name))
 				select {
 				case <-exited:
 				case <-time.After(time.Minute):
 					t.Fatal("lab up still running after lab down")
 				}
+				if took := time.Since(began); took > 5*time.Second {
+					t.Errorf("with a watch attached the lab took %s to stop, want 5 s at most", took.Round(time.Millisecond))
+				}
+				if err := other.Process.Signal(syscall.Signal(0)); err != nil {
+					t.Errorf("lab down stopped a process that only names the lab folder: %v", err)
+				}
 			}
-			if left := processesNaming(dir); len(left) > 0 {
+			if left := slices.DeleteFunc(processesNaming(dir), func(pid int) bool { return pid == bystander }); len(left) > 0 {
 				t.Errorf("processes naming %s left: %v", dir, left)
 			}
 			if _, err := os.Stat(dir); !os.IsNotExist(err) {
@@ -168,4 +195,25 @@ func TestIntegrationLabUpDown(t *testing.T) {
 			}
 		})
 	}
+}
+
+// processesNaming lists processes whose command line contains s: what
+// the test looks for, never what faultline stops.
+func processesNaming(s string) []int {
+	if s == "" {
+		return nil
+	}
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), s) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

@@ -123,6 +123,10 @@ func TestValidateExitCodes(t *testing.T) {
 		// the allow-list to the (unreachable) server.
 		{[]string{"run", readOnly, "--provider", "capi", "--kubeconfig", kubeconfig, "--setup-timeout", "10s"}, 3, "127.0.0.1:1"},
 		{[]string{"run", catalogueScenario, "--provider", "nope"}, 2, `--provider "nope"`},
+		// A dry run refuses what the real run would, before the name is
+		// looked up in DNS.
+		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "not-a-url", "--vcenter-username", "u", "--dry-run"}, 2, "refusing a destructive run against vCenter https://not-a-url/sdk: host not-a-url is not in --allow-vcenter"},
+		{[]string{"run", catalogueScenario, "--provider", "capi", "--kubeconfig", kubeconfig, "--dry-run"}, 2, `refusing a destructive run against context "mgmt": it is not in --allow-context`},
 		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "https://vc.example.com", "--allow-vcenter", "vc.example.com"}, 2, "no vCenter username: set --vcenter-username or GOVC_USERNAME"},
 		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "https://vc.example.com", "--allow-vcenter", "vc.example.com", "--guest-username", "capv"}, 2, `guest login for "capv": no password`},
 		{[]string{"run", catalogueScenario, "--provider", "vsphere", "--vcenter-url", "https://vc.example.com", "--allow-vcenter", "vc.example.com", "--guest-username", "root", "--guest-password-file", "/no/such/file"}, 2, "guest password file: open /no/such/file: no such file or directory"},

@@ -548,6 +548,7 @@ func (o *runOptions) openSession(ctx context.Context, sc *scenario.Scenario, std
 	// every write, and so do those of a scenario that injects nothing
 	// (it needs no opt-in).
 	cfg.Management.ReadOnly = o.dryRun || !injects(sc)
+	cfg.Destructive = injects(sc)
 	var err error
 	switch o.provider {
 	case session.ProviderLab:

@@ -89,6 +89,9 @@ type managementInput struct {
 	manifests *manifests
 }
 
+// stopTimeout bounds the stop of the lab's kube-apiserver and etcd.
+const stopTimeout = 2 * time.Second
+
 // startManagement starts envtest, installs the CRDs and webhooks, and runs
 // every controller until stop.
 func startManagement(ctx context.Context, in managementInput) (*management, error) {
@@ -115,8 +118,11 @@ func startManagement(ctx context.Context, in managementInput) (*management, erro
 	// etcd and kube-apiserver keep their data under the lab folder, so a
 	// crashed lab leaves one folder to remove, and its processes can be
 	// found by that folder on their command lines (faultline lab down).
-	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(in.dir, "etcd")}
-	env.ControlPlane.APIServer = &envtest.APIServer{CertDir: filepath.Join(in.dir, "apiserver")}
+	// A lab's data is thrown away: a client's watch must not hold its
+	// stop (kube-apiserver drains watches for as long as they last), so
+	// each is killed after stopTimeout.
+	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(in.dir, "etcd"), StopTimeout: stopTimeout}
+	env.ControlPlane.APIServer = &envtest.APIServer{CertDir: filepath.Join(in.dir, "apiserver"), StopTimeout: stopTimeout}
 	// Both die with this process (parentdeath.go).
 	if env.ControlPlane.Etcd.Path, err = shim(filepath.Join(in.dir, "bin"), filepath.Join(in.assets, "etcd")); err != nil {
 		return nil, err

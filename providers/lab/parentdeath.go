@@ -47,6 +47,12 @@ func init() {
 	if strconv.Itoa(os.Getppid()) != parent {
 		os.Exit(1)
 	}
+	// Recorded for `faultline lab down`, which stops only the processes
+	// a lab recorded (exec keeps the pid and the start time).
+	if err := recordProcess(os.Args[0] + pidSuffix); err != nil {
+		fmt.Fprintf(os.Stderr, "faultline lab shim: %v\n", err)
+		os.Exit(1)
+	}
 	path := string(target)
 	env := make([]string, 0, len(os.Environ()))
 	for _, kv := range os.Environ() {
@@ -81,4 +87,52 @@ func shim(dir, path string) (string, error) {
 		return "", fmt.Errorf("lab shim: %w", err)
 	}
 	return link, nil
+}
+
+// pidSuffix is the suffix of the file beside a shim link that records the
+// process started through it: its pid and start time.
+const pidSuffix = ".pid"
+
+// recordProcess writes this process's pid and start time to path.
+func recordProcess(path string) error {
+	start, err := processStart(os.Getpid())
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(fmt.Sprintf("%d %d\n", os.Getpid(), start)), 0o600)
+}
+
+// Process is a process a lab started, as its shim recorded it.
+type Process struct {
+	PID   int
+	Start uint64
+}
+
+// Alive tells whether the process still runs (the same one: a reused pid
+// has another start time).
+func (p Process) Alive() bool {
+	start, err := processStart(p.PID)
+	return err == nil && start == p.Start
+}
+
+// Processes lists the processes the lab in dir started through its shims
+// (kube-apiserver, etcd), alive or not.
+func Processes(dir string) ([]Process, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "bin", "*"+pidSuffix))
+	if err != nil {
+		return nil, err
+	}
+	var out []Process
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("lab process record: %w", err)
+		}
+		var p Process
+		if _, err := fmt.Sscanf(string(b), "%d %d", &p.PID, &p.Start); err != nil {
+			return nil, fmt.Errorf("lab process record %s: %w", f, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }

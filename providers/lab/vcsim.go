@@ -12,6 +12,7 @@ import (
 	"math/big"
 	"net"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/vmware/govmomi/simulator"
@@ -158,6 +159,8 @@ func (v *VCSim) Close() {
 		v.model.Remove()
 	case <-time.After(closeWait):
 	}
+	// The server removes it only once its handlers return.
+	_ = os.Remove(v.caFile)
 }
 
 // VCenterLab is the vCenter-only lab: a simulator and a vsphere provider

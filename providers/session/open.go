@@ -58,6 +58,11 @@ type Config struct {
 	// runs (a suite's e2e config names its cluster and vCenter): the
 	// allow-lists are not consulted.
 	OptedIn bool
+	// Destructive says the scenario injects faults: its cluster and
+	// vCenter must be allowed even when a dry run opens them read-only,
+	// so that the dry run refuses what the real run would, before
+	// anything is dialled or resolved.
+	Destructive bool
 }
 
 // LabConfig is the embedded lab's.
@@ -117,6 +122,13 @@ type KindConfig struct {
 	Kubeconfig string
 }
 
+// optedIn tells whether the allow-lists need not be consulted: the
+// configuration is the opt-in, or the session only reads for a scenario
+// that injects nothing.
+func (cfg Config) optedIn() bool {
+	return cfg.OptedIn || (cfg.Management.ReadOnly && !cfg.Destructive)
+}
+
 // ConfigError is a configuration that cannot work, as opposed to a
 // provider that cannot be reached: the CLI exits 2 for it, not 3.
 type ConfigError struct{ Err error }
@@ -163,7 +175,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	case ProviderCAPI:
 		s.Provider, err = s.openManagement(ctx, cfg)
 	case ProviderVSphere:
-		s.Provider, err = s.openVCenter(ctx, cfg.VCenter, cfg.Log, cfg.OptedIn || cfg.Management.ReadOnly, cfg.Management.ReadOnly)
+		s.Provider, err = s.openVCenter(ctx, cfg.VCenter, cfg.Log, cfg.optedIn(), cfg.Management.ReadOnly)
 	case ProviderKind:
 		s.Provider, err = openKind(ctx, cfg)
 	default:
@@ -235,7 +247,7 @@ func (s *Session) openManagement(ctx context.Context, cfg Config) (providers.Pro
 		}
 	}
 	s.say(cfg, "%s: %s\n", cfg.Provider, target)
-	if !cfg.OptedIn && !cfg.Management.ReadOnly && !Allowed(cfg.Management.Allowed, EnvAllowedContexts, name) {
+	if !cfg.optedIn() && !Allowed(cfg.Management.Allowed, EnvAllowedContexts, name) {
 		return nil, configErr("refusing a destructive run against context %q: it is not in --allow-context or $%s", name, EnvAllowedContexts)
 	}
 	opts := []capi.Option{capi.WithLogger(cfg.Log), capi.WithKubeconfig(source, name)}
@@ -260,7 +272,7 @@ func (s *Session) openManagement(ctx context.Context, cfg Config) (providers.Pro
 		if err != nil {
 			return nil, err
 		}
-		vc, err := s.openVCenter(ctx, cfg.VCenter, cfg.Log, cfg.OptedIn || cfg.Management.ReadOnly, cfg.Management.ReadOnly)
+		vc, err := s.openVCenter(ctx, cfg.VCenter, cfg.Log, cfg.optedIn(), cfg.Management.ReadOnly)
 		if err != nil {
 			return nil, err
 		}
