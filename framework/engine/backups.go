@@ -12,6 +12,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/faultline-dev/faultline/internal/regularfile"
 	"github.com/faultline-dev/faultline/providers"
 )
 
@@ -122,17 +123,9 @@ func restoreBackup(ctx context.Context, p providers.Provider, scope providers.Ob
 	if err != nil {
 		return err
 	}
-	b, err := os.ReadFile(file)
+	o, b, err := readBackup(file)
 	if err != nil {
-		return fmt.Errorf("read backup: %w", err)
-	}
-	var o map[string]any
-	j, err := yaml.YAMLToJSON(b)
-	if err == nil {
-		err = utiljson.Unmarshal(j, &o)
-	}
-	if err != nil {
-		return fmt.Errorf("backup %s: %w", file, err)
+		return err
 	}
 	ref := objectRef(cluster, o)
 	if err := w.ApplyObject(ctx, scope, cluster, o); err != nil {
@@ -171,4 +164,21 @@ func firstDifference(want, got []byte) string {
 		}
 	}
 	return "no line differs"
+}
+
+// readBackup reads the object a backup file holds, and the file's bytes.
+func readBackup(file string) (map[string]any, []byte, error) {
+	b, err := regularfile.Read(file, regularfile.Kubeconfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read backup: %w", err)
+	}
+	var o map[string]any
+	j, err := yaml.YAMLToJSON(b)
+	if err == nil {
+		err = utiljson.Unmarshal(j, &o)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("backup %s: %w", file, err)
+	}
+	return o, b, nil
 }

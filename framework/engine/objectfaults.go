@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -253,4 +254,70 @@ func deleteWithBackup(ctx context.Context, p providers.Provider, scope providers
 		return fmt.Errorf("%s: nothing to delete: %w", ref, providers.ErrNotFound)
 	}
 	return w.DeleteObject(ctx, scope, ref)
+}
+
+// changedSince tells, before recover undoes an object fault, whether the
+// objects it would write changed since the fault: one object.delete
+// removed that exists again, or one object.apply wrote whose fields no
+// longer hold what it wrote. Undoing would then overwrite someone's newer
+// change, which recover does only when the entry is forced. Other undos
+// check their target themselves (a VM already on is not powered on).
+func changedSince(ctx context.Context, p providers.Provider, u UndoAction) error {
+	if u.Action != "object.restore" && u.Action != "object.revert-apply" {
+		return nil
+	}
+	r, err := providers.As[providers.Objects](p, providers.CapObjects)
+	if err != nil {
+		return err
+	}
+	if u.Action == "object.restore" {
+		o, _, err := readBackup(u.Params["file"])
+		if err != nil {
+			return err
+		}
+		ref := objectRef(u.Params["cluster"], o)
+		now, err := r.GetObject(ctx, u.Target, ref)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", ref, err)
+		}
+		if now != nil {
+			return fmt.Errorf("%s exists again (made since the fault deleted it): restoring %s would replace it", ref, u.Params["file"])
+		}
+		return nil
+	}
+	objs, err := parseManifest(u.Params["manifest"])
+	if err != nil {
+		return err
+	}
+	cluster := paramCluster(u.Params)
+	for _, o := range objs {
+		ref := objectRef(cluster, o)
+		now, err := r.GetObject(ctx, u.Target, ref)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", ref, err)
+		}
+		if now != nil && !holds(cleanObject(now), cleanObject(o)) {
+			return fmt.Errorf("%s changed since the fault applied it: reverting would overwrite the change", ref)
+		}
+	}
+	return nil
+}
+
+// holds tells whether every field want sets has the same value in got
+// (what the API server or a webhook added to got is not a change).
+func holds(got, want any) bool {
+	wm, ok := want.(map[string]any)
+	if !ok {
+		return reflect.DeepEqual(got, want)
+	}
+	gm, ok := got.(map[string]any)
+	if !ok {
+		return false
+	}
+	for k, w := range wm {
+		if !holds(gm[k], w) {
+			return false
+		}
+	}
+	return true
 }

@@ -150,7 +150,10 @@ func Recover(ctx context.Context, in RecoverInput) (RecoverSummary, error) {
 			e := pending[i][k]
 			sum.Pending++
 			out := Recovered{Journal: path, Entry: e}
-			out.Result, out.Why, out.Err = recoverOne(ctx, in.Reconnect, e)
+			out.Result, out.Why, out.Err = recoverOne(ctx, in.Reconnect, e, forced[path][e.Line])
+			if errors.As(out.Err, new(changedError)) {
+				out.Err = fmt.Errorf("%w; nothing was written (to undo it anyway: --force-entry %s:%d)", out.Err, path, e.Line)
+			}
 			if out.Err == nil {
 				done := JournalEntry{Op: OpDone, FaultID: e.FaultID, Provider: e.Provider, Result: out.Result}
 				if err := j.Append(done); err != nil {
@@ -173,7 +176,14 @@ func Recover(ctx context.Context, in RecoverInput) (RecoverSummary, error) {
 // ErrBadJournal marks a journal Recover could not read.
 var ErrBadJournal = errors.New("unreadable journal")
 
-func recoverOne(ctx context.Context, reconnect func(context.Context, JournalEntry) (providers.Provider, error), e JournalEntry) (result, why string, err error) {
+// changedError is a target changed since its fault (changedSince).
+type changedError struct{ error }
+
+func (e changedError) Unwrap() error { return e.error }
+
+// recoverOne undoes e's fault, unless its target changed since and the
+// entry is not forced.
+func recoverOne(ctx context.Context, reconnect func(context.Context, JournalEntry) (providers.Provider, error), e JournalEntry, force bool) (result, why string, err error) {
 	if e.Undo == nil {
 		return "", "", errors.New("journal entry has no undo action")
 	}
@@ -183,6 +193,11 @@ func recoverOne(ctx context.Context, reconnect func(context.Context, JournalEntr
 	}
 	if err != nil {
 		return "", "", err
+	}
+	if !force {
+		if err := changedSince(ctx, p, *e.Undo); err != nil {
+			return "", "", changedError{err}
+		}
 	}
 	err = RunUndo(ctx, p, *e.Undo)
 	if errors.Is(err, ErrNothingToUndo) {

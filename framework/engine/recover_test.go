@@ -170,3 +170,40 @@ func TestRecoverRefusesReplayedJournal(t *testing.T) {
 		t.Errorf("forced: %v, %+v, VM %s, notes %q", err, sum, p.VM("a").State, notes)
 	}
 }
+
+// An object a fault deleted that exists again when recover runs is not
+// replaced by the backup unless the entry is forced: that would overwrite
+// whoever made it since.
+func TestRecoverLeavesChangedObjects(t *testing.T) {
+	t.Parallel()
+	p := fake.New("a")
+	dir := t.TempDir()
+	backup := filepath.Join(dir, "configmap-default-x.yaml")
+	if err := os.WriteFile(backup, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: default\ndata:\n  k: old\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	journal := filepath.Join(dir, "journal.jsonl")
+	j, err := engine.OpenJournal(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	undo := &engine.UndoAction{Action: "object.restore", Target: providers.Object{Kind: "VirtualMachine", Name: "a", ID: "a"}, Params: map[string]string{"cluster": "workload", "file": backup}}
+	if err := errors.Join(j.Append(engine.JournalEntry{Op: engine.OpInject, FaultID: "rm/x", Kind: "object.delete", Undo: undo, Provider: providers.ProviderRef{Name: "fake"}}), j.Close()); err != nil {
+		t.Fatal(err)
+	}
+	ref := providers.ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: "x"}
+	p.SetObject(ref, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x", "namespace": "default"}, "data": map[string]any{"k": "new"}})
+	var got error
+	sum, err := engine.Recover(context.Background(), engine.RecoverInput{
+		Journals:  []string{journal},
+		Reconnect: func(context.Context, engine.JournalEntry) (providers.Provider, error) { return p, nil },
+		Report:    func(r engine.Recovered) { got = r.Err },
+	})
+	if err != nil || sum.Failed != 1 || got == nil || !strings.Contains(got.Error(), "ConfigMap default/x") || !strings.Contains(got.Error(), "exists again") ||
+		!strings.Contains(got.Error(), "--force-entry "+journal+":1") {
+		t.Errorf("recover over a recreated object: %v, %+v, %v", err, sum, got)
+	}
+	if entries, err := engine.ReadJournal(journal); err != nil || len(engine.Pending(entries)) != 1 {
+		t.Errorf("the entry is not pending: %v %+v", err, entries)
+	}
+}
