@@ -32,17 +32,7 @@ import (
 // 2 and 3 and say why, within the deadline.
 func TestCheckBadInput(t *testing.T) {
 	dir := t.TempDir()
-	unreachable := filepath.Join(dir, "kubeconfig")
-	// Port 1 on loopback: nothing listens, the connection is refused.
-	if err := os.WriteFile(unreachable, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: mgmt, context: {cluster: c, user: u}}]
-current-context: mgmt
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	unreachable := unreachableKubeconfig(t, "mgmt")
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -80,16 +70,7 @@ current-context: mgmt
 // never starts the embedded lab instead ($KUBECONFIG names a cluster as
 // --kubeconfig does, and a vCenter alone names no management cluster).
 func TestCheckNamedTarget(t *testing.T) {
-	unreachable := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(unreachable, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: prod, context: {cluster: c, user: u}}]
-current-context: prod
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	unreachable := unreachableKubeconfig(t, "prod")
 	for _, tc := range []struct {
 		name       string
 		kubeconfig string
@@ -282,4 +263,22 @@ func startTestLab(t *testing.T, ctx context.Context) (*lab.Lab, []string) {
 		t.Fatal(err)
 	}
 	return l, paths
+}
+
+// unreachableKubeconfig writes a kubeconfig whose one context, named
+// context, reaches port 1 on loopback: nothing listens there, the
+// connection is refused.
+func unreachableKubeconfig(t *testing.T, context string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: `+context+`, context: {cluster: c, user: u}}]
+current-context: `+context+`
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

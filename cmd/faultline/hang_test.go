@@ -158,10 +158,7 @@ func TestIntegrationHangAfterInject(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: builds faultline and runs it in another process")
 	}
-	bin := filepath.Join(t.TempDir(), "faultline")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildFaultline(t)
 	m := simulator.VPX()
 	m.DelayConfig.MethodDelay = map[string]int{"PowerOnVM_Task": int((10 * time.Minute).Milliseconds())}
 	sim, err := lab.StartVCSim(lab.VCSimInput{Model: m})

@@ -28,10 +28,7 @@ import (
 // and a plain `lab down` removes its folder.
 func TestIntegrationLabUpDown(t *testing.T) {
 	labtest.Require(t)
-	bin := filepath.Join(t.TempDir(), "faultline")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildFaultline(t)
 	cache := t.TempDir()
 	env := append(os.Environ(), "XDG_CACHE_HOME="+cache)
 	down := func(t *testing.T, args ...string) string {

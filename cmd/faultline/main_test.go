@@ -183,11 +183,7 @@ func TestIntegrationCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: builds faultline and runs vcsim in another process")
 	}
-	bin := filepath.Join(t.TempDir(), "faultline")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildFaultline(t)
 	env, _ := startVCSimProcess(t, bin)
 	scenario := filepath.Join(t.TempDir(), "hold.yaml")
 	if err := os.WriteFile(scenario, []byte(holdScenario), 0o600); err != nil {
@@ -332,10 +328,7 @@ func TestIntegrationVCSimStops(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: builds faultline and runs vcsim in another process")
 	}
-	bin := filepath.Join(t.TempDir(), "faultline")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildFaultline(t)
 	env, proc := startVCSimProcess(t, bin)
 	cfg, err := vsphere.ConfigFromEnv(func(k string) string { return envValue(env, k) })
 	if err != nil {
@@ -465,4 +458,15 @@ func TestIntegrationRunPowerOffWorker(t *testing.T) {
 	if res.Profile != "compressed" || res.Verdict != engine.Pass {
 		t.Errorf("result.json: profile %q verdict %q", res.Profile, res.Verdict)
 	}
+}
+
+// buildFaultline builds this command into the test's folder, for tests
+// that run it as a process of its own (to signal or kill it).
+func buildFaultline(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "faultline")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
 }

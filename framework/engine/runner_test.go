@@ -48,6 +48,17 @@ spec:
 	return s
 }
 
+// holdSteps power the VM off and wait for what never happens, so a run
+// is in flight until it is interrupted or times out.
+const holdSteps = `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: wait-forever
+      observe:
+        phases:
+          - {name: never, when: {probe: vm-suspended, target: victim}}
+`
+
 const powerCycle = `
     - name: off
       inject: {fault: vm.power-off, target: victim}
@@ -335,14 +346,7 @@ func TestRunCountsRecreationLoop(t *testing.T) {
 func TestRunInterruptedUndoes(t *testing.T) {
 	t.Parallel()
 	p := fake.New("vm-a")
-	s := newScenario(t, `
-    - name: off
-      inject: {fault: vm.power-off, target: victim}
-    - name: wait-forever
-      observe:
-        phases:
-          - {name: never, when: {probe: vm-suspended, target: victim}}
-`)
+	s := newScenario(t, holdSteps)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	res, journal := run(t, ctx, s, p, func(in *engine.RunInput) {
 		in.Progress = func(engine.Progress) { cancel(errors.New("test interrupt")) }
@@ -364,14 +368,7 @@ func TestRunTimedOut(t *testing.T) {
 	p := fake.New("vm-a")
 	s := parseScenario(t, "[VMPower]", "", `
     - name: victim
-      select: {vm: vm-a}`, `
-    - name: off
-      inject: {fault: vm.power-off, target: victim}
-    - name: wait-forever
-      observe:
-        phases:
-          - {name: never, when: {probe: vm-suspended, target: victim}}
-`)
+      select: {vm: vm-a}`, holdSteps)
 	s.Spec.Timeout = scenario.D(300 * time.Millisecond)
 	res, journal := run(t, context.Background(), s, p)
 	if res.Verdict != engine.TimedOut || res.Reason != "timed out: the scenario's timeout, 300ms, passed" {
@@ -735,14 +732,7 @@ func TestRunLeasesTargets(t *testing.T) {
 	t.Parallel()
 	p := fake.New("vm-a")
 	leases := t.TempDir()
-	hold := newScenario(t, `
-    - name: off
-      inject: {fault: vm.power-off, target: victim}
-    - name: wait-forever
-      observe:
-        phases:
-          - {name: never, when: {probe: vm-suspended, target: victim}}
-`)
+	hold := newScenario(t, holdSteps)
 	ctx, cancel := context.WithCancel(context.Background())
 	injected := make(chan struct{})
 	first := make(chan *engine.Result, 1)
