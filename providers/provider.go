@@ -16,6 +16,11 @@ var (
 	// operation now (a VM already powered on, or a task on it in
 	// progress): the operation may have been done by another call.
 	ErrInvalidState = errors.New("not in a state that allows it")
+	// ErrNotConfigured: a capability the provider has, left unusable by
+	// how it was opened (a flag not given, such as --vcenter-url): a
+	// scenario that needs it is an error, not a skip, since the run
+	// could not reach what it was pointed at.
+	ErrNotConfigured = errors.New("not configured")
 	// ErrNotAuthenticated: the provider's login was refused, or its
 	// session is gone and could not be made again. Waiting does not help.
 	ErrNotAuthenticated = errors.New("not authenticated")

@@ -97,17 +97,17 @@ func TestIntegrationRunScope(t *testing.T) {
 	}
 
 	// Without a vCenter, a VM fault cannot reach a Machine's VM: the dry
-	// run is skipped, naming why, as the real run would be, and nothing
+	// run fails (exit 3), naming why, as the real run would, and nothing
 	// is journaled.
 	t.Setenv("GOVC_URL", "")
 	dir := t.TempDir()
 	var out, errOut bytes.Buffer
 	code = execute([]string{"run", "power-off-worker", "--provider", "capi", "--kubeconfig", paths[0], "--allow-context", kc.CurrentContext,
 		"--cluster", "default/b", "--dry-run", "-o", "json", "--artifacts", dir}, &out, &errOut)
-	var skipped engine.Result
-	if err := json.Unmarshal(out.Bytes(), &skipped); err != nil || code != 0 || skipped.Verdict != engine.Skipped ||
-		!strings.Contains(skipped.Reason, "no vCenter is configured (--vcenter-url)") {
-		t.Errorf("dry run without a vCenter: exit %d, %v, verdict %s (%s)\n%s", code, err, skipped.Verdict, skipped.Reason, errOut.String())
+	var unreached engine.Result
+	if err := json.Unmarshal(out.Bytes(), &unreached); err != nil || code != engine.ExitInfra || unreached.Verdict != engine.Error ||
+		!strings.Contains(unreached.Reason, "no vCenter is configured (--vcenter-url)") {
+		t.Errorf("dry run without a vCenter: exit %d, %v, verdict %s (%s)\n%s", code, err, unreached.Verdict, unreached.Reason, errOut.String())
 	}
 	if entries, err := engine.ReadJournal(filepath.Join(dir, "journal.jsonl")); err != nil || len(entries) != 0 {
 		t.Errorf("dry run without a vCenter journaled %+v (%v)", entries, err)

@@ -166,7 +166,12 @@ func (r *run) execute(ctx context.Context) {
 	}
 	for _, c := range sc.Spec.Requires {
 		if !providers.HasCapability(r.in.Provider, c) {
-			r.res.Verdict, r.res.Reason = Skipped, providers.Unsupported(r.in.Provider, c).Error()
+			err := providers.Unsupported(r.in.Provider, c)
+			r.res.Verdict, r.res.Reason = Skipped, err.Error()
+			if errors.Is(err, providers.ErrNotConfigured) {
+				// Pointed at a target it cannot reach as opened.
+				r.res.Verdict = Error
+			}
 			return
 		}
 	}

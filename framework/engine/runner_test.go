@@ -794,3 +794,31 @@ func TestRunNotAuthenticatedEndsWait(t *testing.T) {
 		t.Errorf("injected %d times past a refused baseline", n)
 	}
 }
+
+// unconfigured is the fake with its VM power left unusable as it was
+// opened (capi with no vCenter).
+type unconfigured struct{ *fake.Provider }
+
+func (unconfigured) CapabilityUnavailable(c providers.Capability) error {
+	if c == providers.CapVMPower {
+		return fmt.Errorf("no vCenter is configured: %w", errors.Join(providers.ErrUnsupported, providers.ErrNotConfigured))
+	}
+	return nil
+}
+
+// A capability the provider has but was opened without is an error (the
+// run could not reach what it was pointed at), not a skip; nothing is
+// journaled.
+func TestRunErrsWhenNotConfigured(t *testing.T) {
+	t.Parallel()
+	p := unconfigured{fake.New("vm-a")}
+	for _, dry := range []bool{true, false} {
+		res, journal := run(t, context.Background(), newScenario(t, powerCycle), p, func(in *engine.RunInput) { in.DryRun = dry })
+		if res.Verdict != engine.Error || !strings.Contains(res.Reason, "no vCenter is configured") {
+			t.Errorf("dry %t: verdict %s (%s), want error", dry, res.Verdict, res.Reason)
+		}
+		if entries, err := engine.ReadJournal(journal); err != nil || len(entries) != 0 {
+			t.Errorf("dry %t: journaled %+v (%v)", dry, entries, err)
+		}
+	}
+}
