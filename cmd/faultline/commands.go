@@ -220,8 +220,22 @@ host, pass the key of the host that wrote the journals with --journal-key;
 vCenter credentials come from the environment (GOVC_USERNAME, GOVC_PASSWORD)
 or the flags; the journal only records where the vCenter is.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Every flag is checked before anything is looked for.
 			if timeout <= 0 {
 				return usageErr("--timeout %s: expected a positive duration such as 10m", timeout)
+			}
+			if accept != "" {
+				if err := vsphere.CheckThumbprint(accept); err != nil {
+					return usageErr("--accept-thumbprint: %v", err)
+				}
+			}
+			in := engine.RecoverInput{Force: force}
+			if keyFile != "" {
+				var err error
+				if in.Key, err = engine.LoadJournalKey(keyFile, false); err != nil {
+					return usageErr("--journal-key: %v", err)
+				}
+				in.Heads = engine.JournalHeads(keyFile)
 			}
 			roots := args
 			if len(roots) == 0 {
@@ -231,28 +245,15 @@ or the flags; the journal only records where the vCenter is.`,
 					return nil
 				}
 			}
-			found, err := engine.FindJournals(roots)
-			if err != nil {
+			var err error
+			if in.Journals, err = engine.FindJournals(roots); err != nil {
 				return usageErr("find journals: %v", err)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "recover: %d journal(s) under %s\n", len(found), strings.Join(roots, ", "))
-			in := engine.RecoverInput{Journals: found, Force: force}
-			if keyFile != "" {
-				var err error
-				if in.Key, err = engine.LoadJournalKey(keyFile, false); err != nil {
-					return usageErr("--journal-key: %v", err)
-				}
-				in.Heads = engine.JournalHeads(keyFile)
-			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "recover: %d journal(s) under %s\n", len(in.Journals), strings.Join(roots, ", "))
 			ctx, stop := notifyContext(cmd.Context())
 			defer stop()
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			if accept != "" {
-				if err := vsphere.CheckThumbprint(accept); err != nil {
-					return usageErr("--accept-thumbprint: %v", err)
-				}
-			}
 			conns := &recoverConns{flags: &vc, contexts: contexts, accept: accept, opened: map[string]providers.Provider{}}
 			return recoverJournals(ctx, cmd, in, conns)
 		},
