@@ -161,20 +161,30 @@ func ReadJournal(path string) ([]JournalEntry, error) {
 // readJournal is ReadJournal that also returns the torn last line's
 // problem, nil when there is none.
 func readJournal(path string) ([]JournalEntry, error, error) {
+	var entries []JournalEntry
+	torn, err := scanJournal(path, func(e JournalEntry) error {
+		entries = append(entries, e)
+		return nil
+	})
+	return entries, torn, err
+}
+
+// scanJournal streams the entries of the journal at path to each, a line
+// at a time: a journal is never held whole (recover keeps only what is
+// pending). It returns the torn last line's problem, if any.
+func scanJournal(path string, each func(JournalEntry) error) (torn error, err error) {
 	f, err := regularfile.Open(path, regularfile.Journal)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read journal: %w", err)
+		return nil, fmt.Errorf("read journal: %w", err)
 	}
 	defer f.Close()
-	var entries []JournalEntry
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	line := 0
-	var torn error
 	for sc.Scan() {
 		line++
 		if torn != nil {
-			return nil, nil, torn // a bad line that is not the last one
+			return nil, torn // a bad line that is not the last one
 		}
 		var e JournalEntry
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
@@ -182,12 +192,14 @@ func readJournal(path string) ([]JournalEntry, error, error) {
 			continue
 		}
 		e.Line, e.raw = line, append([]byte(nil), sc.Bytes()...)
-		entries = append(entries, e)
+		if err := each(e); err != nil {
+			return nil, err
+		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, nil, fmt.Errorf("read journal %s: %w", path, err)
+		return nil, fmt.Errorf("read journal %s: %w", path, err)
 	}
-	return entries, torn, nil
+	return torn, nil
 }
 
 // VerifyJournal checks that every entry read from the journal at path
@@ -195,9 +207,17 @@ func readJournal(path string) ([]JournalEntry, error, error) {
 // ErrUntrustedJournal) names the first line that does not.
 func VerifyJournal(path string, entries []JournalEntry, key []byte) error {
 	for _, e := range entries {
-		if _, ok := unseal(key, e.raw); !ok {
-			return fmt.Errorf("%w: %s:%d: the entry was changed after faultline wrote it, or written with another journal key (another user or host); nothing was undone", ErrUntrustedJournal, path, e.Line)
+		if err := verifySeal(path, e, key); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// verifySeal checks one entry's MAC.
+func verifySeal(path string, e JournalEntry, key []byte) error {
+	if _, ok := unseal(key, e.raw); !ok {
+		return fmt.Errorf("%w: %s:%d: the entry was changed after faultline wrote it, or written with another journal key (another user or host); nothing was undone", ErrUntrustedJournal, path, e.Line)
 	}
 	return nil
 }

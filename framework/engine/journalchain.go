@@ -47,17 +47,22 @@ func JournalHeads(keyPath string) string {
 // that the next line starts on a line of its own.
 func chainFrom(abs, heads string) (chain, error) {
 	c := chain{path: abs, heads: heads}
-	entries, torn, err := readJournal(abs)
+	var last *JournalEntry
+	whole := int64(0) // the bytes of its whole lines
+	torn, err := scanJournal(abs, func(e JournalEntry) error {
+		last, whole = &e, whole+int64(len(e.raw))+1
+		return nil
+	})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return c, err
 	case torn != nil:
-		if err := cutTornLine(abs, entries); err != nil {
+		if err := os.Truncate(abs, whole); err != nil {
 			return c, fmt.Errorf("%w (cutting it: %w)", torn, err)
 		}
 	}
-	if len(entries) == 0 {
+	if last == nil {
 		id := make([]byte, 16)
 		if _, err := rand.Read(id); err != nil {
 			return c, fmt.Errorf("journal identity: %w", err)
@@ -65,7 +70,6 @@ func chainFrom(abs, heads string) (chain, error) {
 		c.id = hex.EncodeToString(id)
 		return c, nil
 	}
-	last := entries[len(entries)-1]
 	c.id, c.seq, c.mac = last.Journal, last.Line, macOf(last.raw)
 	if c.id == "" {
 		// A journal of a faultline that did not chain: its lines go on
@@ -73,15 +77,6 @@ func chainFrom(abs, heads string) (chain, error) {
 		c.id = "unchained-" + last.Time.UTC().Format("20060102T150405.000000000Z")
 	}
 	return c, nil
-}
-
-// cutTornLine truncates the journal after its last whole line.
-func cutTornLine(path string, entries []JournalEntry) error {
-	size := int64(0)
-	for _, e := range entries {
-		size += int64(len(e.raw)) + 1
-	}
-	return os.Truncate(path, size)
 }
 
 // macOf is a sealed line's MAC, "" for a line with none.
@@ -144,51 +139,66 @@ func readHead(heads, id string) (seq int, mac string, ok bool, err error) {
 // or cut short.
 var ErrBrokenChain = errors.New("journal lines out of place")
 
-// verifyChain checks that the sealed entries of the journal at path are
-// the lines faultline wrote there, in order and whole: one identity, line
-// numbers and previous MACs that follow, the file it was written to, and
-// no fewer lines than its head recorded in heads. It returns the first
-// problem (errors.Is ErrBrokenChain), and a note when no head is recorded
-// here (a truncation cannot be told).
-func verifyChain(path string, entries []JournalEntry, heads string) (note string, err error) {
-	if len(entries) == 0 {
-		return "", nil
-	}
+// chainCheck follows a journal's chain line by line (next), then checks
+// its end against the head recorded in heads (end).
+type chainCheck struct {
+	path, abs, heads string
+	id, prev         string
+	last             *JournalEntry
+}
+
+func newChainCheck(path, heads string) (*chainCheck, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	broken := func(e JournalEntry, format string, args ...any) error {
-		return fmt.Errorf("%w: %s:%d: %s", ErrBrokenChain, path, e.Line, fmt.Sprintf(format, args...))
+	return &chainCheck{path: path, abs: abs, heads: heads}, nil
+}
+
+// broken is a problem of e's place, errors.Is ErrBrokenChain.
+func (c *chainCheck) broken(e JournalEntry, format string, args ...any) error {
+	return fmt.Errorf("%w: %s:%d: %s", ErrBrokenChain, c.path, e.Line, fmt.Sprintf(format, args...))
+}
+
+// next checks that e follows the lines before it: one identity, its line
+// number, the previous line's MAC, the file it was written to.
+func (c *chainCheck) next(e JournalEntry) error {
+	if c.last == nil {
+		c.id = e.Journal
 	}
-	id := entries[0].Journal
-	prev := ""
-	for _, e := range entries {
-		switch {
-		case e.Journal == "":
-			return "", broken(e, "the line is not chained to its journal (written by a faultline before journals were)")
-		case e.Journal != id:
-			return "", broken(e, "the line belongs to journal %s, the file's first line to %s: copied from another journal", e.Journal, id)
-		case e.Seq != e.Line:
-			return "", broken(e, "the line was written as line %d: repeated, reordered, or lines before it removed", e.Seq)
-		case e.Prev != prev:
-			return "", broken(e, "the line does not follow the one before it: repeated, reordered, or lines removed")
-		case e.Path != abs:
-			return "", broken(e, "the line was written to %s: a journal is recovered where it was written", e.Path)
-		}
-		prev = macOf(e.raw)
+	switch {
+	case e.Journal == "":
+		return c.broken(e, "the line is not chained to its journal (written by a faultline before journals were)")
+	case e.Journal != c.id:
+		return c.broken(e, "the line belongs to journal %s, the file's first line to %s: copied from another journal", e.Journal, c.id)
+	case e.Seq != e.Line:
+		return c.broken(e, "the line was written as line %d: repeated, reordered, or lines before it removed", e.Seq)
+	case e.Prev != c.prev:
+		return c.broken(e, "the line does not follow the one before it: repeated, reordered, or lines removed")
+	case e.Path != c.abs:
+		return c.broken(e, "the line was written to %s: a journal is recovered where it was written", e.Path)
 	}
-	last := entries[len(entries)-1]
-	seq, mac, ok, err := readHead(heads, id)
+	c.prev, c.last = macOf(e.raw), &e
+	return nil
+}
+
+// end checks the journal's last line against its recorded head: no fewer
+// lines than faultline wrote. The note says when no head is recorded here
+// (a truncation cannot be told).
+func (c *chainCheck) end() (note string, err error) {
+	if c.last == nil {
+		return "", nil
+	}
+	seq, mac, ok, err := readHead(c.heads, c.id)
 	switch {
 	case err != nil:
 		return "", err
 	case !ok:
-		return fmt.Sprintf("%s: no head of journal %s is recorded in %s (written on another host or by another user): whether lines were cut off its end cannot be told", path, id, heads), nil
-	case seq > last.Seq:
-		return "", broken(last, "the journal had %d lines and has %d: its end was cut off (a done line removed revives a finished fault)", seq, last.Seq)
-	case seq == last.Seq && mac != macOf(last.raw):
-		return "", broken(last, "the last line is not the one faultline wrote there last")
+		return fmt.Sprintf("%s: no head of journal %s is recorded in %s (written on another host or by another user): whether lines were cut off its end cannot be told", c.path, c.id, c.heads), nil
+	case seq > c.last.Seq:
+		return "", c.broken(*c.last, "the journal had %d lines and has %d: its end was cut off (a done line removed revives a finished fault)", seq, c.last.Seq)
+	case seq == c.last.Seq && mac != macOf(c.last.raw):
+		return "", c.broken(*c.last, "the last line is not the one faultline wrote there last")
 	}
 	return "", nil
 }

@@ -102,18 +102,18 @@ func Recover(ctx context.Context, in RecoverInput) (RecoverSummary, error) {
 	}
 	pending := make([][]JournalEntry, len(in.Journals))
 	for i, path := range in.Journals {
-		entries, torn, err := readJournal(path)
-		if err != nil {
+		var torn error
+		var n string
+		pending[i], torn, n, err = readPending(path, key, heads)
+		switch {
+		case errors.Is(err, ErrUntrustedJournal):
+			return sum, err
+		case err != nil && !errors.Is(err, ErrBrokenChain):
 			return sum, fmt.Errorf("%w: %w", ErrBadJournal, err)
 		}
 		if torn != nil {
 			note(fmt.Sprintf("%v: a torn last line (a crash while it was written); its fault was never applied", torn))
 		}
-		if err := VerifyJournal(path, entries, key); err != nil {
-			return sum, err
-		}
-		pending[i] = Pending(entries)
-		n, err := verifyChain(path, entries, heads)
 		switch {
 		case err != nil && len(forced[path]) == 0:
 			return sum, fmt.Errorf("%w: %w; nothing was undone (to undo one of its entries anyway, name it: --force-entry %s:LINE)", ErrUntrustedJournal, err, path)
@@ -244,4 +244,52 @@ func onlyForced(path string, pending []JournalEntry, lines map[int]bool) ([]Jour
 		return nil, fmt.Errorf("%w: --force-entry names a line of %s that is not a pending fault", ErrBadJournal, path)
 	}
 	return out, nil
+}
+
+// readPending streams the journal at path, checking each line's seal
+// (errors.Is ErrUntrustedJournal) and its place in the chain (errors.Is
+// ErrBrokenChain: the pending entries are still returned, for forcing),
+// and keeps only the faults still pending, in order. It returns the torn
+// last line's problem, and a note when the journal's end cannot be
+// checked.
+func readPending(path string, key []byte, heads string) (pending []JournalEntry, torn error, note string, err error) {
+	chk, err := newChainCheck(path, heads)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	var chainErr error
+	var order []string
+	open, done := map[string]JournalEntry{}, map[string]bool{}
+	torn, err = scanJournal(path, func(e JournalEntry) error {
+		if err := verifySeal(path, e, key); err != nil {
+			return err
+		}
+		if chainErr == nil {
+			chainErr = chk.next(e)
+		}
+		switch {
+		case e.Op == OpDone:
+			done[e.FaultID] = true
+			delete(open, e.FaultID)
+		case e.Op == OpInject && !done[e.FaultID]:
+			if _, ok := open[e.FaultID]; !ok {
+				order = append(order, e.FaultID)
+			}
+			open[e.FaultID] = e
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	for _, id := range order {
+		if e, ok := open[id]; ok {
+			pending = append(pending, e)
+			delete(open, id)
+		}
+	}
+	if chainErr == nil {
+		note, chainErr = chk.end()
+	}
+	return pending, torn, note, chainErr
 }

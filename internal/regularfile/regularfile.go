@@ -15,8 +15,10 @@ const (
 	Small = 1 << 20
 	// Kubeconfig is a kubeconfig, certificates embedded.
 	Kubeconfig = 16 << 20
-	// Journal is a run's journal: a line a fault, each under 1 MiB.
-	Journal = 64 << 20
+	// Journal is a run's journal: a line a fault, each under 1 MiB. It is
+	// streamed (a reader keeps only what is pending), so the cap only
+	// keeps a runaway file from being read for ever.
+	Journal = 1 << 30
 )
 
 // ErrNotRegular is a path that is a FIFO, a device, a socket or a folder.
