@@ -197,8 +197,8 @@ func orNone(names []string) string {
 }
 
 // labDown stops a lab's owner if it still runs (SIGTERM, then SIGKILL
-// after 30 s); then, as after a crash, kills any process whose command
-// line names the lab folder (kube-apiserver, etcd), removes the real
+// after 30 s); then, as after a crash, kills what the lab recorded
+// starting (kube-apiserver, etcd) if it still runs, removes the real
 // nodes' containers and network, the folder and the record.
 func labDown(r lab.Record, out io.Writer) error {
 	if r.OwnerAlive() {
