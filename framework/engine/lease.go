@@ -79,8 +79,7 @@ func takeLeases(dir string, ref providers.ProviderRef, objs []providers.Object, 
 			return nil, errors.Join(fmt.Errorf("%w: %s is held by %s", ErrTargetLeased, obj, other), f.Close(), held.release())
 		}
 		holder.Target, holder.Since = obj.String(), time.Now()
-		b, _ := json.Marshal(holder) // a struct of plain fields
-		if err := errors.Join(f.Truncate(0), writeAt0(f, b)); err != nil {
+		if err := writeHolder(f, holder); err != nil {
 			return nil, errors.Join(fmt.Errorf("lease of %s: %w", obj, err), f.Close(), held.release())
 		}
 		held = append(held, f)
@@ -88,8 +87,16 @@ func takeLeases(dir string, ref providers.ProviderRef, objs []providers.Object, 
 	return held, nil
 }
 
-func writeAt0(f *os.File, b []byte) error {
-	_, err := f.WriteAt(b, 0)
+// writeHolder replaces the lease file's content with h.
+func writeHolder(f *os.File, h LeaseHolder) error {
+	b, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	_, err = f.WriteAt(b, 0)
 	return err
 }
 
