@@ -801,7 +801,7 @@ type unconfigured struct{ *fake.Provider }
 
 func (unconfigured) CapabilityUnavailable(c providers.Capability) error {
 	if c == providers.CapVMPower {
-		return fmt.Errorf("no vCenter is configured: %w", errors.Join(providers.ErrUnsupported, providers.ErrNotConfigured))
+		return fmt.Errorf("no vCenter is configured: %w (%w)", providers.ErrUnsupported, providers.ErrNotConfigured)
 	}
 	return nil
 }
@@ -814,7 +814,7 @@ func TestRunErrsWhenNotConfigured(t *testing.T) {
 	p := unconfigured{fake.New("vm-a")}
 	for _, dry := range []bool{true, false} {
 		res, journal := run(t, context.Background(), newScenario(t, powerCycle), p, func(in *engine.RunInput) { in.DryRun = dry })
-		if res.Verdict != engine.Error || !strings.Contains(res.Reason, "no vCenter is configured") {
+		if res.Verdict != engine.Error || !strings.Contains(res.Reason, "no vCenter is configured") || strings.Contains(res.Reason, "\n") {
 			t.Errorf("dry %t: verdict %s (%s), want error", dry, res.Verdict, res.Reason)
 		}
 		if entries, err := engine.ReadJournal(journal); err != nil || len(entries) != 0 {

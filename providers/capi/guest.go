@@ -23,7 +23,7 @@ func (p *Provider) CapabilityUnavailable(c providers.Capability) error {
 	switch c {
 	case providers.CapVMPower, providers.CapVMLifecycle, providers.CapVMNetwork:
 		if p.vc == nil {
-			return fmt.Errorf("VM faults on Cluster API Machines go to their VMs through vCenter, and no vCenter is configured (--vcenter-url): %w", errors.Join(providers.ErrUnsupported, providers.ErrNotConfigured))
+			return fmt.Errorf("VM faults on Cluster API Machines go to their VMs through vCenter, and no vCenter is configured (--vcenter-url): %w (%w)", providers.ErrUnsupported, providers.ErrNotConfigured)
 		}
 	case providers.CapNodeKubelet, providers.CapNodeStaticPods:
 		if p.vc == nil {
