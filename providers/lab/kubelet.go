@@ -88,6 +88,11 @@ func (s *nodeSim) reconcileVM(ctx context.Context, vm *simVM, f faultsNow, now t
 		}
 		return false, nil
 	}
+	if at, ok := f.kubeletStopped[vm.name]; ok && podsStarted(vm, now) && at.After(vm.beatAt) {
+		// The kubelet ran until it was stopped, whenever the last tick
+		// was (a busy machine spaces them): its silence counts from then.
+		vm.beatAt = at
+	}
 	return s.nodeSilent(ctx, c, node, vm, now)
 }
 
@@ -122,7 +127,8 @@ func localAPIUp(vm *simVM, f faultsNow) bool {
 
 // kubeletUp tells whether the VM's kubelet runs now.
 func kubeletUp(vm *simVM, f faultsNow, now time.Time) bool {
-	return vm.on && podsStarted(vm, now) && !f.kubeletStopped[vm.name]
+	_, stopped := f.kubeletStopped[vm.name]
+	return vm.on && podsStarted(vm, now) && !stopped
 }
 
 // podsStarted tells whether the VM has booted far enough to run its

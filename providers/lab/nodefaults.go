@@ -15,8 +15,9 @@ import (
 // the node simulator reads a copy at the start of each tick, so its lock
 // is never held across an API call.
 type nodeFaults struct {
-	mu             sync.Mutex
-	kubeletStopped map[string]bool
+	mu sync.Mutex
+	// kubeletStopped: when each stopped kubelet was stopped.
+	kubeletStopped map[string]time.Time
 	// podsStopped: the static pods stopped on a node, by component;
 	// podsGen counts a node's static-pod changes, so the simulator writes
 	// their status once per change.
@@ -33,7 +34,7 @@ type nodeFaults struct {
 
 func newNodeFaults() *nodeFaults {
 	return &nodeFaults{
-		kubeletStopped: map[string]bool{}, podsStopped: map[string]map[string]bool{}, podsGen: map[string]int{},
+		kubeletStopped: map[string]time.Time{}, podsStopped: map[string]map[string]bool{}, podsGen: map[string]int{},
 		cniBroken: map[string]bool{}, stuckLeader: map[string]string{}, moveLeader: map[string]string{},
 	}
 }
@@ -41,7 +42,7 @@ func newNodeFaults() *nodeFaults {
 // faultsNow is one tick's copy of nodeFaults (moveLeader excepted: a tick
 // takes it, see takeMoveLeader).
 type faultsNow struct {
-	kubeletStopped map[string]bool
+	kubeletStopped map[string]time.Time
 	podsStopped    map[string]map[string]bool
 	podsGen        map[string]int
 	cniBroken      map[string]bool
@@ -68,7 +69,7 @@ func (f *nodeFaults) setKubelet(node string, running bool) {
 	if running {
 		delete(f.kubeletStopped, node)
 	} else {
-		f.kubeletStopped[node] = true
+		f.kubeletStopped[node] = time.Now()
 	}
 }
 

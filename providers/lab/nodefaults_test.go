@@ -19,11 +19,11 @@ func TestNodeFaults(t *testing.T) {
 	before := f.now()
 	f.setStaticPod("cp-0", "etcd", true)
 	f.setKubelet("md-0", false)
-	if !before.podsStopped["cp-0"]["etcd"] || before.kubeletStopped["md-0"] {
+	if _, stopped := before.kubeletStopped["md-0"]; !before.podsStopped["cp-0"]["etcd"] || stopped {
 		t.Fatalf("the copy changed with the faults: %+v", before)
 	}
 	after := f.now()
-	if after.podsStopped["cp-0"]["etcd"] || after.podsGen["cp-0"] != 2 || !after.kubeletStopped["md-0"] {
+	if _, stopped := after.kubeletStopped["md-0"]; after.podsStopped["cp-0"]["etcd"] || after.podsGen["cp-0"] != 2 || !stopped {
 		t.Fatalf("faults now: %+v", after)
 	}
 
