@@ -137,7 +137,6 @@ func (r *run) undoFault(ctx context.Context, f *activeFault, final bool) error {
 	if f.undo.Action == UndoNone {
 		result = ResultNone
 	}
-	entry := JournalEntry{Op: OpDone, FaultID: f.result.ID, Provider: providers.ProviderRef{Name: r.in.Provider.Name()}, Result: result}
 	if cut := cutShort(ctx, err, false); cut != "" && !final {
 		// Cut short, not failed: what it started may still land (a
 		// power-on task in flight); the clean-up undoes it again and
@@ -158,7 +157,7 @@ func (r *run) undoFault(ctx context.Context, f *activeFault, final bool) error {
 		// cut it short.
 		return &providers.InfraError{Err: fmt.Errorf("%v (still pending in journal %s; undo it with: %s)", err, r.in.Journal.Path(), RecoverCommand(r.in.Journal.Path(), r.ref()))}
 	}
-	if jerr := r.in.Journal.Append(entry); jerr != nil {
+	if jerr := r.in.Journal.Append(r.doneEntry(f, result)); jerr != nil {
 		err = fmt.Errorf("fault %s was undone but the journal could not record it: %w", f.result.ID, jerr)
 	}
 	now := time.Now()
@@ -188,9 +187,14 @@ func refused(def faultDef, err error) bool {
 	return !def.backups && (errors.Is(err, providers.ErrUnsupported) || errors.Is(err, providers.ErrNotFound) || errors.Is(err, providers.ErrInvalidState))
 }
 
+// doneEntry is the journal record that closes f with result.
+func (r *run) doneEntry(f *activeFault, result string) JournalEntry {
+	return JournalEntry{Op: OpDone, FaultID: f.result.ID, Provider: providers.ProviderRef{Name: r.in.Provider.Name()}, Result: result}
+}
+
 // closeFault journals f as ended with result, undoing nothing.
 func (r *run) closeFault(f *activeFault, result, why string) error {
-	err := r.in.Journal.Append(JournalEntry{Op: OpDone, FaultID: f.result.ID, Provider: providers.ProviderRef{Name: r.in.Provider.Name()}, Result: result})
+	err := r.in.Journal.Append(r.doneEntry(f, result))
 	r.mu.Lock()
 	f.done = true
 	f.result.Result = result
