@@ -7,23 +7,23 @@
 source "$(dirname "$0")/lib.sh"
 module="$(go list -m)"
 rules='
-providers                   artifacts cmd framework internal providers/ scenarios suites
-framework/scenario          artifacts cmd framework/engine framework/check providers/ scenarios suites
-framework/check             artifacts cmd framework/engine framework/scenario providers/ scenarios suites
-framework/engine            artifacts cmd providers/ scenarios suites
-internal/...                artifacts cmd framework internal/ providers scenarios suites
-providers/vsphere           artifacts cmd framework providers/capi providers/kind providers/lab providers/session providers/fake scenarios suites
-providers/capi              artifacts cmd framework providers/kind providers/lab providers/session providers/fake scenarios suites
-providers/kind              artifacts cmd framework providers/lab providers/session providers/fake scenarios suites
-providers/lab               artifacts cmd framework/engine framework/check providers/session providers/fake scenarios suites
-providers/lab/vmcontainers  artifacts cmd framework providers/capi providers/lab providers/session providers/fake providers/vsphere scenarios suites
-providers/lab/labtest       artifacts cmd framework/engine framework/check providers/session scenarios suites
-providers/fake              artifacts cmd framework providers/ scenarios suites
-artifacts                   cmd providers/ scenarios suites
-providers/session           cmd suites
-scenarios                   artifacts cmd framework internal providers suites
-scenarios/scenariotest      artifacts cmd providers/ suites
-scenarios/selection         artifacts cmd internal providers suites
+providers                   artifacts cmd framework internal providers/ scenarios session suites
+framework/scenario          artifacts cmd framework/engine framework/check providers/ scenarios session suites
+framework/check             artifacts cmd framework/engine framework/scenario providers/ scenarios session suites
+framework/engine            artifacts cmd providers/ scenarios session suites
+internal/...                artifacts cmd framework internal/ providers scenarios session suites
+providers/vsphere           artifacts cmd framework providers/capi providers/kind providers/lab session providers/fake scenarios suites
+providers/capi              artifacts cmd framework providers/kind providers/lab session providers/fake scenarios suites
+providers/kind              artifacts cmd framework providers/lab session providers/fake scenarios suites
+providers/lab               artifacts cmd framework/engine framework/check session providers/fake scenarios suites
+providers/lab/vmcontainers  artifacts cmd framework providers/capi providers/lab session providers/fake providers/vsphere scenarios suites
+providers/lab/labtest       artifacts cmd framework/engine framework/check session scenarios suites
+providers/fake              artifacts cmd framework providers/ scenarios session suites
+artifacts                   cmd providers/ scenarios session suites
+session                     cmd suites
+scenarios                   artifacts cmd framework internal providers session suites
+scenarios/scenariotest      artifacts cmd providers/ session suites
+scenarios/selection         artifacts cmd internal providers session suites
 suites/...                  cmd
 '
 forbidden() { # PACKAGE: the forbidden list of its most specific row

@@ -26,6 +26,9 @@ const (
 	// CapNodes is Nodes'; a ClusterAPI provider has it through its
 	// Machines.
 	CapNodes Capability = "Nodes"
+	// CapSimulatedNodes is SimulatedNodes': a scenario whose spec.lab says
+	// it cannot run on real nodes (simulatedOnly) requires it.
+	CapSimulatedNodes Capability = "SimulatedNodes"
 )
 
 // capabilities ties each capability to the test of its interface: the one
@@ -44,6 +47,7 @@ var capabilities = []struct {
 	{CapEtcdLeadership, implements[EtcdLeadership]},
 	{CapObjectWrites, implements[ObjectWriter]},
 	{CapNodes, func(p Provider) bool { return implements[Nodes](p) || implements[ClusterAPI](p) }},
+	{CapSimulatedNodes, implements[SimulatedNodes]},
 }
 
 func implements[T any](p Provider) bool {

@@ -242,6 +242,14 @@ type EtcdLeadership interface {
 	SetLeaderStuck(ctx context.Context, m Object, stuck bool) error
 }
 
+// SimulatedNodes is implemented by a provider whose nodes faultline plays
+// itself (the lab's node simulator): a scenario may hold a state there
+// that real nodes heal or never reach. A provider that has simulated
+// nodes only in some set-ups says when through CapabilityCondition.
+type SimulatedNodes interface {
+	SimulatesNodes()
+}
+
 // Nodes reads the Kubernetes Node behind a target and tells whether the
 // target's cluster API server answers, for providers with no Cluster API
 // Machines (kind's node containers). A ClusterAPI provider has it through
@@ -385,8 +393,15 @@ type Describer interface {
 	Ref() ProviderRef
 }
 
-// ProviderRef is what a journal records about the provider.
+// ProviderRef is what a journal records about the provider. Each provider
+// package owns the meaning of its Config as a typed record (vsphere.Record,
+// capi.Record, kind.Record) that writes and reads it; nothing else reads
+// the keys.
 type ProviderRef struct {
-	Name   string            `json:"name"`
+	Name string `json:"name"`
+	// Target names what the provider reaches (a vCenter URL, a management
+	// cluster's API server, a kind cluster): runs with the same Target act
+	// on the same objects.
+	Target string            `json:"target,omitempty"`
 	Config map[string]string `json:"config,omitempty"`
 }

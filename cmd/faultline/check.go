@@ -13,24 +13,15 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/faultline-dev/faultline/providers/session"
+	"github.com/faultline-dev/faultline/session"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/check"
-	"github.com/faultline-dev/faultline/framework/engine"
-	"github.com/faultline-dev/faultline/framework/scenario"
-	"github.com/faultline-dev/faultline/providers"
-	"github.com/faultline-dev/faultline/providers/capi"
-	"github.com/faultline-dev/faultline/providers/kind"
-	"github.com/faultline-dev/faultline/providers/lab"
 )
 
 type checkOptions struct {
@@ -48,15 +39,6 @@ type checkOptions struct {
 	lab     labFlags
 	output  string
 	timeout time.Duration
-}
-
-// checkedCluster is one workload cluster's findings.
-type checkedCluster struct {
-	Cluster  string          `json:"cluster"`
-	Findings []check.Finding `json:"findings"`
-	// Skipped says why the cluster was not checked (no Machine to reach it
-	// through).
-	Skipped string `json:"skipped,omitempty"`
 }
 
 func newCheckCommand() *cobra.Command {
@@ -85,7 +67,7 @@ Exit codes: 0 nothing at error severity, 1 an error finding, 2 invalid input,
 			defer stop()
 			err := o.run(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			var ee *exitError
-			if errors.As(err, &ee) && ee.code == engine.ExitInfra {
+			if errors.As(err, &ee) && ee.code == exitInfra {
 				// CI reads the file: a cluster that could not be checked
 				// is an error case in it, never an empty file; and the
 				// kept report says so too.
@@ -139,102 +121,62 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 		if o.workload.kubeconfig != "" || o.cluster.kubeconfig != "" || o.cluster.context != "" {
 			return usageErr("--kind-cluster names the cluster to check: leave out --kubeconfig, --context and --workload-kubeconfig")
 		}
-		state, err := kind.DefaultState()
+		path, cleanup, err := session.KindKubeconfig(o.kindCluster)
 		if err != nil {
-			return infraErr(err)
-		}
-		path, cleanup, err := kind.KubeconfigFile(state, o.kindCluster)
-		if err != nil {
-			return &exitError{code: engine.ExitInfra, err: fmt.Errorf("--kind-cluster %s: %w", o.kindCluster, err)}
+			return &exitError{code: exitInfra, err: fmt.Errorf("--kind-cluster %s: %w", o.kindCluster, err)}
 		}
 		defer cleanup()
 		o.workload.kubeconfig = path
 	}
-	var c, wc client.Client
-	var p *capi.Provider
-	opts := []capi.Option{capi.WithReadOnly()}
-	var workloadName string
+	in := session.CheckInput{Management: o.cluster.config(), Nodes: o.lab.nodes, Log: newLogger(stderr, 0), Out: stderr}
+	in.Management.Cluster = o.only
 	if o.workload.kubeconfig != "" {
 		o.workload.flag = "--workload-kubeconfig"
 		var err error
-		if wc, _, workloadName, err = o.workload.client(); err != nil {
+		if in.Workload, _, in.WorkloadName, err = o.workload.client(); err != nil {
 			return err
 		}
-		opts = append(opts, capi.WithWorkloadClient(wc))
 	}
-	vcfg, err := o.vcenter.merged()
-	if err != nil {
+	var err error
+	if in.VCenter, err = o.vcenter.merged(); err != nil {
 		return err
 	}
 	// The embedded lab only when nothing names a cluster: $KUBECONFIG
 	// names one as --kubeconfig does (as for kubectl and clusterctl), and
 	// a vCenter is the one behind a management cluster.
-	named := o.cluster.kubeconfig != "" || o.cluster.context != "" || os.Getenv("KUBECONFIG") != "" || session.InPod()
-	target := "the embedded lab"
+	in.Named = o.cluster.kubeconfig != "" || o.cluster.context != "" || os.Getenv("KUBECONFIG") != "" || session.InPod()
 	switch {
-	case !named && workloadName != "":
-		if o.vcenter.url != "" {
-			return usageErr("--vcenter-url: the workload checks read no vCenter; leave it out, or name the management cluster with --kubeconfig")
-		}
-		return o.checkWorkloadOnly(ctx, stdout, workloadName, capi.New(nil, opts...))
-	case !named && vcfg.URL != "":
-		return usageErr("%s names vCenter %s, but no management cluster is named: give its kubeconfig with --kubeconfig, --context or $KUBECONFIG (without any of them check starts the embedded lab, which has a vCenter of its own)", vcenterSource(o.vcenter), vcfg.URL)
-	case !named:
-		if o.reportCM != "" {
-			return usageErr("--report-configmap keeps the report in a cluster: name one with --kubeconfig (the embedded lab goes away with the run)")
-		}
-		log := newLogger(stderr, 0)
-		labCfg, err := o.lab.config(log, lab.ClusterSpec{Name: lab.ClusterName, LabSpec: scenario.LabSpec{ControlPlanes: 1, Workers: 2}})
-		if err != nil {
+	case !in.Named && in.Workload != nil && o.vcenter.url != "":
+		return usageErr("--vcenter-url: the workload checks read no vCenter; leave it out, or name the management cluster with --kubeconfig")
+	case !in.Named && in.Workload != nil:
+	case !in.Named && in.VCenter.URL != "":
+		return usageErr("%s names vCenter %s, but no management cluster is named: give its kubeconfig with --kubeconfig, --context or $KUBECONFIG (without any of them check starts the embedded lab, which has a vCenter of its own)", vcenterSource(o.vcenter), in.VCenter.URL)
+	case !in.Named && o.reportCM != "":
+		return usageErr("--report-configmap keeps the report in a cluster: name one with --kubeconfig (the embedded lab goes away with the run)")
+	case !in.Named:
+		if in.Lab, err = o.lab.config(in.Log); err != nil {
 			return err
 		}
-		s, err := session.Open(ctx, session.Config{Provider: session.ProviderLab, Lab: labCfg, Log: log, Out: stderr})
-		if err != nil {
-			return sessionErr(err)
-		}
-		defer func() {
-			if err := s.Close(context.WithoutCancel(ctx)); err != nil {
-				fmt.Fprintln(stderr, "lab: stop:", err)
-			}
-		}()
-		c = s.Lab.Client()
-		p = capi.New(c, append(opts, capi.WithVCenter(s.Lab.VCenter()))...)
-	default:
-		cfg := session.Config{
-			Provider:   session.ProviderCAPI,
-			Management: session.ManagementConfig{Kubeconfig: o.cluster.kubeconfig, Context: o.cluster.context, ReadOnly: true, Workload: wc, Cluster: o.only},
-			Log:        newLogger(stderr, 0),
-			Out:        stderr,
-		}
-		// The inventory check reads the vCenter, when one is named.
-		if vcfg.URL != "" {
-			cfg.VCenter = session.VCenterConfig{Config: vcfg}
-		}
-		s, err := session.Open(ctx, cfg)
-		if err != nil {
-			return sessionErr(err)
-		}
-		defer func() { _ = s.Close(context.WithoutCancel(ctx)) }()
-		c, p, target = s.Client, s.Provider.(*capi.Provider), "context "+s.Context
-		if s.Context == capi.InClusterContext {
-			var list clusterv1.ClusterList
-			if err := c.List(ctx, &list, client.Limit(1)); meta.IsNoMatchError(err) {
-				// No Cluster API in the cluster faultline runs in: the
-				// workload rules, on it.
-				return o.checkWorkloadOnly(ctx, stdout, capi.InClusterContext, capi.New(nil, append(opts, capi.WithWorkloadClient(c))...))
-			}
-		}
 	}
+	chk, err := session.OpenCheck(ctx, in)
+	if err != nil {
+		return sessionErr(err)
+	}
+	defer func() {
+		if err := chk.Close(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintln(stderr, "check: close:", err)
+		}
+	}()
 	rctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	checked, err := checkClusters(rctx, c, p, o.only)
+	checked, err := chk.Run(rctx, o.only)
 	if err != nil {
-		return infraErr(fmt.Errorf("check %s: %w", target, err))
+		return infraErr(err)
 	}
 	if o.only != "" && len(checked) == 0 {
-		return usageErr("--cluster %s: %s has no such Cluster", o.only, target)
+		return usageErr("--cluster %s: %s has no such Cluster", o.only, chk.Target)
 	}
-	if workloadName != "" && len(checked) > 1 {
+	if in.Workload != nil && len(checked) > 1 {
 		return usageErr("--workload-kubeconfig pairs with one Cluster, and the management cluster has %d: name it with --cluster", len(checked))
 	}
 	return o.report(stdout, checked)
@@ -248,22 +190,9 @@ func vcenterSource(f vcenterFlags) string {
 	return "$GOVC_URL"
 }
 
-// checkWorkloadOnly checks one cluster with no management cluster: the
-// webhook and Calico checks.
-func (o *checkOptions) checkWorkloadOnly(ctx context.Context, stdout io.Writer, name string, p *capi.Provider) error {
-	rctx, cancel := context.WithTimeout(ctx, o.timeout)
-	defer cancel()
-	findings, err := check.RunWorkloadChecks(rctx, p, providers.Object{Kind: "Cluster", Name: name, Attributes: map[providers.Attribute]string{}})
-	if err != nil {
-		return infraErr(fmt.Errorf("check workload context %s: %w", name, err))
-	}
-	sortFindings(findings)
-	return o.report(stdout, []checkedCluster{{Cluster: "context " + name, Findings: findings}})
-}
-
 // report writes the findings, and keeps them in --report-configmap; an
 // error finding is exit code 1.
-func (o *checkOptions) report(stdout io.Writer, checked []checkedCluster) error {
+func (o *checkOptions) report(stdout io.Writer, checked []session.CheckedCluster) error {
 	if err := writeChecks(stdout, o.output, checked); err != nil {
 		return err
 	}
@@ -275,60 +204,14 @@ func (o *checkOptions) report(stdout io.Writer, checked []checkedCluster) error 
 	for _, cc := range checked {
 		for _, f := range cc.Findings {
 			if f.Severity == "error" {
-				return exitCode(engine.ExitFail)
+				return exitCode(exitFail)
 			}
 		}
 	}
 	return nil
 }
 
-// checkClusters runs the checks on every workload cluster, reached
-// through one of its Machines.
-func checkClusters(ctx context.Context, c client.Client, p *capi.Provider, only string) ([]checkedCluster, error) {
-	var clusters clusterv1.ClusterList
-	if err := c.List(ctx, &clusters); err != nil {
-		return nil, fmt.Errorf("list Clusters: %w", err)
-	}
-	out := make([]checkedCluster, 0, len(clusters.Items))
-	for _, cl := range clusters.Items {
-		key := cl.Namespace + "/" + cl.Name
-		if only != "" && key != only {
-			continue
-		}
-		machines, err := p.Resolve(ctx, providers.Selector{Cluster: key})
-		if err != nil {
-			return nil, err
-		}
-		if len(machines) == 0 {
-			out = append(out, checkedCluster{Cluster: key, Skipped: "no Machine yet"})
-			continue
-		}
-		findings, err := check.RunChecks(ctx, p, machines[0])
-		if err != nil {
-			return nil, fmt.Errorf("cluster %s: %w", key, err)
-		}
-		sortFindings(findings)
-		out = append(out, checkedCluster{Cluster: key, Findings: findings})
-	}
-	return out, nil
-}
-
-// sortFindings puts errors first, then warnings, then info.
-func sortFindings(findings []check.Finding) {
-	sort.SliceStable(findings, func(i, j int) bool { return severityRank(findings[i].Severity) < severityRank(findings[j].Severity) })
-}
-
-func severityRank(s string) int {
-	switch s {
-	case "error":
-		return 0
-	case "warning":
-		return 1
-	}
-	return 2
-}
-
-func writeChecks(w io.Writer, format string, checked []checkedCluster) error {
+func writeChecks(w io.Writer, format string, checked []session.CheckedCluster) error {
 	switch format {
 	case "json":
 		enc := json.NewEncoder(w)
@@ -364,7 +247,7 @@ const maxReport = 900 << 10
 // (summary.txt) into the ConfigMap --report-configmap names, creating or
 // replacing it, through the cluster's own client (check reads through a
 // read-only one).
-func (o *checkOptions) keepReport(checked []checkedCluster) error {
+func (o *checkOptions) keepReport(checked []session.CheckedCluster) error {
 	var junit, text bytes.Buffer
 	if err := writeChecksJUnit(&junit, checked); err != nil {
 		return err
@@ -416,7 +299,7 @@ func writeUnreachableJUnit(w io.Writer, err error) error {
 
 // writeChecksJUnit writes one suite per cluster and one case per rule:
 // an error finding fails its case; warnings and info are its output.
-func writeChecksJUnit(w io.Writer, checked []checkedCluster) error {
+func writeChecksJUnit(w io.Writer, checked []session.CheckedCluster) error {
 	ids := make([]string, 0, len(check.FindingIDs))
 	for id := range check.FindingIDs {
 		ids = append(ids, id)

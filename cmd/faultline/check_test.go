@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"github.com/faultline-dev/faultline/session"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,7 +115,7 @@ func TestIntegrationCheckLab(t *testing.T) {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out.String(), errOut.String())
 	}
 	var doc struct {
-		Clusters []checkedCluster `json:"clusters"`
+		Clusters []session.CheckedCluster `json:"clusters"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
 		t.Fatalf("json: %v\n%s", err, out.String())
@@ -239,7 +240,7 @@ func TestIntegrationCheckReadOnlyRBAC(t *testing.T) {
 			continue
 		}
 		var doc struct {
-			Clusters []checkedCluster `json:"clusters"`
+			Clusters []session.CheckedCluster `json:"clusters"`
 		}
 		if err := json.Unmarshal(out.Bytes(), &doc); err != nil || len(doc.Clusters) != 1 || !strings.HasPrefix(doc.Clusters[0].Cluster, tc.cluster) {
 			t.Errorf("%v: %v %s", tc.args, err, out.String())

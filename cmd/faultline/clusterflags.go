@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/faultline-dev/faultline/providers/session"
+	"github.com/faultline-dev/faultline/session"
 
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/client"

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"runtime/debug"
@@ -14,7 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/faultline-dev/faultline/providers/session"
+	"github.com/faultline-dev/faultline/session"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -22,9 +21,6 @@ import (
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
-	"github.com/faultline-dev/faultline/providers"
-	"github.com/faultline-dev/faultline/providers/capi"
-	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/vsphere"
 	"github.com/faultline-dev/faultline/scenarios/selection"
@@ -122,7 +118,7 @@ phase; -o json gives the same as a list of files with their problems.`,
 				}
 			}
 			if bad > 0 {
-				return exitCode(engine.ExitUsage)
+				return exitCode(exitUsage)
 			}
 			return nil
 		},
@@ -254,7 +250,11 @@ or the flags; the journal only records where the vCenter is.`,
 			defer stop()
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			conns := &recoverConns{flags: &vc, contexts: contexts, accept: accept, opened: map[string]providers.Provider{}}
+			vcfg, err := vc.sessionConfig(logr.Discard())
+			if err != nil {
+				return err
+			}
+			conns := &session.Reconnector{VCenter: vcfg, URL: vc.url, Contexts: contexts, AcceptThumbprint: accept}
 			return recoverJournals(ctx, cmd, in, conns)
 		},
 	}
@@ -268,11 +268,17 @@ or the flags; the journal only records where the vCenter is.`,
 	return cmd
 }
 
-func recoverJournals(ctx context.Context, cmd *cobra.Command, in engine.RecoverInput, conns *recoverConns) error {
+func recoverJournals(ctx context.Context, cmd *cobra.Command, in engine.RecoverInput, conns *session.Reconnector) error {
 	out := cmd.OutOrStdout()
 	// One login per vCenter, however many faults the journals hold.
-	defer conns.close(cmd.ErrOrStderr())
-	in.Check, in.Reconnect = conns.check, conns.provider
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := conns.Close(cctx); err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "faultline:", err)
+		}
+	}()
+	in.Check, in.Reconnect = conns.Check, conns.Reconnect
 	in.Note = func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), "recover: NOTE:", s) }
 	in.Report = func(r engine.Recovered) {
 		switch {
@@ -296,168 +302,6 @@ func recoverJournals(ctx context.Context, cmd *cobra.Command, in engine.RecoverI
 		return infraErr(fmt.Errorf("%d of %d pending faults could not be undone; they stay pending", sum.Failed, sum.Pending))
 	}
 	return nil
-}
-
-// errLabGone is why a lab's faults need no undo.
-var errLabGone = fmt.Errorf("%w: the embedded lab died with the run that started it; nothing of it is left to undo", engine.ErrProviderGone)
-
-// recoverConns reconnects to the providers of journal entries, once per
-// vCenter and per management cluster.
-type recoverConns struct {
-	flags *vcenterFlags
-	// contexts are the kubeconfig contexts recover may act on.
-	contexts []string
-	// accept is --accept-thumbprint: the renewed certificate to trust
-	// instead of the one journals recorded.
-	accept string
-	// opened are the providers reached, by vCenter URL or by kubeconfig
-	// and context; closers close them.
-	opened  map[string]providers.Provider
-	closers []func(context.Context) error
-}
-
-// check refuses a pending fault whose target the user has not allowed, or
-// whose recorded identity is not what its kubeconfig reaches now. It is
-// asked about every entry before anything is dialled.
-func (c *recoverConns) check(e engine.JournalEntry) error {
-	switch e.Provider.Name {
-	case "lab":
-		return nil
-	case "vsphere":
-		return c.checkVCenter(e.Provider)
-	case "kind":
-		name := e.Provider.Config["cluster"]
-		state, err := kind.DefaultState()
-		if err != nil {
-			return err
-		}
-		if !kind.IsRecorded(state, name) && !session.Allowed(c.contexts, session.EnvAllowedContexts, "kind-"+name) {
-			return fmt.Errorf("kind cluster %s was not created by faultline and context kind-%s is not allowed (--allow-context or $%s)", name, name, session.EnvAllowedContexts)
-		}
-		return nil
-	}
-	kubeconfig, ctxName := e.Provider.Config[capi.RefKubeconfig], e.Provider.Config[capi.RefContext]
-	if kubeconfig == "" {
-		return nil // Reconnect says it cannot reconnect.
-	}
-	if !session.Allowed(c.contexts, session.EnvAllowedContexts, ctxName) {
-		return fmt.Errorf("context %q is not allowed (--allow-context %s or $%s)", ctxName, ctxName, session.EnvAllowedContexts)
-	}
-	recorded := e.Provider.Config[capi.RefServer]
-	if recorded == "" {
-		return fmt.Errorf("the entry records no identity (server and CA) of context %q", ctxName)
-	}
-	server, ca, err := capi.Identity(kubeconfig, ctxName)
-	if err != nil {
-		return err
-	}
-	switch {
-	case server != recorded:
-		return fmt.Errorf("context %q now reaches %s, not %s where the fault went", ctxName, server, recorded)
-	case ca == "":
-		return fmt.Errorf("context %q does not verify TLS (no CA, or insecure-skip-tls-verify)", ctxName)
-	case ca != e.Provider.Config[capi.RefCASHA256]:
-		return fmt.Errorf("context %q trusts another CA than when the fault was injected", ctxName)
-	}
-	return nil
-}
-
-// checkVCenter refuses a vCenter that is not on the allow-list.
-func (c *recoverConns) checkVCenter(ref providers.ProviderRef) error {
-	raw := ref.Config["url"]
-	if c.flags.url != "" {
-		raw = c.flags.url
-	}
-	u, err := (vsphere.Config{URL: raw}).Endpoint()
-	if err != nil {
-		return err
-	}
-	if !session.AllowedVCenter(c.flags.allowed, u) {
-		return fmt.Errorf("vCenter %s is not allowed (--allow-vcenter %s or $%s)", u.Host, u.Hostname(), session.EnvAllowedVCenters)
-	}
-	return nil
-}
-
-// provider reconnects to the provider of a pending fault that check let
-// through.
-func (c *recoverConns) provider(ctx context.Context, e engine.JournalEntry) (providers.Provider, error) {
-	switch e.Provider.Name {
-	case "lab":
-		return nil, errLabGone
-	case "vsphere":
-		if p, ok := c.opened[e.Provider.Config["url"]]; ok {
-			return p, nil
-		}
-		vcfg, err := c.flags.sessionConfig(logr.Discard())
-		if err != nil {
-			return nil, err
-		}
-		vcfg.Config = vsphere.RecoverConfigFromRef(e.Provider, vcfg.Config)
-		if c.flags.url != "" {
-			vcfg.Config.URL = c.flags.url
-		}
-		if c.accept != "" {
-			vcfg.Config.Thumbprint = c.accept
-		}
-		s, err := session.Open(ctx, session.Config{Provider: session.ProviderVSphere, VCenter: vcfg, Log: logr.Discard()})
-		if err != nil && c.accept == "" {
-			err = renewedCertificate(ctx, vcfg.Config, err)
-		}
-		if err != nil {
-			return nil, err
-		}
-		c.closers = append(c.closers, s.Close)
-		c.opened[e.Provider.Config["url"]] = s.Provider
-		return s.Provider, nil
-	case "kind":
-		s, err := session.Open(ctx, session.Config{
-			Provider: session.ProviderKind, Log: logr.Discard(),
-			Management: session.ManagementConfig{Allowed: c.contexts},
-			Kind:       session.KindConfig{Cluster: e.Provider.Config["cluster"], Kubeconfig: e.Provider.Config["kubeconfig"]},
-		})
-		if err != nil {
-			return nil, err
-		}
-		c.closers = append(c.closers, s.Close)
-		return s.Provider, nil
-	}
-	if e.Provider.Config[capi.RefKubeconfig] != "" {
-		// A Cluster API management cluster: reached again with the same
-		// kubeconfig and context, which check found allowed and the same.
-		key := e.Provider.Config[capi.RefKubeconfig] + "|" + e.Provider.Config[capi.RefContext]
-		if p, ok := c.opened[key]; ok {
-			return p, nil
-		}
-		ctxName := e.Provider.Config[capi.RefContext]
-		vcfg, err := c.flags.sessionConfig(logr.Discard())
-		if err != nil {
-			return nil, err
-		}
-		s, err := session.Open(ctx, session.Config{
-			Provider:   session.ProviderCAPI,
-			Management: session.ManagementConfig{Kubeconfig: e.Provider.Config[capi.RefKubeconfig], Context: ctxName, Allowed: c.contexts},
-			VCenter:    vcfg,
-			Log:        logr.Discard(),
-		})
-		if err != nil {
-			return nil, err
-		}
-		c.closers = append(c.closers, s.Close)
-		c.opened[key] = s.Provider
-		return s.Provider, nil
-	}
-	return nil, fmt.Errorf("provider %q in journal: faultline cannot reconnect to it", e.Provider.Name)
-}
-
-// close closes what was opened, reporting failures on w.
-func (c *recoverConns) close(w io.Writer) {
-	for _, closeFn := range c.closers {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := closeFn(ctx); err != nil {
-			fmt.Fprintln(w, "faultline:", err)
-		}
-		cancel()
-	}
 }
 
 func newLabCommand() *cobra.Command {
@@ -498,19 +342,4 @@ reach it, including its CA file.`,
 	vcsim.Flags().StringVar(&envFile, "env-file", "", "also write the GOVC_* settings to this file")
 	cmd.AddCommand(vcsim, newLabUpCommand(), newLabDownCommand())
 	return cmd
-}
-
-// renewedCertificate explains a failed connection to a journal's vCenter
-// whose certificate is no longer the one the journal recorded: it shows
-// both thumbprints and how to accept the new one. Other errors pass.
-func renewedCertificate(ctx context.Context, cfg vsphere.Config, err error) error {
-	u, uerr := cfg.Endpoint()
-	if uerr != nil || cfg.Thumbprint == "" {
-		return err
-	}
-	now, terr := vsphere.PresentedThumbprint(ctx, u)
-	if terr != nil || strings.EqualFold(strings.ReplaceAll(now, ":", ""), strings.ReplaceAll(cfg.Thumbprint, ":", "")) {
-		return err
-	}
-	return fmt.Errorf("vCenter %s now presents a certificate with thumbprint %s; when the fault was injected it presented %s. If, and only if, that certificate was renewed since, recover with --accept-thumbprint %s (%w)", u.Host, now, cfg.Thumbprint, now, err)
 }

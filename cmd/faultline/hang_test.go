@@ -202,7 +202,7 @@ func TestIntegrationHangAfterInject(t *testing.T) {
 		run, out, journal := start(t, "DC0_H0_VM0", "--timeout", "5s")
 		err := run.Wait()
 		took := time.Since(began)
-		if exit, _ := err.(*exec.ExitError); exit == nil || exit.ExitCode() != engine.ExitInfra || took > 15*time.Second {
+		if exit, _ := err.(*exec.ExitError); exit == nil || exit.ExitCode() != exitInfra || took > 15*time.Second {
 			t.Errorf("exit %v after %s, want 3 within 15 s\n%s", err, took.Round(time.Millisecond), out)
 		}
 		if !strings.Contains(out.String(), "waiting for clean-up: undo off/DC0_H0_VM0") {
@@ -227,7 +227,7 @@ func TestIntegrationHangAfterInject(t *testing.T) {
 			t.Fatal(err)
 		}
 		err := run.Wait()
-		if exit, _ := err.(*exec.ExitError); exit == nil || exit.ExitCode() != engine.ExitInfra || time.Since(second) > 3*time.Second {
+		if exit, _ := err.(*exec.ExitError); exit == nil || exit.ExitCode() != exitInfra || time.Since(second) > 3*time.Second {
 			t.Errorf("exit %v %s after the second interrupt, want 3 at once\n%s", err, time.Since(second).Round(time.Millisecond), out)
 		}
 		if !strings.Contains(out.String(), "the clean-up was cut short (a second signal)") {

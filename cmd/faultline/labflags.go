@@ -9,7 +9,7 @@ import (
 
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers/lab"
-	"github.com/faultline-dev/faultline/providers/session"
+	"github.com/faultline-dev/faultline/session"
 )
 
 // labStartTimeout bounds the lab's start: envtest, the controllers and the
@@ -30,24 +30,26 @@ func (f *labFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.assets, "assets", "", "folder with kube-apiserver and etcd for the lab (default $"+lab.AssetsEnv+", setup-envtest's cache, ./bin/envtest, ~/.cache/faultline/envtest)")
 }
 
+// validate checks --profile and --nodes.
+func (f *labFlags) validate() error {
+	if _, err := lab.ProfileNamed(f.profile); err != nil {
+		return usageErr("--profile: %v", err)
+	}
+	switch f.nodes {
+	case "", scenario.NodesSimulated, scenario.NodesContainers:
+		return nil
+	}
+	return usageErr("--nodes %q: expected %s or %s", f.nodes, scenario.NodesSimulated, scenario.NodesContainers)
+}
+
 // config is the session's lab configuration for clusters (none: a
 // vCenter simulator alone). It routes the libraries' loggers: main's
 // business, done once per process.
 func (f *labFlags) config(log logr.Logger, clusters ...lab.ClusterSpec) (session.LabConfig, error) {
-	p, err := lab.ProfileNamed(f.profile)
-	if err != nil {
-		return session.LabConfig{}, usageErr("--profile: %v", err)
+	if err := f.validate(); err != nil {
+		return session.LabConfig{}, err
 	}
-	switch f.nodes {
-	case "", scenario.NodesSimulated, scenario.NodesContainers:
-	default:
-		return session.LabConfig{}, usageErr("--nodes %q: expected %s or %s", f.nodes, scenario.NodesSimulated, scenario.NodesContainers)
-	}
-	if f.nodes != "" {
-		for i := range clusters {
-			clusters[i].Nodes = f.nodes
-		}
-	}
+	p, _ := lab.ProfileNamed(f.profile)
 	// The controllers log what they do at level 0 and their transient
 	// errors often; users see them from -v 2 on.
 	labLog := logr.Discard()

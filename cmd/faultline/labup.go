@@ -2,20 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/faultline-dev/faultline/providers/session"
+	"github.com/faultline-dev/faultline/session"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
@@ -196,71 +193,7 @@ func orNone(names []string) string {
 	return strings.Join(names, ", ")
 }
 
-// labDown stops a lab's owner if it still runs (SIGTERM, then SIGKILL
-// after 30 s); then, as after a crash, kills what the lab recorded
-// starting (kube-apiserver, etcd) if it still runs, removes the real
-// nodes' containers and network, the folder and the record.
+// labDown stops the lab r records (lab.Down), saying what it does.
 func labDown(r lab.Record, out io.Writer) error {
-	if r.OwnerAlive() {
-		fmt.Fprintf(out, "stopping lab %s (pid %d)\n", r.Name(), r.PID)
-		_ = syscall.Kill(r.PID, syscall.SIGTERM)
-		waitExit(r.PID, 30*time.Second)
-		if r.OwnerAlive() {
-			_ = syscall.Kill(r.PID, syscall.SIGKILL)
-			waitExit(r.PID, 5*time.Second)
-		}
-	}
-	// Only what the lab recorded starting (its kube-apiserver and
-	// etcd, which die with their owner anyway), never a process found by
-	// its command line: a user's `less apiserver.log` names the folder too.
-	procs, err := lab.Processes(r.Dir)
-	if err != nil {
-		return err
-	}
-	for _, p := range procs {
-		if p.Alive() {
-			fmt.Fprintf(out, "killing leftover process %d\n", p.PID)
-			_ = syscall.Kill(p.PID, syscall.SIGKILL)
-		}
-	}
-	// Its real nodes' containers and network, recorded in the folder as
-	// they were made.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := lab.RemoveRealNodes(ctx, r.Dir); err != nil {
-		return fmt.Errorf("remove the real nodes of lab %s: %w", r.Name(), err)
-	}
-	if err := os.RemoveAll(r.Dir); err != nil {
-		return fmt.Errorf("remove lab folder %s: %w", r.Dir, err)
-	}
-	if err := lab.RemoveRecord(r); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "lab %s down; removed %s\n", r.Name(), r.Dir)
-	return nil
-}
-
-// waitExit waits until pid exits or the timeout passes, on a pidfd: the
-// kernel says when, no polling.
-func waitExit(pid int, timeout time.Duration) {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return // already gone
-	}
-	defer unix.Close(fd)
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	deadline := time.Now().Add(timeout)
-	for {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return
-		}
-		n, err := unix.Poll(fds, int(left.Milliseconds())+1)
-		if err == nil && n > 0 {
-			return
-		}
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			return
-		}
-	}
+	return lab.Down(r, func(line string) { fmt.Fprintln(out, line) })
 }

@@ -17,11 +17,10 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/faultline-dev/faultline/providers/session"
+	"github.com/faultline-dev/faultline/session"
 
 	"github.com/spf13/cobra"
 
-	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/providers/kind"
 )
 
@@ -35,10 +34,10 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 func usageErr(format string, args ...any) error {
-	return &exitError{code: engine.ExitUsage, err: fmt.Errorf(format, args...)}
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
 }
 
-func infraErr(err error) error { return &exitError{code: engine.ExitInfra, err: err} }
+func infraErr(err error) error { return &exitError{code: exitInfra, err: err} }
 
 // exitCode is how a command ended without an error message to print.
 type exitCode int
@@ -52,13 +51,13 @@ func main() {
 	if state, err := kind.DefaultState(); err == nil {
 		if err := os.Setenv("PATH", kind.ShimPATH(state, os.Getenv("PATH"))); err != nil {
 			fmt.Fprintln(os.Stderr, "faultline: set PATH:", err)
-			os.Exit(engine.ExitInfra)
+			os.Exit(exitInfra)
 		}
 	}
 	stop, err := startCPUProfile(os.Getenv(EnvCPUProfile))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "faultline:", err)
-		os.Exit(engine.ExitUsage)
+		os.Exit(exitUsage)
 	}
 	code := execute(os.Args[1:], os.Stdout, os.Stderr)
 	if err := stop(); err != nil {
@@ -137,7 +136,7 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	}
 	// cobra's own errors: unknown flag, wrong number of arguments.
 	fmt.Fprintln(stderr, "faultline:", err)
-	return engine.ExitUsage
+	return exitUsage
 }
 
 func newRootCommand() *cobra.Command {
@@ -162,9 +161,12 @@ Exit codes: 0 pass (or skipped), 1 scenario failed, 2 invalid input or usage,
 // configuration that cannot work is a usage error, anything else a
 // failure to reach the infrastructure.
 func sessionErr(err error) error {
+	if ee := (*exitError)(nil); errors.As(err, &ee) {
+		return err // the flags' own error, with its code
+	}
 	var ce *session.ConfigError
 	if errors.As(err, &ce) {
-		return &exitError{code: engine.ExitUsage, err: err}
+		return &exitError{code: exitUsage, err: err}
 	}
 	return infraErr(err)
 }

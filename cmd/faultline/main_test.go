@@ -230,7 +230,7 @@ func TestIntegrationCrash(t *testing.T) {
 				second := exec.Command(bin, "run", scenario, "--provider", "vsphere", "--allow-vcenter", "127.0.0.1", "--artifacts", t.TempDir())
 				second.Env = env
 				out, err := second.CombinedOutput()
-				if exit, _ := err.(*exec.ExitError); exit == nil || exit.ExitCode() != engine.ExitInfra ||
+				if exit, _ := err.(*exec.ExitError); exit == nil || exit.ExitCode() != exitInfra ||
 					!strings.Contains(string(out), "is held by the run of scenario hold (pid "+strconv.Itoa(run.Process.Pid)) {
 					t.Errorf("a second run on the held VM: %v\n%s", err, out)
 				}
@@ -260,8 +260,8 @@ func TestIntegrationCrash(t *testing.T) {
 			case syscall.SIGINT, syscall.SIGHUP:
 				// A closed terminal undoes as Ctrl-C does; what the
 				// signal cut short is not reported missed.
-				if exit == nil || exit.ExitCode() != engine.ExitInfra || strings.Contains(runOut.String(), "MISSED") {
-					t.Errorf("interrupted run: %v, want exit %d\n%s", err, engine.ExitInfra, runOut.String())
+				if exit == nil || exit.ExitCode() != exitInfra || strings.Contains(runOut.String(), "MISSED") {
+					t.Errorf("interrupted run: %v, want exit %d\n%s", err, exitInfra, runOut.String())
 				}
 				var junit artifacts.JUnitSuites
 				b, rerr := os.ReadFile(filepath.Join(artDir, "junit.xml"))

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"io"
 	"maps"
 	"os"
@@ -243,4 +245,10 @@ func (p *progressPrinter) print(pr engine.Progress) {
 		budget = "budget " + pr.Budget.String()
 	}
 	fmt.Fprintf(p.w, "waiting for %s: %s elapsed, %s\n", pr.Waiting, pr.Elapsed.Round(100*time.Millisecond), budget)
+}
+
+func newLogger(w io.Writer, verbosity int) logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		fmt.Fprintln(w, strings.TrimSpace(prefix+" "+args))
+	}, funcr.Options{Verbosity: verbosity})
 }

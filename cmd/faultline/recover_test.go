@@ -26,7 +26,7 @@ import (
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
-	"github.com/faultline-dev/faultline/providers/session"
+	"github.com/faultline-dev/faultline/session"
 )
 
 // A run against a real API server crashed after deleting an object (a
@@ -98,7 +98,7 @@ func TestIntegrationRecoverObjectOnCluster(t *testing.T) {
 	if err != nil || ca == "" {
 		t.Fatalf("identity: %q %q %v", server, ca, err)
 	}
-	ref := providers.ProviderRef{Name: "capi", Config: map[string]string{capi.RefKubeconfig: kubeconfig, capi.RefContext: raw.CurrentContext, capi.RefServer: server, capi.RefCASHA256: ca}}
+	ref := capi.Record{Kubeconfig: kubeconfig, Context: raw.CurrentContext, Server: server, CASHA256: ca}.Ref()
 	if err := j.Append(engine.JournalEntry{Op: engine.OpInject, FaultID: "remove/w-1", Scenario: "t", Kind: "object.delete", Target: &scope, Undo: &undo, Provider: ref}); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestIntegrationRecoverObjectOnCluster(t *testing.T) {
 	// The context must be allowed again, and reach the server the fault
 	// went to.
 	var out, errOut bytes.Buffer
-	if code := execute([]string{"recover", journal}, &out, &errOut); code != engine.ExitUsage || !strings.Contains(out.String()+errOut.String(), journal+":1: context \""+raw.CurrentContext+"\" is not allowed") {
+	if code := execute([]string{"recover", journal}, &out, &errOut); code != exitUsage || !strings.Contains(out.String()+errOut.String(), journal+":1: context \""+raw.CurrentContext+"\" is not allowed") {
 		t.Fatalf("recover without --allow-context: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 	moved := filepath.Join(dir, "moved.jsonl")
@@ -117,13 +117,13 @@ func TestIntegrationRecoverObjectOnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	elsewhere := providers.ProviderRef{Name: "capi", Config: map[string]string{capi.RefKubeconfig: kubeconfig, capi.RefContext: raw.CurrentContext, capi.RefServer: "https://10.0.0.1:6443", capi.RefCASHA256: ca}}
+	elsewhere := capi.Record{Kubeconfig: kubeconfig, Context: raw.CurrentContext, Server: "https://10.0.0.1:6443", CASHA256: ca}.Ref()
 	if err := errors.Join(mj.Append(engine.JournalEntry{Op: engine.OpInject, FaultID: "remove/w-1", Kind: "object.delete", Target: &scope, Undo: &undo, Provider: elsewhere}), mj.Close()); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()
 	errOut.Reset()
-	if code := execute([]string{"recover", "--allow-context", raw.CurrentContext, moved}, &out, &errOut); code != engine.ExitUsage || !strings.Contains(out.String()+errOut.String(), "not https://10.0.0.1:6443 where the fault went") {
+	if code := execute([]string{"recover", "--allow-context", raw.CurrentContext, moved}, &out, &errOut); code != exitUsage || !strings.Contains(out.String()+errOut.String(), "not https://10.0.0.1:6443 where the fault went") {
 		t.Fatalf("recover of a fault that went to another server: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 	out.Reset()
@@ -215,10 +215,10 @@ func TestRecoverRefusesUntrustedJournal(t *testing.T) {
 		code int
 		want []string
 	}{
-		{"edited after sealing", []string{"--allow-vcenter", "127.0.0.1", tampered}, engine.ExitUsage, []string{tampered + ":1:", "changed after faultline wrote it"}},
-		{"vCenter not allowed", []string{sealed}, engine.ExitUsage, []string{sealed + ":1:", "is not allowed (--allow-vcenter 127.0.0.1"}},
-		{"another host's key", []string{"--allow-vcenter", "127.0.0.1", "--journal-key", otherKey, sealed}, engine.ExitUsage, []string{sealed + ":1:", "another journal key"}},
-		{"certificate not verified", []string{"--allow-vcenter", "127.0.0.1", sealed}, engine.ExitInfra, []string{"TLS verification failed", "FAILED"}},
+		{"edited after sealing", []string{"--allow-vcenter", "127.0.0.1", tampered}, exitUsage, []string{tampered + ":1:", "changed after faultline wrote it"}},
+		{"vCenter not allowed", []string{sealed}, exitUsage, []string{sealed + ":1:", "is not allowed (--allow-vcenter 127.0.0.1"}},
+		{"another host's key", []string{"--allow-vcenter", "127.0.0.1", "--journal-key", otherKey, sealed}, exitUsage, []string{sealed + ":1:", "another journal key"}},
+		{"certificate not verified", []string{"--allow-vcenter", "127.0.0.1", sealed}, exitInfra, []string{"TLS verification failed", "FAILED"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, out := recoverExit(c.args...)
@@ -297,11 +297,11 @@ func TestIntegrationRecoverRenewedCertificate(t *testing.T) {
 		return code, out.String() + errOut.String()
 	}
 	code, out := recoverExit()
-	if code != engine.ExitInfra || !strings.Contains(out, "now presents a certificate with thumbprint "+newTP+"; when the fault was injected it presented "+oldTP) ||
+	if code != exitInfra || !strings.Contains(out, "now presents a certificate with thumbprint "+newTP+"; when the fault was injected it presented "+oldTP) ||
 		!strings.Contains(out, "recover with --accept-thumbprint "+newTP) {
 		t.Errorf("recover after the renewal: exit %d\n%s", code, out)
 	}
-	if code, out := recoverExit("--accept-thumbprint", oldTP); code != engine.ExitInfra {
+	if code, out := recoverExit("--accept-thumbprint", oldTP); code != exitInfra {
 		t.Errorf("--accept-thumbprint of another certificate: exit %d\n%s", code, out)
 	}
 	if code, out := recoverExit("--accept-thumbprint", newTP); code != 0 || !strings.Contains(out, "off/DC0_H0_VM0 vm.power-off: undone") {

@@ -2,24 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/faultline-dev/faultline/providers/session"
+	"github.com/faultline-dev/faultline/session"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
@@ -55,20 +49,12 @@ type runOptions struct {
 	seed   int64
 	// seedSet: --seed was given.
 	seedSet bool
-	// many: the run has several scenarios; warm is the lab it keeps
-	// between them.
-	many bool
-	warm *warmLab
+	// pool gives the scenarios of a run of several on the lab their
+	// sessions (a warm lab); nil elsewhere.
+	pool *session.Pool
 	// next is the scenario a run of several runs after this one, whose
-	// cluster the warm lab prepares meanwhile.
+	// cluster the pool prepares meanwhile.
 	next *scenario.Scenario
-}
-
-// warmLab is the lab a run of several scenarios keeps: its management
-// plane, controllers and vcsim stay up, and every scenario after the
-// first gets a fresh cluster on it (lab.Renew).
-type warmLab struct {
-	sess *session.Session
 }
 
 func newRunCommand() *cobra.Command {
@@ -85,6 +71,9 @@ cluster. Against a real vCenter (--provider vsphere) the vCenter must be named
 in --allow-vcenter.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := session.Known(o.provider); err != nil {
+				return usageErr("--%v", err)
+			}
 			o.timeoutSet = cmd.Flags().Changed("timeout")
 			o.seedSet = cmd.Flags().Changed("seed")
 			if o.scope != "" && (o.provider == session.ProviderKind || (o.provider == session.ProviderVSphere && o.cluster.kubeconfig == "")) {
@@ -179,19 +168,8 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 		return err
 	}
 	many := multiple(args, o.selector)
-	o.many = many
-	for _, sc := range scs {
-		if want := sc.Metadata.Labels["provider"]; want != "" && want != o.provider && !many {
-			return usageErr("scenario %s runs on provider %s (its label provider: %s), not %s: pass --provider %s", sc.Metadata.Name, want, want, o.provider, want)
-		}
-		if o.timeout > 0 {
-			sc.Spec.Timeout = scenario.D(o.timeout)
-		}
-		if o.scope != "" {
-			if err := sc.ScopeTo(o.scope); err != nil {
-				return usageErr("--cluster: %v", err)
-			}
-		}
+	if err := o.adjust(scs, many); err != nil {
+		return err
 	}
 	log := newLogger(stderr, o.verbosity)
 
@@ -206,10 +184,36 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 		}
 		return o.report(stdout, []*engine.Result{res}, []string{dir}, false, err)
 	}
-	// Several scenarios, one after the other, each in a folder of its
-	// own under one folder with the JUnit of all; on the lab, one warm
-	// lab with a fresh cluster for each.
-	defer o.closeWarm(ctx, log)
+	return o.runMany(ctx, scs, sets, history, stdout, stderr, log)
+}
+
+// adjust checks each scenario against the provider and applies --timeout,
+// --cluster and --nodes to it (session.Adjust).
+func (o *runOptions) adjust(scs []*scenario.Scenario, many bool) error {
+	if err := o.lab.validate(); err != nil {
+		return err
+	}
+	for _, sc := range scs {
+		if want := sc.Metadata.Labels["provider"]; want != "" && want != o.provider && !many {
+			return usageErr("scenario %s runs on provider %s (its label provider: %s), not %s: pass --provider %s", sc.Metadata.Name, want, want, o.provider, want)
+		}
+		if err := session.Adjust(sc, session.Adjustments{Timeout: o.timeout, Scope: o.scope, Nodes: o.lab.nodes}); err != nil {
+			return usageErr("--cluster: %v", err)
+		}
+	}
+	return nil
+}
+
+// runMany runs several scenarios, one after the other, each in a folder of
+// its own under one folder with the JUnit of all; on the lab, unscoped,
+// through a pool: one warm lab with a fresh cluster for each.
+func (o *runOptions) runMany(ctx context.Context, scs []*scenario.Scenario, sets map[string]string, history *artifacts.History, stdout, stderr io.Writer, log logr.Logger) error {
+	if o.provider == session.ProviderLab && o.scope == "" {
+		o.pool = &session.Pool{Out: stderr, Open: func(ctx context.Context, clusters ...lab.ClusterSpec) (*session.Session, error) {
+			return o.open(ctx, clusters, false, stderr, log)
+		}}
+		defer func() { closeSession(ctx, o.pool.Close, log) }()
+	}
 	root := o.artifacts
 	if root == "" {
 		root = artifacts.RunDir("run", time.Now())
@@ -268,52 +272,6 @@ func (o *runOptions) notRun(sc *scenario.Scenario, v engine.Verdict, reason stri
 	return &engine.Result{Scenario: sc.Metadata.Name, Provider: o.provider, Verdict: v, Reason: reason, StartedAt: now, FinishedAt: now}
 }
 
-// report prints the results (with summary, a line each after them) and
-// turns them into the exit code: the worst verdict's, an infrastructure
-// error's when err is set.
-func (o *runOptions) report(stdout io.Writer, results []*engine.Result, dirs []string, summary bool, err error) error {
-	if serr := o.writeSummary(results); serr != nil {
-		err = errors.Join(err, serr)
-	}
-	if o.output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		var doc any = results
-		if len(results) == 1 {
-			doc = results[0]
-		}
-		if err := enc.Encode(doc); err != nil {
-			return infraErr(err)
-		}
-	} else {
-		for i, res := range results {
-			printResult(stdout, res)
-			if dirs[i] != "" {
-				fmt.Fprintf(stdout, "artifacts: %s\n", dirs[i])
-			}
-		}
-		if summary {
-			fmt.Fprintf(stdout, "\n%d of %d scenarios passed:\n", artifacts.Passed(results), len(results))
-			for _, res := range results {
-				fmt.Fprintln(stdout, summaryLine(res))
-			}
-		}
-	}
-	if err != nil {
-		return infraErr(err)
-	}
-	code := 0
-	for _, res := range results {
-		if c := res.Verdict.ExitCode(); c == engine.ExitInfra || (c == engine.ExitFail && code == 0) {
-			code = c
-		}
-	}
-	if code != 0 {
-		return exitCode(code)
-	}
-	return nil
-}
-
 // setupDeadline is --setup-timeout, or by default the lab's own wait with
 // --provider lab and 1m elsewhere; never more than --timeout when it is
 // given, which bounds the whole run: a vCenter that accepts connections
@@ -332,91 +290,21 @@ func (o *runOptions) setupDeadline() time.Duration {
 	return d
 }
 
-// writable checks, before anything starts, that the run's outputs can be
-// written, by writing: the --artifacts folder (made if need be) takes a
-// file, the --summary file opens for writing (or its folder takes a file).
-// A run that injected and then could not keep its evidence would be found
-// out too late. --history is made by OpenHistory before the first inject.
-func writable(artifactsDir, summary string) error {
-	probe := func(dir string) error {
-		f, err := os.CreateTemp(dir, ".faultline-writable-*")
-		if err != nil {
-			return err
-		}
-		return errors.Join(f.Close(), os.Remove(f.Name()))
-	}
-	if artifactsDir != "" {
-		if err := os.MkdirAll(artifactsDir, 0o750); err != nil {
-			return usageErr("--artifacts %s: %v", artifactsDir, err)
-		}
-		if err := probe(artifactsDir); err != nil {
-			return usageErr("--artifacts %s: cannot be written: %v", artifactsDir, err)
-		}
-	}
-	if summary == "" {
-		return nil
-	}
-	fi, err := os.Stat(summary)
-	switch {
-	case err == nil && !fi.Mode().IsRegular():
-		return usageErr("--summary %s: not a regular file", summary)
-	case err == nil:
-		var f *os.File
-		if f, err = os.OpenFile(summary, os.O_WRONLY|os.O_APPEND, 0); err == nil {
-			err = f.Close()
-		}
-	case errors.Is(err, fs.ErrNotExist):
-		err = probe(filepath.Dir(summary))
-	}
-	if err != nil {
-		return usageErr("--summary %s: cannot be written: %v", summary, err)
-	}
-	return nil
-}
-
-// writeSummary writes the Markdown summary to --summary and appends it to
-// $GITHUB_STEP_SUMMARY, where asked.
-func (o *runOptions) writeSummary(results []*engine.Result) error {
-	md := artifacts.MarkdownSummary(results)
-	if o.summary != "" {
-		if err := os.WriteFile(o.summary, []byte(md), 0o644); err != nil {
-			return fmt.Errorf("--summary: %w", err)
-		}
-	}
-	if p := os.Getenv(artifacts.EnvStepSummary); p != "" {
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-		if err != nil {
-			return fmt.Errorf("$%s: %w", artifacts.EnvStepSummary, err)
-		}
-		_, werr := f.WriteString(md)
-		if err := errors.Join(werr, f.Close()); err != nil {
-			return fmt.Errorf("$%s: %w", artifacts.EnvStepSummary, err)
-		}
-	}
-	return nil
-}
-
-// runOne runs sc on a session of its own, with its artifacts in dir (a
-// new folder when ""), and returns its result (nil when it could not run)
-// and the folder.
+// runOne runs sc on a session (the pool's, or one of its own), with its
+// artifacts in dir (a new folder when ""), and returns its result (nil
+// when it could not run) and the folder.
 func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir string, sets map[string]string, history *artifacts.History, stderr io.Writer, log logr.Logger) (*engine.Result, string, error) {
 	began := time.Now()
-	setup := o.setupDeadline()
-	sctx, cancel := context.WithTimeout(ctx, setup)
-	sess, release, err := o.sessionFor(sctx, sc, stderr, log)
-	if err != nil && errors.Is(sctx.Err(), context.DeadlineExceeded) {
-		err = infraErr(fmt.Errorf("opening provider %s took longer than its set-up deadline, %s (--setup-timeout): %w", o.provider, setup, err))
-	}
-	cancel()
+	sess, release, err := o.acquire(ctx, sc, stderr, log)
 	if err != nil {
 		return nil, "", err
 	}
-	defer release()
-	o.prepareNext(ctx, stderr)
-	if sess.Client != nil {
-		if err := o.requireScope(ctx, sess, sc); err != nil {
-			return nil, "", err
-		}
+	defer closeSession(ctx, release, log)
+	if o.pool != nil && !o.dryRun {
+		o.pool.Prepare(ctx, o.next)
+	}
+	if err := sess.RequireScope(ctx, o.scope, sc.Metadata.Name, injects(sc) && !o.dryRun); err != nil {
+		return nil, "", sessionErr(err)
 	}
 	if o.dryRun && sess.Lab != nil {
 		fmt.Fprintln(stderr, "dry run: the lab was started to resolve the targets; nothing will be injected")
@@ -425,7 +313,9 @@ func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir stri
 	if o.timeoutSet {
 		// --timeout bounds the whole run: the scenario gets what the
 		// set-up left, and the clean-up after it at most as long again.
-		sc.Spec.Timeout = scenario.D(max(time.Second, o.timeout-time.Since(began)))
+		if err := session.Adjust(sc, session.Adjustments{Timeout: max(time.Second, o.timeout-time.Since(began))}); err != nil {
+			return nil, "", usageErr("--timeout: %v", err)
+		}
 		cleanup = min(o.timeout, engine.CleanupTimeout)
 	}
 	var seed *int64
@@ -439,18 +329,9 @@ func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir stri
 	res, err := session.Execute(ctx, session.ExecuteInput{
 		Dir: dir, Profile: sess.Profile, Log: log, History: history, Gate: o.gate,
 		Run: engine.RunInput{
-			Scenario:   sc,
-			Provider:   sess.Provider,
-			Parameters: sets,
-			Retain:     o.retain,
-			Progress:   progress.print,
-			OnEvent:    progress.event,
-			Log:        log,
-			DryRun:     o.dryRun,
-			Seed:       seed,
-			Abort:      o.abort,
-
-			CleanupTimeout: cleanup,
+			Scenario: sc, Provider: sess.Provider, Parameters: sets, Retain: o.retain,
+			Progress: progress.print, OnEvent: progress.event, Log: log,
+			DryRun: o.dryRun, Seed: seed, Abort: o.abort, CleanupTimeout: cleanup,
 		},
 	})
 	progress.done()
@@ -460,155 +341,58 @@ func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir stri
 	return res, dir, err
 }
 
-// sessionFor is the session sc runs on and how to release it: a warm lab's
-// (see warmLab), or one of its own, closed by release.
-func (o *runOptions) sessionFor(ctx context.Context, sc *scenario.Scenario, stderr io.Writer, log logr.Logger) (*session.Session, func(), error) {
-	if !o.warmable(sc) {
-		sess, err := o.openSession(ctx, sc, stderr, log)
-		if err != nil {
-			return nil, nil, err
-		}
-		return sess, func() { closeSession(ctx, sess, log) }, nil
+// acquire is the session sc runs on, within the set-up deadline, and how
+// to release it: the pool's, or one of its own.
+func (o *runOptions) acquire(ctx context.Context, sc *scenario.Scenario, stderr io.Writer, log logr.Logger) (*session.Session, func(context.Context) error, error) {
+	setup := o.setupDeadline()
+	sctx, cancel := context.WithTimeout(ctx, setup)
+	defer cancel()
+	var sess *session.Session
+	var release func(context.Context) error
+	var err error
+	if o.pool != nil {
+		sess, release, err = o.pool.Acquire(sctx, sc)
+	} else if sess, err = o.open(sctx, session.LabClusters(sc), injects(sc), stderr, log); err == nil {
+		release = sess.Close
 	}
-	keep := func() {}
-	if o.warm != nil {
-		spec, prepared := o.warm.sess.Lab.NextSpec(lab.ClusterName, *sc.Spec.Lab)
-		if prepared {
-			fmt.Fprintf(stderr, "lab: cluster %s (%s), prepared during the last scenario; the last one goes\n", spec.Key(), spec.Shape())
-		} else {
-			fmt.Fprintf(stderr, "lab: new cluster %s (%s) on the warm lab; the last one goes\n", spec.Key(), spec.Shape())
-		}
-		began := time.Now()
-		err := o.warm.sess.Lab.Renew(ctx, spec)
-		if err == nil {
-			fmt.Fprintf(stderr, "lab: cluster %s Running in %s\n", spec.Key(), time.Since(began).Round(100*time.Millisecond))
-			return o.warm.sess, keep, scopeErr(sc.ScopeTo(spec.Key()))
-		}
-		// A lab that cannot renew is not trusted with the next
-		// scenario either: a cold one replaces it.
-		fmt.Fprintf(stderr, "lab: the warm lab could not make a fresh cluster (%v); starting a new lab\n", err)
-		o.closeWarm(ctx, log)
+	if err != nil && errors.Is(sctx.Err(), context.DeadlineExceeded) {
+		return nil, nil, infraErr(fmt.Errorf("opening provider %s took longer than its set-up deadline, %s (--setup-timeout): %w", o.provider, setup, err))
 	}
-	sess, err := o.openSession(ctx, sc, stderr, log)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, sessionErr(err)
 	}
-	o.warm = &warmLab{sess: sess}
-	return sess, keep, scopeErr(sc.ScopeTo(lab.SpecFor(lab.ClusterName, *sc.Spec.Lab).Key()))
+	return sess, release, nil
 }
 
-// prepareNext has the warm lab start the next scenario's cluster, which
-// comes up while this one runs (lab.Prepare).
-func (o *runOptions) prepareNext(ctx context.Context, stderr io.Writer) {
-	if o.warm == nil || o.next == nil || !o.warmable(o.next) || o.dryRun {
-		return
-	}
-	if spec, err := o.warm.sess.Lab.PrepareNext(ctx, lab.ClusterName, *o.next.Spec.Lab); err != nil {
-		fmt.Fprintf(stderr, "lab: could not prepare the next scenario's cluster, %s (%v); it is made after this one\n", spec.Key(), err)
-	}
-}
-
-// warmable tells whether sc runs on the warm lab of a run of several
-// scenarios: a lab scenario with simulated nodes, that does not ask for a
-// lab of its own, in a run not scoped by --cluster.
-func (o *runOptions) warmable(sc *scenario.Scenario) bool {
-	return o.many && o.provider == session.ProviderLab && sc.Spec.Lab != nil && !sc.OwnCluster() &&
-		o.lab.nodes != scenario.NodesContainers && !sc.Spec.Lab.RealNodes() && o.scope == ""
-}
-
-func scopeErr(err error) error {
-	if err != nil {
-		return infraErr(fmt.Errorf("scope to the lab's cluster: %w", err))
-	}
-	return nil
-}
-
-// closeWarm stops the warm lab, if there is one.
-func (o *runOptions) closeWarm(ctx context.Context, log logr.Logger) {
-	if o.warm != nil {
-		closeSession(ctx, o.warm.sess, log)
-		o.warm = nil
-	}
-}
-
-func closeSession(ctx context.Context, sess *session.Session, log logr.Logger) {
+// closeSession releases a session, logging what fails.
+func closeSession(ctx context.Context, release func(context.Context) error, log logr.Logger) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if err := sess.Close(cctx); err != nil {
+	if err := release(cctx); err != nil {
 		log.Error(err, "closing provider")
 	}
 }
 
-// openSession opens the chosen provider for sc.
-func (o *runOptions) openSession(ctx context.Context, sc *scenario.Scenario, stderr io.Writer, log logr.Logger) (*session.Session, error) {
-	cfg := session.Config{Provider: o.provider, Log: log, Out: stderr, Kind: session.KindConfig{Cluster: o.kind.cluster}}
+// open opens the chosen provider: with the lab, a lab of the clusters
+// (none: a vCenter simulator alone). destructive says the scenario
+// injects: a dry run's, or a scenario's that injects nothing, management
+// cluster client and vCenter session refuse every write (and it needs no
+// opt-in).
+func (o *runOptions) open(ctx context.Context, clusters []lab.ClusterSpec, destructive bool, stderr io.Writer, log logr.Logger) (*session.Session, error) {
+	cfg := session.Config{Provider: o.provider, Log: log, Out: stderr, Kind: session.KindConfig{Cluster: o.kind.cluster}, Destructive: destructive}
 	cfg.Management = o.cluster.config()
 	cfg.Management.Cluster = o.scope
-	// A dry run's management cluster client and vCenter session refuse
-	// every write, and so do those of a scenario that injects nothing
-	// (it needs no opt-in).
-	cfg.Management.ReadOnly = o.dryRun || !injects(sc)
-	cfg.Destructive = injects(sc)
+	cfg.Management.ReadOnly = o.dryRun || !destructive
 	var err error
-	switch o.provider {
-	case session.ProviderLab:
-		if sc.Spec.Lab != nil {
-			if cfg.Lab, err = o.lab.config(log, lab.SpecFor(lab.ClusterName, *sc.Spec.Lab)); err != nil {
-				return nil, err
-			}
-			// The scenario runs on the nodes --nodes chose; one that
-			// cannot run on real nodes is skipped before any is started.
-			sc.Spec.Lab.Nodes = cfg.Lab.Clusters[0].Nodes
-			if sc.Spec.Lab.RealNodes() && sc.Spec.Lab.SimulatedOnly != "" {
-				cfg.Lab.Clusters = nil
-			}
-		}
-	case session.ProviderVSphere, session.ProviderCAPI:
-		// A management cluster may have no vCenter; the vSphere provider
-		// needs one.
-		if cfg.VCenter, err = o.vcenter.sessionConfig(log); err != nil {
-			return nil, err
-		}
-		if _, err := cfg.VCenter.Endpoint(); o.provider == session.ProviderVSphere && err != nil {
-			return nil, usageErr("%v", err)
-		}
-	case session.ProviderKind:
-	default:
-		return nil, usageErr("--provider %q: expected lab, capi, vsphere or kind", o.provider)
+	if o.provider == session.ProviderLab {
+		cfg.Lab, err = o.lab.config(log, clusters...)
+	} else {
+		cfg.VCenter, err = o.vcenter.sessionConfig(log)
 	}
-	s, err := session.Open(ctx, cfg)
 	if err != nil {
-		return nil, sessionErr(err)
+		return nil, err
 	}
-	return s, nil
-}
-
-func newLogger(w io.Writer, verbosity int) logr.Logger {
-	return funcr.New(func(prefix, args string) {
-		fmt.Fprintln(w, strings.TrimSpace(prefix+" "+args))
-	}, funcr.Options{Verbosity: verbosity})
-}
-
-// requireScope checks the run's cluster against the management cluster's:
-// --cluster must name one of them, and a destructive run (one that
-// injects) against a management cluster with several must name one.
-func (o *runOptions) requireScope(ctx context.Context, sess *session.Session, sc *scenario.Scenario) error {
-	var list clusterv1.ClusterList
-	if err := sess.Client.List(ctx, &list); err != nil {
-		return infraErr(fmt.Errorf("list the management cluster's Clusters: %w", err))
-	}
-	names := make([]string, 0, len(list.Items))
-	for _, c := range list.Items {
-		names = append(names, c.Namespace+"/"+c.Name)
-	}
-	sort.Strings(names)
-	switch {
-	case o.scope != "" && !slices.Contains(names, o.scope):
-		return usageErr("--cluster %s: no such Cluster in context %s; its clusters: %s", o.scope, sess.Context, strings.Join(names, ", "))
-	case o.scope == "" && !o.dryRun && len(names) > 1 && injects(sc):
-		return usageErr("scenario %s injects faults and context %s manages %d clusters (%s): name the one it may touch with --cluster NAMESPACE/NAME", sc.Metadata.Name, sess.Context, len(names), strings.Join(names, ", "))
-	}
-	return nil
+	return session.Open(ctx, cfg)
 }
 
 // injects tells whether sc has an inject step.

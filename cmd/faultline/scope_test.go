@@ -105,7 +105,7 @@ func TestIntegrationRunScope(t *testing.T) {
 	code = execute([]string{"run", "power-off-worker", "--provider", "capi", "--kubeconfig", paths[0], "--allow-context", kc.CurrentContext,
 		"--cluster", "default/b", "--dry-run", "-o", "json", "--artifacts", dir}, &out, &errOut)
 	var unreached engine.Result
-	if err := json.Unmarshal(out.Bytes(), &unreached); err != nil || code != engine.ExitInfra || unreached.Verdict != engine.Error ||
+	if err := json.Unmarshal(out.Bytes(), &unreached); err != nil || code != exitInfra || unreached.Verdict != engine.Error ||
 		!strings.Contains(unreached.Reason, "no vCenter is configured (--vcenter-url)") {
 		t.Errorf("dry run without a vCenter: exit %d, %v, verdict %s (%s)\n%s", code, err, unreached.Verdict, unreached.Reason, errOut.String())
 	}

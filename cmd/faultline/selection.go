@@ -20,7 +20,7 @@ func selectScenarios(args []string, selector string, sets map[string]string) ([]
 	}
 	scs, err := selection.Select(args, selector, sets)
 	if err != nil {
-		return nil, &exitError{code: engine.ExitUsage, err: err}
+		return nil, &exitError{code: exitUsage, err: err}
 	}
 	return scs, nil
 }

@@ -4,7 +4,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/faultline-dev/faultline/providers/session"
+	"github.com/faultline-dev/faultline/session"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"

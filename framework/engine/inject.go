@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/url"
 	"path/filepath"
 	"time"
 
@@ -25,20 +24,13 @@ func (r *run) ref() providers.ProviderRef {
 	return providers.ProviderRef{Name: r.in.Provider.Name()}
 }
 
-// RecoverCommand is the command that undoes what a journal left pending:
-// `faultline recover` with the journal and the allow-list entries its
-// provider needs (recover asks for them again).
-func RecoverCommand(journal string, ref providers.ProviderRef) string {
-	cmd := "faultline recover " + journal
-	if raw := ref.Config["url"]; raw != "" {
-		if u, err := url.Parse(raw); err == nil && u.Hostname() != "" {
-			cmd += " --allow-vcenter " + u.Hostname()
-		}
+// recoverCommand is the command that undoes what the journal left
+// pending: RunInput.RecoverCommand's, or a plain `faultline recover`.
+func (r *run) recoverCommand() string {
+	if r.in.RecoverCommand != nil {
+		return r.in.RecoverCommand(r.in.Journal.Path(), r.ref())
 	}
-	if c := ref.Config["context"]; c != "" {
-		cmd += " --allow-context " + c
-	}
-	return cmd
+	return "faultline recover " + r.in.Journal.Path()
 }
 
 // inject journals and applies a fault to every object of the target, or
@@ -155,7 +147,7 @@ func (r *run) undoFault(ctx context.Context, f *activeFault, final bool) error {
 		}
 		// Flattened: the verdict keeps it even when a signal is what
 		// cut it short.
-		return &providers.InfraError{Err: fmt.Errorf("%v (still pending in journal %s; undo it with: %s)", err, r.in.Journal.Path(), RecoverCommand(r.in.Journal.Path(), r.ref()))}
+		return &providers.InfraError{Err: fmt.Errorf("%v (still pending in journal %s; undo it with: %s)", err, r.in.Journal.Path(), r.recoverCommand())}
 	}
 	if jerr := r.in.Journal.Append(r.doneEntry(f, result)); jerr != nil {
 		err = fmt.Errorf("fault %s was undone but the journal could not record it: %w", f.result.ID, jerr)

@@ -47,11 +47,11 @@ func DefaultLeases() (string, error) {
 }
 
 // leaseKey names the lease of obj reached through ref: the provider and
-// the endpoint it reaches (vCenter URL, API server, cluster), and the
-// object's identity there.
+// the endpoint it reaches (ProviderRef.Target), and the object's identity
+// there.
 func leaseKey(ref providers.ProviderRef, obj providers.Object) string {
 	h := sha256.New()
-	for _, s := range []string{ref.Name, ref.Config["url"], ref.Config["server"], ref.Config["cluster"], obj.Kind, obj.ID, obj.Name} {
+	for _, s := range []string{ref.Name, ref.Target, obj.Kind, obj.ID, obj.Name} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}

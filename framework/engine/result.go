@@ -27,28 +27,6 @@ const (
 	Skipped Verdict = "skipped"
 )
 
-// Exit codes of faultline run, a stable interface.
-const (
-	ExitPass    = 0
-	ExitFail    = 1
-	ExitUsage   = 2
-	ExitInfra   = 3
-	ExitSkipped = 0
-)
-
-// ExitCode maps a verdict to the process exit code.
-func (v Verdict) ExitCode() int {
-	switch v {
-	case Pass:
-		return ExitPass
-	case Fail:
-		return ExitFail
-	case Skipped:
-		return ExitSkipped
-	}
-	return ExitInfra
-}
-
 // Result is the outcome of one run. Its JSON form is faultline's stable
 // output (--output json, result.json); fields are only ever added.
 type Result struct {

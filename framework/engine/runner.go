@@ -61,6 +61,10 @@ type RunInput struct {
 	// before its first inject the run leases every object it will fault,
 	// and refuses to start while another run holds one.
 	Leases string
+	// RecoverCommand, when set, is the command that undoes what a journal
+	// left pending, with what its provider's recover needs (allow-lists):
+	// a failed undo's verdict names it.
+	RecoverCommand func(journal string, ref providers.ProviderRef) string
 }
 
 // Validate checks the input.
@@ -160,14 +164,13 @@ func Run(ctx context.Context, in RunInput) (*Result, error) {
 
 func (r *run) execute(ctx context.Context) {
 	sc := r.in.Scenario
-	if l := sc.Spec.Lab; l != nil && l.RealNodes() && l.SimulatedOnly != "" {
-		r.res.Verdict, r.res.Reason = Skipped, "the lab's real-node tier: "+l.SimulatedOnly
-		return
-	}
-	for _, c := range sc.Spec.Requires {
+	for _, c := range sc.Requirements() {
 		if !providers.HasCapability(r.in.Provider, c) {
 			err := providers.Unsupported(r.in.Provider, c)
 			r.res.Verdict, r.res.Reason = Skipped, err.Error()
+			if c == providers.CapSimulatedNodes {
+				r.res.Reason += ": " + sc.Spec.Lab.SimulatedOnly
+			}
 			if errors.Is(err, providers.ErrNotConfigured) {
 				// Pointed at a target it cannot reach as opened.
 				r.res.Verdict = Error

@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/faultline-dev/faultline/providers"
 )
 
 // The CNIs a lab cluster can run.
@@ -78,6 +81,17 @@ func (l LabSpec) HasWorkerMHC() bool { return l.WorkerMHC == nil || *l.WorkerMHC
 // HasControlPlaneMHC tells whether the control plane gets one: no unless
 // the spec says yes (as in seed 002's TKGS).
 func (l LabSpec) HasControlPlaneMHC() bool { return l.ControlPlaneMHC != nil && *l.ControlPlaneMHC }
+
+// Requirements are the capabilities the scenario needs: spec.requires,
+// and SimulatedNodes when spec.lab.simulatedOnly says it cannot run on
+// real nodes.
+func (s *Scenario) Requirements() []providers.Capability {
+	out := slices.Clone(s.Spec.Requires)
+	if l := s.Spec.Lab; l != nil && l.SimulatedOnly != "" && !slices.Contains(out, providers.CapSimulatedNodes) {
+		out = append(out, providers.CapSimulatedNodes)
+	}
+	return out
+}
 
 // RealNodes tells whether the cluster's VMs are containers booted by real
 // kubeadm.

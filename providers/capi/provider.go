@@ -89,7 +89,7 @@ func WithVCenter(vc *vsphere.Provider) Option { return func(p *Provider) { p.vc 
 // of at the next poll.
 func New(c client.Client, opts ...Option) *Provider {
 	p := &Provider{
-		name: "capi", c: c, log: logr.Discard(), probeTimeout: 5 * time.Second,
+		name: Name, c: c, log: logr.Discard(), probeTimeout: 5 * time.Second,
 		workloads: map[types.NamespacedName]client.Client{}, vms: map[string]providers.Object{},
 	}
 	p.ObjectStore = ObjectStore{Cluster: p.clusterClient}
@@ -105,43 +105,26 @@ func (p *Provider) Client() client.Client { return p.c }
 // Name implements providers.Provider.
 func (p *Provider) Name() string { return p.name }
 
-// Ref implements providers.Describer: the kubeconfig file and context the
-// management cluster was reached with and, when VM faults are possible, the
+// Ref implements providers.Describer: the Record of the management
+// cluster the provider reaches and, when VM faults are possible, its
 // vCenter (never credentials).
 func (p *Provider) Ref() providers.ProviderRef {
-	ref := providers.ProviderRef{Name: p.name, Config: map[string]string{}}
+	r := Record{Kubeconfig: p.kubeconfig, Context: p.context}
 	if p.vc != nil {
-		ref = p.vc.Ref()
-		ref.Name = p.name
-	}
-	if ref.Config == nil {
-		ref.Config = map[string]string{}
-	}
-	if p.kubeconfig != "" {
-		ref.Config[RefKubeconfig] = p.kubeconfig
-	}
-	if p.context != "" {
-		ref.Config[RefContext] = p.context
+		vc := p.vc.Record()
+		r.VCenter = &vc
 	}
 	if p.kubeconfig != "" {
 		// Read again at each fault: what is recorded is the server the
 		// fault went to. Left out when unreadable; recover then refuses.
 		if server, ca, err := Identity(p.kubeconfig, p.context); err == nil {
-			ref.Config[RefServer], ref.Config[RefCASHA256] = server, ca
+			r.Server, r.CASHA256 = server, ca
 		}
 	}
+	ref := r.Ref()
+	ref.Name = p.name
 	return ref
 }
-
-// The ProviderRef.Config keys Ref sets.
-const (
-	RefKubeconfig = "kubeconfig"
-	RefContext    = "context"
-	// RefServer and RefCASHA256 are the identity (Identity) of the
-	// management cluster the fault went to.
-	RefServer   = "server"
-	RefCASHA256 = "caSHA256"
-)
 
 // Watch implements providers.Watcher: it notifies on every change to a
 // Machine of obj's cluster (a replacement appearing is a change to another

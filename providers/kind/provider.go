@@ -83,7 +83,7 @@ func New(cluster string, c client.Client, opts ...Option) *Provider {
 }
 
 // Name implements providers.Provider.
-func (p *Provider) Name() string { return "kind" }
+func (p *Provider) Name() string { return Name }
 
 // Cluster is the kind cluster's name.
 func (p *Provider) Cluster() string { return p.cluster }
@@ -92,13 +92,32 @@ func (p *Provider) Cluster() string { return p.cluster }
 func (p *Provider) Client() client.Client { return p.c }
 
 // Ref implements providers.Describer: `faultline recover` finds the
-// cluster again by its name.
+// cluster again by its name (JournalRecord).
 func (p *Provider) Ref() providers.ProviderRef {
-	cfg := map[string]string{"cluster": p.cluster}
-	if p.kubeconfig != "" {
-		cfg["kubeconfig"] = p.kubeconfig
+	return JournalRecord{Cluster: p.cluster, Kubeconfig: p.kubeconfig}.Ref()
+}
+
+// Name is the kind provider's name, in journals and on the command line.
+const Name = "kind"
+
+// JournalRecord is what a journal keeps about the kind cluster a fault
+// went to (Record is faultline's record of a cluster it created).
+type JournalRecord struct {
+	Cluster, Kubeconfig string
+}
+
+// Ref is the record as a journal keeps it.
+func (r JournalRecord) Ref() providers.ProviderRef {
+	cfg := map[string]string{"cluster": r.Cluster}
+	if r.Kubeconfig != "" {
+		cfg["kubeconfig"] = r.Kubeconfig
 	}
-	return providers.ProviderRef{Name: "kind", Config: cfg}
+	return providers.ProviderRef{Name: Name, Target: "kind-" + r.Cluster, Config: cfg}
+}
+
+// JournalRecordOf reads the record back from a journal's ProviderRef.
+func JournalRecordOf(ref providers.ProviderRef) JournalRecord {
+	return JournalRecord{Cluster: ref.Config["cluster"], Kubeconfig: ref.Config["kubeconfig"]}
 }
 
 func (p *Provider) clusterClient(_ context.Context, _ providers.Object, cluster string) (client.Client, time.Duration, error) {

@@ -159,7 +159,7 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	if l.sim, err = StartVCSim(VCSimInput{}); err != nil {
 		return l, err
 	}
-	if l.vc, err = vsphere.New(ctx, l.sim.Config(), vsphere.WithName("lab"), vsphere.WithLogger(in.Log)); err != nil {
+	if l.vc, err = vsphere.New(ctx, l.sim.Config(), vsphere.WithName(Name), vsphere.WithLogger(in.Log)); err != nil {
 		return l, fmt.Errorf("connect to the embedded vcsim: %w", err)
 	}
 	if l.thumbprint, err = certThumbprint(l.sim.CAFile()); err != nil {
@@ -224,7 +224,7 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	if err != nil {
 		return l, fmt.Errorf("management cluster client: %w", err)
 	}
-	l.provider = &Provider{Provider: capi.New(wc, capi.WithName("lab"), capi.WithVCenter(l.vc), capi.WithLogger(in.Log)), nodes: l.nodes, real: l.real}
+	l.provider = &Provider{Provider: capi.New(wc, capi.WithName(Name), capi.WithVCenter(l.vc), capi.WithLogger(in.Log)), nodes: l.nodes, real: l.real}
 	if l.real != nil {
 		l.real.mc, l.real.vc, l.real.setIP = c, l.vc.Client(), l.sim.SetGuestIP
 		l.real.workload = func(ctx context.Context) (client.Client, error) {

@@ -11,6 +11,10 @@ import (
 	"github.com/faultline-dev/faultline/providers/lab/vmcontainers"
 )
 
+// Name is the lab provider's name, in results, journals and on the
+// command line.
+const Name = "lab"
+
 // Provider is the lab's provider, named "lab": the Cluster API provider
 // over the lab's management cluster (targets resolve to Machines, VM faults
 // go to vcsim through the vSphere API), plus what only the lab can do to a
@@ -31,7 +35,12 @@ var (
 	_ providers.NodeStaticPods      = (*Provider)(nil)
 	_ providers.EtcdLeadership      = (*Provider)(nil)
 	_ providers.CapabilityCondition = (*Provider)(nil)
+	_ providers.SimulatedNodes      = (*Provider)(nil)
 )
+
+// SimulatesNodes implements providers.SimulatedNodes; a lab with real
+// nodes has not the capability (CapabilityUnavailable).
+func (p *Provider) SimulatesNodes() {}
 
 // CapabilityUnavailable implements providers.CapabilityCondition: every
 // capability the lab implements is there (the embedded capi.Provider's
@@ -39,8 +48,11 @@ var (
 // etcd leader in a lab with real nodes: their etcd is the real one, whose
 // leader faultline cannot hold.
 func (p *Provider) CapabilityUnavailable(c providers.Capability) error {
-	if c == providers.CapEtcdLeadership && p.real != nil {
+	switch {
+	case c == providers.CapEtcdLeadership && p.real != nil:
 		return fmt.Errorf("a stuck etcd leader is played by the node simulator only, and cluster %s has real nodes: %w", p.real.cluster, providers.ErrUnsupported)
+	case c == providers.CapSimulatedNodes && p.real != nil:
+		return fmt.Errorf("the lab's real-node tier: cluster %s has real nodes: %w", p.real.cluster, providers.ErrUnsupported)
 	}
 	return nil
 }

@@ -177,7 +177,7 @@ func StartVCenter(ctx context.Context, opts ...vsphere.Option) (*VCenterLab, err
 	if err != nil {
 		return nil, err
 	}
-	p, err := vsphere.New(ctx, sim.Config(), append([]vsphere.Option{vsphere.WithName("lab")}, opts...)...)
+	p, err := vsphere.New(ctx, sim.Config(), append([]vsphere.Option{vsphere.WithName(Name)}, opts...)...)
 	if err != nil {
 		sim.Close()
 		return nil, fmt.Errorf("connect to the embedded vcsim: %w", err)
@@ -197,7 +197,7 @@ func (l *VCenterLab) Close(ctx context.Context) error {
 
 // Ref marks journals of the embedded lab: its simulator ends with the
 // process, so a crashed lab run leaves nothing to undo.
-func (l *VCenterLab) Ref() providers.ProviderRef { return providers.ProviderRef{Name: "lab"} }
+func (l *VCenterLab) Ref() providers.ProviderRef { return providers.ProviderRef{Name: Name} }
 
 // loopbackCert is an ECDSA P-256 certificate for 127.0.0.1 and localhost,
 // signed by the lab's CA when TrustLabCertificates made one (the system's

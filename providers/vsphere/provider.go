@@ -88,7 +88,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Provider{name: "vsphere", endpoint: u, cfg: cfg, log: logr.Discard()}
+	p := &Provider{name: Name, endpoint: u, cfg: cfg, log: logr.Discard()}
 	for _, o := range opts {
 		o(p)
 	}
@@ -182,67 +182,18 @@ func (p *Provider) Name() string { return p.name }
 // Client is the underlying vim25 client, for callers that need more.
 func (p *Provider) Client() *vim25.Client { return p.client }
 
-// Ref describes how to reconnect, without credentials: recover reads them
-// from the environment again.
-func (p *Provider) Ref() providers.ProviderRef {
-	cfg := map[string]string{"url": p.endpoint.String(), "datacenter": p.dc.Name()}
-	if p.cfg.Insecure {
-		cfg["insecure"] = "true"
-	}
-	if p.cfg.CAFile != "" {
-		cfg["caFile"] = p.cfg.CAFile
-	}
-	if p.cfg.KnownHostsFile != "" {
-		cfg["knownHostsFile"] = p.cfg.KnownHostsFile
-	}
-	if p.cfg.Thumbprint != "" {
-		cfg["thumbprint"] = p.cfg.Thumbprint
-	}
-	if tp := p.serverThumbprint.Load(); tp != nil && *tp != "" {
-		cfg[RefServerThumbprint] = *tp
-	}
-	return providers.ProviderRef{Name: "vsphere", Config: cfg}
-}
+// Ref implements providers.Describer: the Record of how to reach this
+// vCenter again, without credentials (recover reads them from the
+// environment again).
+func (p *Provider) Ref() providers.ProviderRef { return p.Record().Ref() }
 
-// RefServerThumbprint is the ProviderRef.Config key of the thumbprint of
-// the certificate vCenter presented when the fault was injected: the
-// identity `faultline recover` pins TLS to.
-const RefServerThumbprint = "serverThumbprint"
-
-// RecoverConfigFromRef is the Config with which recover reaches a
-// journal's vCenter: its URL, and TLS verified against the certificate
-// recorded at injection (or base's CA file and thumbprint when the
-// journal recorded none), never insecure whatever the journal says.
-func RecoverConfigFromRef(ref providers.ProviderRef, base Config) Config {
-	c := ConfigFromRef(ref, base)
-	c.Insecure = false
-	if tp := ref.Config[RefServerThumbprint]; tp != "" {
-		c.Thumbprint = tp
+// Record is how this provider reaches its vCenter.
+func (p *Provider) Record() Record {
+	r := Record{URL: p.endpoint.String(), Datacenter: p.dc.Name(), Insecure: p.cfg.Insecure, CAFile: p.cfg.CAFile, KnownHostsFile: p.cfg.KnownHostsFile, Thumbprint: p.cfg.Thumbprint}
+	if tp := p.serverThumbprint.Load(); tp != nil {
+		r.ServerThumbprint = *tp
 	}
-	return c
-}
-
-// ConfigFromRef rebuilds a Config from a journal's ProviderRef; credentials
-// and anything the ref lacks come from base (the environment or flags).
-func ConfigFromRef(ref providers.ProviderRef, base Config) Config {
-	c := base
-	c.URL = ref.Config["url"]
-	if v := ref.Config["datacenter"]; v != "" {
-		c.Datacenter = v
-	}
-	if ref.Config["insecure"] == "true" {
-		c.Insecure = true
-	}
-	if v := ref.Config["caFile"]; v != "" && c.CAFile == "" {
-		c.CAFile = v
-	}
-	if v := ref.Config["knownHostsFile"]; v != "" && c.KnownHostsFile == "" {
-		c.KnownHostsFile = v
-	}
-	if v := ref.Config["thumbprint"]; v != "" && c.Thumbprint == "" {
-		c.Thumbprint = v
-	}
-	return c
+	return r
 }
 
 // Close logs out.

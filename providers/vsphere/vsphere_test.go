@@ -337,11 +337,13 @@ func TestIntegrationTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ref.Config[vsphere.RefServerThumbprint]; got != tp {
-		t.Errorf("recorded thumbprint %q, want the certificate's %q", got, tp)
+	rec, _ := vsphere.RecordOf(ref.Config)
+	if rec.ServerThumbprint != tp || ref.Target == "" || strings.Contains(ref.Target, "s3cret") {
+		t.Errorf("recorded thumbprint %q, target %q; want the certificate's %q and the URL without its password", rec.ServerThumbprint, ref.Target, tp)
 	}
-	ref.Config["insecure"] = "true"
-	if rc := vsphere.RecoverConfigFromRef(ref, vsphere.Config{}); rc.Insecure || rc.Thumbprint != tp {
+	rec.Insecure = true
+	rec, _ = vsphere.RecordOf(rec.Ref().Config)
+	if rc := rec.RecoverConfig(vsphere.Config{}); rc.Insecure || rc.Thumbprint != tp {
 		t.Errorf("recover's config: insecure %t, thumbprint %q; want verified against %q", rc.Insecure, rc.Thumbprint, tp)
 	}
 	pinned := noCA

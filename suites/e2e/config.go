@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"fmt"
+	"github.com/faultline-dev/faultline/session"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -26,12 +28,9 @@ const (
 	EnvCatalogue = "E2E_CATALOGUE"
 )
 
-// Providers a suite runs on.
-const (
-	ProviderLab     = "lab"
-	ProviderKind    = "kind"
-	ProviderVSphere = "vsphere"
-)
+// suiteProviders are the providers a suite runs on: vsphere is a
+// management cluster and the vCenter behind it.
+var suiteProviders = []string{session.ProviderLab, session.ProviderKind, session.ProviderVSphere}
 
 // Config is the e2e configuration file.
 type Config struct {
@@ -146,12 +145,10 @@ func LoadConfig(path string) (*Config, error) {
 	default:
 		errs = append(errs, fmt.Sprintf("lab.nodes: got %q, expected %s or %s", c.Lab.Nodes, scenario.NodesSimulated, scenario.NodesContainers))
 	}
-	switch c.Provider {
-	case ProviderLab, ProviderKind, ProviderVSphere:
-	default:
-		errs = append(errs, fmt.Sprintf("provider: got %q, expected lab, kind or vsphere", c.Provider))
+	if !slices.Contains(suiteProviders, c.Provider) {
+		errs = append(errs, fmt.Sprintf("provider: got %q, expected one of %s", c.Provider, strings.Join(suiteProviders, ", ")))
 	}
-	if c.Provider == ProviderKind {
+	if c.Provider == session.ProviderKind {
 		switch {
 		case c.Kind.Name == "":
 			errs = append(errs, "kind.name: required with provider kind")

@@ -32,7 +32,7 @@ func TestLoadConfig(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for body, want := range map[string]string{
-		"provider: moon\nintervals: {default/wait-lab: [1m, 1s], default/wait-baseline: [1m, 1s], default/scenario: [1m, 1s]}\n":  `provider: got "moon", expected lab, kind or vsphere`,
+		"provider: moon\nintervals: {default/wait-lab: [1m, 1s], default/wait-baseline: [1m, 1s], default/scenario: [1m, 1s]}\n":  `provider: got "moon", expected one of lab, kind, vsphere`,
 		"provider: lab\nintervals: {default/wait-lab: [1m], default/wait-baseline: [1m, 1s], default/scenario: [1m, 1s]}\n":       "intervals.default/wait-lab: got 1 values, expected [timeout, poll]",
 		"provider: lab\nintervals: {default/wait-lab: [soon, 1s], default/wait-baseline: [1m, 1s], default/scenario: [1m, 1s]}\n": `intervals.default/wait-lab[0]: got "soon"`,
 		"provider: lab\nintervals: {default/wait-lab: [1m, 1s], default/wait-baseline: [1m, 1s]}\n":                               "intervals.default/scenario: required",

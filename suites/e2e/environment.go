@@ -8,7 +8,7 @@ import (
 	stdlog "log"
 	"os"
 
-	"github.com/faultline-dev/faultline/providers/session"
+	"github.com/faultline-dev/faultline/session"
 
 	"github.com/go-logr/logr"
 
@@ -25,14 +25,10 @@ import (
 type Environment struct {
 	Config *Config
 	log    logr.Logger
-	// shared is the provider scenarios run on unless they need a cluster
-	// of their own; sharedLab its lab, nil elsewhere.
-	shared    providers.Provider
-	sharedLab *lab.Lab
-	// first is the shape of the shared lab's first cluster; used: a
-	// scenario ran on it, or Renew removed it.
-	first   scenario.LabSpec
-	used    bool
+	// shared is the provider scenarios run on, elsewhere than the lab;
+	// pool gives the lab's scenarios theirs (session.Pool).
+	shared  providers.Provider
+	pool    *session.Pool
 	closeFn func(context.Context) error
 	// untrust removes the lab CA's folder (lab.TrustLabCertificates).
 	untrust []func() error
@@ -45,35 +41,30 @@ type Environment struct {
 // cluster does not serve it, so first runs on it.
 func Setup(ctx context.Context, cfg *Config, log logr.Logger, first *scenario.Scenario) (*Environment, error) {
 	e := &Environment{Config: cfg, log: log, closeFn: func(context.Context) error { return nil }}
-	switch cfg.Provider {
-	case ProviderLab:
+	if cfg.Provider == session.ProviderLab {
 		// vcsim's HTTP server reports CAPV's REST clients' failed TLS
 		// handshakes through the standard logger.
 		stdlog.SetOutput(io.Discard)
-		e.first = cfg.Lab.spec(cfg.Lab.Cluster)
-		if first != nil && first.Spec.Lab != nil && !first.OwnCluster() && !e.first.RealNodes() {
-			if s := cfg.Lab.spec(*first.Spec.Lab); !s.RealNodes() && !lab.SpecFor(lab.ClusterName, e.first).Serves(s) {
-				e.first = s
-			}
-		}
-		s, err := e.openLab(ctx, lab.SpecFor(lab.ClusterName, e.first))
-		if err != nil {
+		e.pool = &session.Pool{Open: e.openLab}
+		if err := e.pool.Start(ctx, e.firstShape(first)); err != nil {
 			return nil, err
 		}
-		e.shared, e.sharedLab, e.closeFn = s.Provider, s.Lab, s.Close
-	case ProviderVSphere:
-		s, err := connect(ctx, cfg, log)
-		if err != nil {
-			return nil, err
-		}
-		e.shared, e.closeFn = s.Provider, s.Close
-	case ProviderKind:
+		e.closeFn = e.pool.Close
+		return e, nil
+	}
+	if cfg.Provider == session.ProviderKind {
 		p, closeFn, err := startKind(ctx, cfg.Kind, log)
 		if err != nil {
 			return nil, err
 		}
 		e.shared, e.closeFn = p, closeFn
+		return e, nil
 	}
+	s, err := connect(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	e.shared, e.closeFn = s.Provider, s.Close
 	return e, nil
 }
 
@@ -118,93 +109,54 @@ func (e *Environment) Teardown(ctx context.Context) error {
 
 // Profile is the lab's time profile, "" elsewhere.
 func (e *Environment) Profile() string {
-	if e.sharedLab != nil {
-		return e.sharedLab.Profile().Name
+	if e.pool != nil && e.pool.Lab() != nil {
+		return e.pool.Lab().Profile().Name
 	}
 	return ""
 }
 
-// ProviderFor is the provider sc runs on, and how to release it: the
-// shared one. On a lab of simulated nodes the shared lab stays warm and
-// each scenario gets a fresh cluster on it (lab.Renew), the first one
-// the lab's own cluster when it serves; on a lab of real nodes, the
-// shared cluster when it serves. A scenario labelled
-// scenario.LabelOwnCluster, or that a real-node cluster does not serve,
-// gets a lab of its own, and one with no spec.lab (a VM scenario) a
-// vCenter simulator.
-func (e *Environment) ProviderFor(ctx context.Context, sc *scenario.Scenario) (providers.Provider, func(context.Context) error, error) {
-	keep := func(context.Context) error { return nil }
-	if e.sharedLab == nil {
-		return e.shared, keep, nil
-	}
-	var clusters []lab.ClusterSpec // none for a VM scenario: a vCenter simulator alone
-	if sc.Spec.Lab != nil {
-		// The scenario runs on the nodes the config chose.
-		spec := e.Config.Lab.spec(*sc.Spec.Lab)
-		sc.Spec.Lab = &spec
-	}
-	switch {
-	case sc.Spec.Lab == nil:
-	case sc.Spec.Lab.RealNodes() && sc.Spec.Lab.SimulatedOnly != "":
-		// The run skips it, touching nothing: no lab of its own.
-		return e.shared, keep, nil
-	case sc.OwnCluster():
-		clusters = append(clusters, lab.SpecFor(lab.ClusterName, *sc.Spec.Lab))
-	case e.firstServes(*sc.Spec.Lab):
-		e.used = !e.first.RealNodes()
-		return e.shared, keep, nil
-	case e.freshOnShared(sc, *sc.Spec.Lab):
-		spec, prepared := e.sharedLab.NextSpec(lab.ClusterName, *sc.Spec.Lab)
-		e.log.Info("a fresh cluster on the shared lab", "cluster", spec.Key(), "shape", spec.Shape(), "prepared", prepared)
-		// Renew removes the first cluster too.
-		e.used = true
-		if err := e.sharedLab.Renew(ctx, spec); err != nil {
-			return nil, nil, err
+// firstShape is the shape of the shared lab's first cluster: the
+// config's, or the spec.lab of first (the scenario the suite runs first)
+// on the config's nodes when the config's cluster does not serve it, so
+// that first runs on it.
+func (e *Environment) firstShape(first *scenario.Scenario) scenario.LabSpec {
+	s := e.Config.Lab.spec(e.Config.Lab.Cluster)
+	if first != nil && first.Spec.Lab != nil && !first.OwnCluster() && !s.RealNodes() {
+		if f := e.Config.Lab.spec(*first.Spec.Lab); !f.RealNodes() && !lab.SpecFor(lab.ClusterName, s).Serves(f) {
+			return f
 		}
-		return e.shared, keep, sc.ScopeTo(spec.Key())
-	default:
-		clusters = append(clusters, lab.SpecFor(lab.ClusterName, *sc.Spec.Lab))
 	}
-	s, err := e.openLab(ctx, clusters...)
+	return s
+}
+
+// ProviderFor is the provider sc runs on, and how to release it: on the
+// lab, the pool's (session.Pool), with sc on the config's nodes; the
+// shared one elsewhere.
+func (e *Environment) ProviderFor(ctx context.Context, sc *scenario.Scenario) (providers.Provider, func(context.Context) error, error) {
+	if e.pool == nil {
+		return e.shared, func(context.Context) error { return nil }, nil
+	}
+	if err := session.Adjust(sc, session.Adjustments{Nodes: e.Config.Lab.Nodes}); err != nil {
+		return nil, nil, err
+	}
+	s, release, err := e.pool.Acquire(ctx, sc)
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.Provider, s.Close, nil
+	return s.Provider, release, nil
 }
 
-// firstServes tells whether a scenario of shape s runs on the shared lab's
-// first cluster: no scenario ran there yet and it serves s.
-func (e *Environment) firstServes(s scenario.LabSpec) bool {
-	return !e.used && lab.SpecFor(lab.ClusterName, e.first).Serves(s)
-}
-
-// freshOnShared tells whether scenario sc, whose spec.lab on the config's
-// nodes is s, gets a fresh cluster on the shared lab (lab.Renew): one of
-// simulated nodes that needs no lab of its own and that the first cluster
-// does not serve. ProviderFor gives it, Prepare starts it.
-func (e *Environment) freshOnShared(sc *scenario.Scenario, s scenario.LabSpec) bool {
-	return !sc.OwnCluster() && !s.RealNodes() && !e.firstServes(s)
-}
-
-// Prepare has the shared lab start the cluster ProviderFor will give sc
-// while the scenario before it runs (lab.Lab.PrepareNext): sc is the
-// scenario the suite runs next. It does nothing where sc would not get a
-// fresh cluster on the shared lab, and a cluster it could not start is
-// started by ProviderFor instead.
+// Prepare has the shared lab start the cluster ProviderFor will give sc,
+// the scenario the suite runs next, while the one before it runs
+// (session.Pool.Prepare).
 func (e *Environment) Prepare(ctx context.Context, sc *scenario.Scenario) {
-	if e.sharedLab == nil || sc.Spec.Lab == nil {
+	if e.pool == nil || sc.Spec.Lab == nil {
 		return
 	}
-	s := e.Config.Lab.spec(*sc.Spec.Lab)
-	if !e.freshOnShared(sc, s) {
-		return
-	}
-	spec, err := e.sharedLab.PrepareNext(ctx, lab.ClusterName, s)
-	if err != nil {
-		e.log.Error(err, "could not prepare the next scenario's cluster; it is made when that scenario starts", "cluster", spec.Key())
-		return
-	}
-	e.log.Info("preparing the next scenario's cluster", "scenario", sc.Metadata.Name, "cluster", spec.Key(), "shape", spec.Shape())
+	next := *sc
+	l := e.Config.Lab.spec(*sc.Spec.Lab)
+	next.Spec.Lab = &l
+	e.pool.Prepare(ctx, &next)
 }
 
 // openLab opens a lab of the clusters (none: a vCenter simulator alone)

@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/faultline-dev/faultline/providers/session"
+	"github.com/faultline-dev/faultline/session"
 
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
@@ -18,7 +18,6 @@ import (
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
-	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/scenarios/selection"
 )
 
@@ -28,13 +27,18 @@ type ProviderFunc func(ctx context.Context, cfg *envconf.Config) (providers.Prov
 
 // FromKubeconfig is a ProviderFunc for a Cluster API management cluster:
 // the kubeconfig e2e-framework was given (--kubeconfig, $KUBECONFIG). VM
-// faults need a vCenter too: build the provider with capi.WithVCenter.
-func FromKubeconfig(_ context.Context, cfg *envconf.Config) (providers.Provider, error) {
-	c, _, _, err := capi.NewClient(cfg.KubeconfigFile(), "")
+// faults need a vCenter too: open a session.Config with one. The test's
+// configuration naming the cluster is the opt-in to destructive runs.
+func FromKubeconfig(ctx context.Context, cfg *envconf.Config) (providers.Provider, error) {
+	s, err := session.Open(ctx, session.Config{
+		Provider:   session.ProviderCAPI,
+		Management: session.ManagementConfig{Kubeconfig: cfg.KubeconfigFile()},
+		OptedIn:    true,
+	})
 	if err != nil {
 		return nil, err
 	}
-	return capi.New(c, capi.WithKubeconfig(cfg.KubeconfigFile(), "")), nil
+	return s.Provider, nil
 }
 
 type providerKey struct{ scenario string }

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/faultline-dev/faultline/providers/session"
+	"github.com/faultline-dev/faultline/session"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL, as Cluster API's specs use it
 	. "github.com/onsi/gomega"    //nolint:revive

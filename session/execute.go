@@ -48,6 +48,9 @@ func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 	timeline := engine.NewTimeline(out.Timeline())
 	run := in.Run
 	run.Journal, run.Timeline = journal, timeline
+	if run.RecoverCommand == nil {
+		run.RecoverCommand = RecoverCommand
+	}
 	if run.Leases == "" {
 		if run.Leases, err = engine.DefaultLeases(); err != nil {
 			return nil, err

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/faultline-dev/faultline/artifacts"
+	"github.com/faultline-dev/faultline/framework/engine"
+)
+
+// report prints the results (with summary, a line each after them) and
+// turns them into the exit code: the worst verdict's, an infrastructure
+// error's when err is set.
+func (o *runOptions) report(stdout io.Writer, results []*engine.Result, dirs []string, summary bool, err error) error {
+	if serr := o.writeSummary(results); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	if o.output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		var doc any = results
+		if len(results) == 1 {
+			doc = results[0]
+		}
+		if err := enc.Encode(doc); err != nil {
+			return infraErr(err)
+		}
+	} else {
+		for i, res := range results {
+			printResult(stdout, res)
+			if dirs[i] != "" {
+				fmt.Fprintf(stdout, "artifacts: %s\n", dirs[i])
+			}
+		}
+		if summary {
+			fmt.Fprintf(stdout, "\n%d of %d scenarios passed:\n", artifacts.Passed(results), len(results))
+			for _, res := range results {
+				fmt.Fprintln(stdout, summaryLine(res))
+			}
+		}
+	}
+	if err != nil {
+		return infraErr(err)
+	}
+	code := 0
+	for _, res := range results {
+		if c := verdictExit(res.Verdict); c == exitInfra || (c == exitFail && code == 0) {
+			code = c
+		}
+	}
+	if code != 0 {
+		return exitCode(code)
+	}
+	return nil
+}
+
+// writable checks, before anything starts, that the run's outputs can be
+// written, by writing: the --artifacts folder (made if need be) takes a
+// file, the --summary file opens for writing (or its folder takes a file).
+// A run that injected and then could not keep its evidence would be found
+// out too late. --history is made by OpenHistory before the first inject.
+func writable(artifactsDir, summary string) error {
+	probe := func(dir string) error {
+		f, err := os.CreateTemp(dir, ".faultline-writable-*")
+		if err != nil {
+			return err
+		}
+		return errors.Join(f.Close(), os.Remove(f.Name()))
+	}
+	if artifactsDir != "" {
+		if err := os.MkdirAll(artifactsDir, 0o750); err != nil {
+			return usageErr("--artifacts %s: %v", artifactsDir, err)
+		}
+		if err := probe(artifactsDir); err != nil {
+			return usageErr("--artifacts %s: cannot be written: %v", artifactsDir, err)
+		}
+	}
+	if summary == "" {
+		return nil
+	}
+	fi, err := os.Stat(summary)
+	switch {
+	case err == nil && !fi.Mode().IsRegular():
+		return usageErr("--summary %s: not a regular file", summary)
+	case err == nil:
+		var f *os.File
+		if f, err = os.OpenFile(summary, os.O_WRONLY|os.O_APPEND, 0); err == nil {
+			err = f.Close()
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		err = probe(filepath.Dir(summary))
+	}
+	if err != nil {
+		return usageErr("--summary %s: cannot be written: %v", summary, err)
+	}
+	return nil
+}
+
+// writeSummary writes the Markdown summary to --summary and appends it to
+// $GITHUB_STEP_SUMMARY, where asked.
+func (o *runOptions) writeSummary(results []*engine.Result) error {
+	md := artifacts.MarkdownSummary(results)
+	if o.summary != "" {
+		if err := os.WriteFile(o.summary, []byte(md), 0o644); err != nil {
+			return fmt.Errorf("--summary: %w", err)
+		}
+	}
+	if p := os.Getenv(artifacts.EnvStepSummary); p != "" {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("$%s: %w", artifacts.EnvStepSummary, err)
+		}
+		_, werr := f.WriteString(md)
+		if err := errors.Join(werr, f.Close()); err != nil {
+			return fmt.Errorf("$%s: %w", artifacts.EnvStepSummary, err)
+		}
+	}
+	return nil
+}
