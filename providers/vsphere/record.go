@@ -14,10 +14,10 @@ const Name = "vsphere"
 // reach it again, never credentials. It is written into a
 // providers.ProviderRef by Ref and read back by RecordOf.
 type Record struct {
-	URL, Datacenter          string
-	Insecure                 bool
-	CAFile, KnownHostsFile   string
-	Thumbprint               string
+	URL, Datacenter        string
+	Insecure               bool
+	CAFile, KnownHostsFile string
+	Thumbprint             string
 	// ServerThumbprint is the thumbprint of the certificate vCenter
 	// presented when the fault was injected: the identity recover pins
 	// TLS to.
