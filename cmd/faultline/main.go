@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/lab"
 	"io"
 	"os"
 	"os/signal"
@@ -45,6 +46,9 @@ type exitCode int
 func (c exitCode) Error() string { return fmt.Sprintf("exit %d", int(c)) }
 
 func main() {
+	// Started in place of a lab's kube-apiserver or etcd, this process
+	// becomes it here and never returns.
+	lab.RunShim()
 	// kind runs the first docker on PATH; on a host with quirks that is
 	// faultline's shim (kind.ShimDir). Without a state folder there is no
 	// kind cluster to make, and nothing to set.

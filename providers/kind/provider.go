@@ -364,7 +364,11 @@ func (p *Provider) SetNICConnected(ctx context.Context, obj providers.Object, ni
 		if _, err := p.docker.Run(ctx, "network", "connect", Network, obj.Name); err != nil {
 			return err
 		}
-		if now, _ := p.address(ctx, obj.Name); now != ip {
+		now, err := p.address(ctx, obj.Name)
+		if err != nil {
+			return fmt.Errorf("node %s is back on the %s network, but its address cannot be read to check it is still %s: %w", obj.Name, Network, ip, err)
+		}
+		if now != ip {
 			return fmt.Errorf("node %s is back on the %s network as %s, not %s: the network was not created with a subnet (create kind clusters with 'faultline kind up'), so its address could not be kept", obj.Name, Network, now, ip)
 		}
 	} else if err != nil {

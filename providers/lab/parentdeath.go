@@ -1,11 +1,13 @@
 package lab
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -15,8 +17,8 @@ import (
 // them, even when it is killed with SIGKILL. envtest starts them itself
 // (controller-runtime's process package, with no hook for that), so the
 // lab points envtest at a shim instead: a link, in the lab folder, to the
-// running executable, which on start (the init below, before anything
-// else) asks the kernel for SIGKILL when its parent dies
+// running executable, which on start (RunShim, the first thing its main
+// or TestMain does) asks the kernel for SIGKILL when its parent dies
 // (PR_SET_PDEATHSIG) and replaces itself with the real binary, keeping that
 // request across the exec.
 
@@ -28,7 +30,18 @@ const envShimParent = "FAULTLINE_LAB_SHIM_PARENT"
 // binary it stands for.
 const shimTarget = ".target"
 
-func init() {
+// shimHooked says RunShim ran in this process: only then may a lab start,
+// since its shim links start this very executable.
+var shimHooked atomic.Bool
+
+// RunShim must be the first call of main, and of TestMain in tests that
+// start a lab: when this process was started through a lab's shim link
+// (in place of kube-apiserver or etcd), it asks the kernel for SIGKILL
+// when its parent dies and replaces itself with the real binary, never
+// returning; otherwise it returns at once. A lab refuses to start in a
+// process that has not called it.
+func RunShim() {
+	shimHooked.Store(true)
 	parent := os.Getenv(envShimParent)
 	if parent == "" {
 		return
@@ -68,6 +81,9 @@ func init() {
 // shim makes, in dir, a link named after the binary at path that starts
 // it through the shim, and returns the link's path.
 func shim(dir, path string) (string, error) {
+	if !shimHooked.Load() {
+		return "", errors.New("lab shim: this program did not call lab.RunShim first in main (or TestMain), so the lab's kube-apiserver and etcd would start it instead of themselves")
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return "", fmt.Errorf("lab shim: %w", err)
