@@ -39,7 +39,7 @@ func (r *run) assert(ctx context.Context, name string, a scenario.Assert) error 
 }
 
 func (r *run) assertWithin(w scenario.WithinAssertion) (bool, string) {
-	at, reached := r.lookupAnchor(scenario.Anchor("phase:" + w.Phase))
+	at, reached := r.lookupAnchor(scenario.PhaseAnchor(w.Phase))
 	from, ok := r.lookupAnchor(w.From)
 	switch {
 	case !reached:

@@ -84,8 +84,8 @@ func (r *run) inject(ctx context.Context, step string, in scenario.Inject) error
 		if r.firstInject.IsZero() {
 			r.firstInject = now
 		}
-		r.anchors[scenario.Anchor("inject:"+step)] = now
-		r.anchors["inject"] = now
+		r.setAnchorLocked(scenario.InjectAnchor(step), now)
+		r.setAnchorLocked(scenario.AnchorInject, now)
 		r.mu.Unlock()
 	}
 	return nil
@@ -100,7 +100,7 @@ func (r *run) undoStep(ctx context.Context, name string, u scenario.UndoStep) er
 		}
 	}
 	r.mu.Lock()
-	r.anchors[scenario.Anchor("undo:"+name)] = time.Now()
+	r.setAnchorLocked(scenario.UndoAnchor(name), time.Now())
 	r.mu.Unlock()
 	return errors.Join(errs...)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -85,11 +84,25 @@ func (r *run) guard(gctx, stepCtx context.Context, g scenario.Guard) {
 	r.tl.Record("runner", "guard/"+g.Name, what, map[string]string{"message": res.Message})
 }
 
-func anchorOrDefault(a scenario.Anchor) scenario.Anchor {
-	if a == "" {
-		return "inject"
-	}
-	return a
+func anchorOrDefault(a scenario.Anchor) scenario.Anchor { return a.OrDefault() }
+
+// setAnchorLocked records when a happened and wakes the phases waiting on
+// an anchor. r.mu is held.
+func (r *run) setAnchorLocked(a scenario.Anchor, at time.Time) {
+	r.anchors[a] = at
+	r.wakeLocked()
+}
+
+// missLocked records that phase anchor a will never be reached. r.mu is
+// held.
+func (r *run) missLocked(a scenario.Anchor) {
+	r.missed[a] = true
+	r.wakeLocked()
+}
+
+func (r *run) wakeLocked() {
+	close(r.anchored)
+	r.anchored = make(chan struct{})
 }
 
 // lookupAnchor returns when an anchor happened, if it has. "inject" before
@@ -99,27 +112,28 @@ func (r *run) lookupAnchor(a scenario.Anchor) (time.Time, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t, ok := r.anchors[a]
-	if a == "inject" && !ok {
-		return r.anchors["start"], true
+	if a == scenario.AnchorInject && !ok {
+		return r.anchors[scenario.AnchorStart], true
 	}
 	return t, ok
 }
 
 // anchorTime is lookupAnchor for a phase that may be reached concurrently:
-// it waits for a phase anchor until ctx ends.
+// it waits for a phase anchor, woken as each anchor is set or phase
+// missed, until ctx ends.
 func (r *run) anchorTime(ctx context.Context, a scenario.Anchor) (time.Time, bool) {
 	for {
-		t, ok := r.lookupAnchor(a)
 		r.mu.Lock()
-		missed := r.missed[a]
+		woken, missed := r.anchored, r.missed[a]
 		r.mu.Unlock()
-		if ok || missed || !strings.HasPrefix(string(a), "phase:") {
+		t, ok := r.lookupAnchor(a)
+		if _, isPhase := a.Phase(); ok || missed || !isPhase {
 			return t, ok
 		}
 		select {
 		case <-ctx.Done():
 			return time.Time{}, false
-		case <-time.After(r.poll):
+		case <-woken:
 		}
 	}
 }
@@ -156,7 +170,7 @@ func (r *run) phase(ctx context.Context, ph scenario.Phase) error {
 		msg := fmt.Sprintf("anchor %s was never reached", anchorOrDefault(ph.From))
 		update(func(p *PhaseResult) { p.Message = msg })
 		r.mu.Lock()
-		r.missed[scenario.Anchor("phase:"+ph.Name)] = true
+		r.missLocked(scenario.PhaseAnchor(ph.Name))
 		r.mu.Unlock()
 		r.fail("phase %s: %s", ph.Name, msg)
 		return nil
@@ -190,7 +204,7 @@ func (r *run) phase(ctx context.Context, ph scenario.Phase) error {
 		msg := fmt.Sprintf("not reached: %s after %s of %s (last seen: %s)", cut, time.Since(from).Round(time.Millisecond), anchorOrDefault(ph.From), seen.Detail)
 		update(func(p *PhaseResult) { p.Message, p.Cut = msg, cut })
 		r.mu.Lock()
-		r.missed[scenario.Anchor("phase:"+ph.Name)] = true
+		r.missLocked(scenario.PhaseAnchor(ph.Name))
 		r.mu.Unlock()
 		r.tl.Record("runner", "phase/"+ph.Name, "phase-cut", map[string]string{"message": msg, "cut": string(cut)})
 		return fmt.Errorf("phase %s: %w", ph.Name, errCut{cut})
@@ -205,7 +219,7 @@ func (r *run) phase(ctx context.Context, ph scenario.Phase) error {
 		}
 		update(func(p *PhaseResult) { p.Message = msg })
 		r.mu.Lock()
-		r.missed[scenario.Anchor("phase:"+ph.Name)] = true
+		r.missLocked(scenario.PhaseAnchor(ph.Name))
 		r.mu.Unlock()
 		r.tl.Record("runner", "phase/"+ph.Name, "phase-missed", map[string]string{"message": msg})
 		if lastErr != nil && errors.Is(err, errWindowOver) {
@@ -218,7 +232,7 @@ func (r *run) phase(ctx context.Context, ph scenario.Phase) error {
 		return fmt.Errorf("phase %s: %w", ph.Name, err)
 	}
 	r.mu.Lock()
-	r.anchors[scenario.Anchor("phase:"+ph.Name)] = at
+	r.setAnchorLocked(scenario.PhaseAnchor(ph.Name), at)
 	firstInject := r.firstInject
 	r.mu.Unlock()
 	sinceAnchor := scenario.D(at.Sub(from))

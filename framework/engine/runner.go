@@ -109,6 +109,9 @@ type run struct {
 	timeout time.Duration
 	// missed holds phase anchors whose wait ended unreached.
 	missed map[scenario.Anchor]bool
+	// anchored is closed, and replaced, whenever an anchor is set or a
+	// phase missed: phases anchored on another wait on it.
+	anchored chan struct{}
 
 	failures []string
 }
@@ -136,6 +139,7 @@ func Run(ctx context.Context, in RunInput) (*Result, error) {
 		anchors:  map[scenario.Anchor]time.Time{},
 		phaseIdx: map[string]int{},
 		missed:   map[scenario.Anchor]bool{},
+		anchored: make(chan struct{}),
 		poll:     in.Scenario.Spec.PollInterval.Duration,
 		res: &Result{
 			Scenario: in.Scenario.Metadata.Name, Provider: in.Provider.Name(), StartedAt: time.Now(),
@@ -152,7 +156,7 @@ func Run(ctx context.Context, in RunInput) (*Result, error) {
 	if r.poll == 0 {
 		r.poll = scenario.DefaultPollInterval
 	}
-	r.anchors["start"] = r.res.StartedAt
+	r.anchors[scenario.AnchorStart] = r.res.StartedAt
 	r.tl.Record("runner", "scenario/"+r.res.Scenario, "run-started", map[string]string{"provider": r.res.Provider})
 
 	r.execute(ctx)

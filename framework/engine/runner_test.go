@@ -815,3 +815,33 @@ func TestRunErrsWhenNotConfigured(t *testing.T) {
 		}
 	}
 }
+
+// A phase anchored on another phase of the same step starts when that one
+// is reached, woken by it, not by polling: with a poll interval far longer
+// than the test's deadline, the run still ends, and the second phase's
+// anchor is the first's time.
+func TestRunPhaseAnchoredOnPhaseWakes(t *testing.T) {
+	t.Parallel()
+	s := parseScenario(t, "[VMPower]", "", `
+    - name: victim
+      select: {vm: vm-a}`, `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: see-off
+      observe:
+        phases:
+          - {name: vm-off, when: {probe: vm-powered-off, target: victim}, within: 5s}
+          - {name: still-off, when: {probe: vm-powered-off, target: victim}, within: 5s, from: "phase:vm-off"}
+`)
+	s.Spec.PollInterval = scenario.D(time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, _ := run(t, ctx, s, fake.New("vm-a"))
+	if res.Verdict != engine.Pass || len(res.Phases) != 2 {
+		t.Fatalf("verdict = %s (%s), phases %+v", res.Verdict, res.Reason, res.Phases)
+	}
+	first, second := res.Phases[0], res.Phases[1]
+	if first.ObservedAt == nil || second.AnchorAt == nil || !second.AnchorAt.Equal(*first.ObservedAt) {
+		t.Errorf("still-off anchored at %v, want vm-off's time %v", second.AnchorAt, first.ObservedAt)
+	}
+}
