@@ -111,3 +111,17 @@ func writeSynced(path string, b []byte) error {
 	}
 	return errors.Join(err, f.Close())
 }
+
+// ReadResult reads the result.json of run folder dir.
+func ReadResult(dir string) (*engine.Result, error) {
+	path := filepath.Join(dir, ResultFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var res engine.Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &res, nil
+}

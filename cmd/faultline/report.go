@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline-dev/faultline/artifacts"
-	"github.com/faultline-dev/faultline/framework/engine"
 )
 
 func newReportCommand() *cobra.Command {
@@ -24,13 +22,9 @@ upgrade of faultline.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
-			b, err := os.ReadFile(filepath.Join(dir, artifacts.ResultFile))
+			res, err := artifacts.ReadResult(dir)
 			if err != nil {
 				return usageErr("%v", err)
-			}
-			var res engine.Result
-			if err := json.Unmarshal(b, &res); err != nil {
-				return usageErr("%s: %v", filepath.Join(dir, artifacts.ResultFile), err)
 			}
 			dumps, err := filepath.Glob(filepath.Join(dir, artifacts.DumpDir, "*.yaml"))
 			if err != nil {
@@ -45,7 +39,7 @@ upgrade of faultline.`,
 				return infraErr(err)
 			}
 			defer run.Close()
-			if err := run.WriteReports(&res, dumps, nil); err != nil {
+			if err := run.WriteReports(res, dumps, nil); err != nil {
 				return infraErr(err)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), filepath.Join(dir, artifacts.ReportFile))

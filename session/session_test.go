@@ -1,0 +1,134 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/providers"
+	"github.com/faultline-dev/faultline/providers/capi"
+	"github.com/faultline-dev/faultline/providers/kind"
+	"github.com/faultline-dev/faultline/providers/lab"
+	"github.com/faultline-dev/faultline/providers/vsphere"
+	"github.com/faultline-dev/faultline/session"
+)
+
+func load(t *testing.T, name string) *scenario.Scenario {
+	t.Helper()
+	sc, err := scenario.Load("../scenarios/"+name+".yaml", nil, engine.Vocabulary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func TestAdjust(t *testing.T) {
+	sc := load(t, "power-off-worker")
+	shared := sc.Spec.Lab
+	if err := session.Adjust(sc, session.Adjustments{Timeout: time.Minute, Nodes: scenario.NodesContainers, Scope: "default/lab"}); err != nil {
+		t.Fatal(err)
+	}
+	if sc.Spec.Timeout.Duration != time.Minute || sc.Spec.Lab.Nodes != scenario.NodesContainers || shared.Nodes == scenario.NodesContainers {
+		t.Errorf("timeout %s, nodes %q (the loaded spec.lab's %q): want 1m and containers on a copy", sc.Spec.Timeout, sc.Spec.Lab.Nodes, shared.Nodes)
+	}
+	for _, tg := range sc.Spec.Targets {
+		if tg.Select.Cluster != "default/lab" {
+			t.Errorf("target %s is in cluster %q, want default/lab", tg.Name, tg.Select.Cluster)
+		}
+	}
+	for _, c := range []struct {
+		a    session.Adjustments
+		want string
+	}{
+		{session.Adjustments{Nodes: "vms"}, `nodes "vms": expected simulated or containers`},
+		{session.Adjustments{Timeout: -time.Second}, "timeout -1s: expected a positive duration"},
+		{session.Adjustments{Scope: "lab"}, `cluster "lab": expected namespace/name`},
+		{session.Adjustments{Scope: "default/other"}, "outside the cluster of the run"},
+	} {
+		if err := session.Adjust(sc, c.a); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Adjust(%+v) = %v, want %q", c.a, err, c.want)
+		}
+	}
+}
+
+func TestRecoverCommand(t *testing.T) {
+	vc := vsphere.Record{URL: "https://vc.example.com/sdk"}
+	for _, c := range []struct {
+		ref  providers.ProviderRef
+		want string
+	}{
+		{capi.Record{Context: "mgmt", VCenter: &vc}.Ref(), "faultline recover j.jsonl --allow-vcenter vc.example.com --allow-context mgmt"},
+		{capi.Record{Context: "mgmt"}.Ref(), "faultline recover j.jsonl --allow-context mgmt"},
+		{vc.Ref(), "faultline recover j.jsonl --allow-vcenter vc.example.com"},
+		{kind.JournalRecord{Cluster: "dev"}.Ref(), "faultline recover j.jsonl"},
+		{providers.ProviderRef{Name: "elsewhere"}, "faultline recover j.jsonl"},
+	} {
+		if got := session.RecoverCommand("j.jsonl", c.ref); got != c.want {
+			t.Errorf("RecoverCommand(%+v) = %q, want %q", c.ref, got, c.want)
+		}
+	}
+}
+
+// The reconnector refuses, before dialling anything, a journal's vCenter
+// or context the allow-lists do not name, and says a lab is gone.
+func TestReconnectorRefuses(t *testing.T) {
+	t.Setenv(session.EnvAllowedContexts, "")
+	t.Setenv(session.EnvAllowedVCenters, "")
+	r := &session.Reconnector{}
+	entry := func(ref providers.ProviderRef) engine.JournalEntry { return engine.JournalEntry{Provider: ref} }
+	vc := vsphere.Record{URL: "https://vc.example.com/sdk"}
+	if err := r.Check(entry(vc.Ref())); err == nil || !strings.Contains(err.Error(), "vCenter vc.example.com is not allowed") {
+		t.Errorf("vCenter not allowed: %v", err)
+	}
+	if err := r.Check(entry(capi.Record{Kubeconfig: "/k", Context: "prod"}.Ref())); err == nil || !strings.Contains(err.Error(), `context "prod" is not allowed`) {
+		t.Errorf("context not allowed: %v", err)
+	}
+	r.VCenter.Allowed = []string{"vc.example.com"}
+	if err := r.Check(entry(vc.Ref())); err != nil {
+		t.Errorf("vCenter allowed: %v", err)
+	}
+	if _, err := r.Reconnect(context.Background(), entry(providers.ProviderRef{Name: lab.Name})); !errors.Is(err, engine.ErrProviderGone) {
+		t.Errorf("lab: %v, want ErrProviderGone", err)
+	}
+	if _, err := r.Reconnect(context.Background(), entry(providers.ProviderRef{Name: "elsewhere"})); err == nil || !strings.Contains(err.Error(), "cannot reconnect") {
+		t.Errorf("unknown provider: %v", err)
+	}
+}
+
+func TestOpenUnknownProvider(t *testing.T) {
+	_, err := session.Open(context.Background(), session.Config{Provider: "moon"})
+	var ce *session.ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), `provider "moon": expected one of lab, capi, vsphere, kind`) {
+		t.Errorf("Open(moon) = %v, want a ConfigError naming the providers", err)
+	}
+}
+
+// A pool opens a lab of its own for a scenario that asks for one, and a
+// vCenter simulator alone for one without spec.lab or one the engine will
+// skip (simulated only, on real nodes), each released on its own.
+func TestPoolOwnSessions(t *testing.T) {
+	var opened [][]lab.ClusterSpec
+	p := &session.Pool{Open: func(_ context.Context, clusters ...lab.ClusterSpec) (*session.Session, error) {
+		opened = append(opened, clusters)
+		return &session.Session{}, nil
+	}}
+	own := load(t, "power-off-worker")
+	own.Metadata.Labels = map[string]string{scenario.LabelOwnCluster: "true"}
+	skipped := load(t, "mismatched-calico-pool")
+	if err := session.Adjust(skipped, session.Adjustments{Nodes: scenario.NodesContainers}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range []*scenario.Scenario{load(t, "vm-power-cycle"), own, skipped} {
+		s, release, err := p.Acquire(context.Background(), sc)
+		if err != nil || s == nil || release == nil {
+			t.Fatalf("Acquire(%s) = %v, %v", sc.Metadata.Name, s, err)
+		}
+	}
+	if len(opened) != 3 || len(opened[0]) != 0 || len(opened[1]) != 1 || len(opened[2]) != 0 || p.Lab() != nil {
+		t.Errorf("opened %v, warm lab %v: want a vCenter alone, one cluster, a vCenter alone, and no warm lab", opened, p.Lab())
+	}
+}
