@@ -2,8 +2,8 @@ package scenario
 
 import (
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"strings"
-	"unicode/utf8"
 )
 
 // Pos is a position in a scenario file; Line and Column start at 1.
@@ -52,27 +52,8 @@ func (e *ValidationError) Error() string {
 	return strings.Join(lines, "\n")
 }
 
-// maxShown is the longest value a message repeats from the file.
-const maxShown = 120
-
-// shown cuts the string arguments of a message to maxShown bytes, saying
-// how long they were: a 200 KB name is not echoed whole.
-func shown(args []any) []any {
-	out := make([]any, len(args))
-	for i, a := range args {
-		s, ok := a.(string)
-		if !ok || len(s) <= maxShown {
-			out[i] = a
-			continue
-		}
-		cut := maxShown
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		out[i] = fmt.Sprintf("%s...(%d bytes)", s[:cut], len(s))
-	}
-	return out
-}
+// shown cuts the string arguments of a message (labconfig.Shown).
+func shown(args []any) []any { return labconfig.Shown(args) }
 
 // Where is "FILE:LINE" of a field of the scenario file (its path, such as
 // spec.targets[0]), or of its nearest parent recorded; the file alone for

@@ -1,86 +1,33 @@
 package scenario
 
 import (
-	"fmt"
-	"net/netip"
-	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/validation/field"
-
 	"github.com/faultline-dev/faultline/providers"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 )
 
-// The CNIs a lab cluster can run.
+// The lab owns the shape of its clusters (labconfig); a scenario's
+// spec.lab is that shape, and its durations are the lab's Duration.
+type (
+	LabSpec        = labconfig.LabSpec
+	LabRemediation = labconfig.LabRemediation
+	LabTriggerIf   = labconfig.LabTriggerIf
+	LabNetwork     = labconfig.LabNetwork
+	Duration       = labconfig.Duration
+)
+
+// The CNIs a lab cluster can run, and what its VMs are.
 const (
-	CNICalico = "calico"
-	CNIAntrea = "antrea"
+	CNICalico       = labconfig.CNICalico
+	CNIAntrea       = labconfig.CNIAntrea
+	NodesSimulated  = labconfig.NodesSimulated
+	NodesContainers = labconfig.NodesContainers
 )
 
-// What a lab cluster's VMs are (LabSpec.Nodes).
-const (
-	NodesSimulated  = "simulated"
-	NodesContainers = "containers"
-)
-
-// Validate checks a lab cluster's shape; fld is where it stands (spec.lab
-// in a scenario file). Each error's Detail says what was found and what
-// was expected.
-func (l LabSpec) Validate(fld *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	invalid := func(f *field.Path, v any, format string, args ...any) {
-		errs = append(errs, field.Invalid(f, v, fmt.Sprintf(format, shown(args)...)))
-	}
-	if l.ControlPlanes < 1 || l.ControlPlanes%2 == 0 {
-		invalid(fld.Child("controlPlanes"), l.ControlPlanes, "got %d, expected an odd number of at least 1 (etcd needs a majority)", l.ControlPlanes)
-	}
-	if l.Workers < 0 {
-		invalid(fld.Child("workers"), l.Workers, "got %d, expected 0 or more", l.Workers)
-	}
-	if l.Nodes != "" && l.Nodes != NodesSimulated && l.Nodes != NodesContainers {
-		invalid(fld.Child("nodes"), l.Nodes, "got %q, expected %s or %s", l.Nodes, NodesSimulated, NodesContainers)
-	}
-	if l.SimulatedOnly != "" && l.RealNodes() {
-		invalid(fld.Child("nodes"), l.Nodes, "got %s, but spec.lab.simulatedOnly says the scenario cannot run on real nodes: %s", l.Nodes, l.SimulatedOnly)
-	}
-	if l.CNI != "" && l.CNI != CNICalico && l.CNI != CNIAntrea {
-		invalid(fld.Child("cni"), l.CNI, "got %q, expected %s or %s", l.CNI, CNICalico, CNIAntrea)
-	}
-	if d := l.NodeStartupTimeout.Duration; d < 0 || (d > 0 && d < 10*time.Second) {
-		invalid(fld.Child("nodeStartupTimeout"), l.NodeStartupTimeout.String(), "got %s, expected at least 10s: a control plane needs that long to join", l.NodeStartupTimeout)
-	}
-	errs = append(errs, l.validateRemediation(fld)...)
-	net := fld.Child("network")
-	podBits := 16
-	if n := l.Network.PodCIDR; n != "" {
-		p, err := netip.ParsePrefix(n)
-		if err != nil || !p.Addr().Is4() {
-			invalid(net.Child("podCIDR"), n, "got %q, expected an IPv4 CIDR such as 10.202.146.0/24", n)
-		} else {
-			podBits = p.Bits()
-		}
-	}
-	for _, f := range []struct {
-		path string
-		bits int
-	}{{"nodeCIDRMaskSize", l.Network.NodeCIDRMaskSize}, {"calicoBlockSize", l.Network.CalicoBlockSize}} {
-		if f.bits != 0 && (f.bits < podBits || f.bits > 32) {
-			invalid(net.Child(f.path), f.bits, "got %d, expected %d to 32 (a subnet of the pod CIDR /%d)", f.bits, podBits, podBits)
-		}
-	}
-	return errs
-}
-
-// HasWorkerMHC tells whether the workers get a MachineHealthCheck: yes
-// unless the spec says no.
-func (l LabSpec) HasWorkerMHC() bool { return l.WorkerMHC == nil || *l.WorkerMHC }
-
-// HasControlPlaneMHC tells whether the control plane gets one: no unless
-// the spec says yes (as in seed 002's TKGS).
-func (l LabSpec) HasControlPlaneMHC() bool { return l.ControlPlaneMHC != nil && *l.ControlPlaneMHC }
+// D returns a Duration of d.
+func D(d time.Duration) Duration { return labconfig.D(d) }
 
 // Requirements are the capabilities the scenario needs: spec.requires,
 // and SimulatedNodes when spec.lab.simulatedOnly says it cannot run on
@@ -91,85 +38,4 @@ func (s *Scenario) Requirements() []providers.Capability {
 		out = append(out, providers.CapSimulatedNodes)
 	}
 	return out
-}
-
-// RealNodes tells whether the cluster's VMs are containers booted by real
-// kubeadm.
-func (l LabSpec) RealNodes() bool { return l.Nodes == NodesContainers }
-
-// CNIName is the cluster's CNI, CNICalico unless the spec says otherwise.
-func (l LabSpec) CNIName() string {
-	if l.CNI != "" {
-		return l.CNI
-	}
-	return CNICalico
-}
-
-// PodNetwork is the pod network with Calico's and kubeadm's defaults
-// filled in: 192.168.0.0/16, /24 node CIDRs, /26 blocks.
-func (l LabSpec) PodNetwork() (pod netip.Prefix, nodeBits, blockBits int) {
-	pod, err := netip.ParsePrefix(l.Network.PodCIDR)
-	if err != nil {
-		pod = netip.MustParsePrefix("192.168.0.0/16")
-	}
-	nodeBits, blockBits = l.Network.NodeCIDRMaskSize, l.Network.CalicoBlockSize
-	if nodeBits == 0 {
-		nodeBits = 24
-	}
-	if blockBits == 0 {
-		blockBits = 26
-	}
-	return pod.Masked(), nodeBits, blockBits
-}
-
-// unhealthyRange is Cluster API's pattern for unhealthyInRange.
-var unhealthyRange = regexp.MustCompile(`^\[([0-9]+)-([0-9]+)\]$`)
-
-func (l LabSpec) validateRemediation(fld *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	t := fld.Child("remediation", "triggerIf")
-	if l.MaxUnhealthy != "" && l.Remediation.TriggerIf.UnhealthyLessThanOrEqualTo != "" {
-		errs = append(errs, field.Invalid(fld.Child("maxUnhealthy"), l.MaxUnhealthy, "is an alias of "+t.Child("unhealthyLessThanOrEqualTo").String()+"; set one of them"))
-	}
-	if l.UnhealthyRange != "" && l.Remediation.TriggerIf.UnhealthyInRange != "" {
-		errs = append(errs, field.Invalid(fld.Child("unhealthyRange"), l.UnhealthyRange, "is an alias of "+t.Child("unhealthyInRange").String()+"; set one of them"))
-	}
-	trigger := l.TriggerIf()
-	if v := trigger.UnhealthyLessThanOrEqualTo; v != "" {
-		n, pct := strings.CutSuffix(v, "%")
-		i, err := strconv.Atoi(n)
-		if err != nil || i < 0 || (pct && i > 100) {
-			errs = append(errs, field.Invalid(t.Child("unhealthyLessThanOrEqualTo"), v, fmt.Sprintf("got %q, expected a number of Machines such as 2, or a percentage such as 40%%", shown([]any{v})...)))
-		}
-	}
-	if v := trigger.UnhealthyInRange; v != "" {
-		m := unhealthyRange.FindStringSubmatch(v)
-		if m == nil {
-			errs = append(errs, field.Invalid(t.Child("unhealthyInRange"), v, fmt.Sprintf("got %q, expected a range such as [1-3]", shown([]any{v})...)))
-		} else if lo, hi := atoi(m[1]), atoi(m[2]); lo > hi {
-			errs = append(errs, field.Invalid(t.Child("unhealthyInRange"), v, fmt.Sprintf("got %q: the low end is above the high one", v)))
-		}
-	}
-	if trigger.UnhealthyLessThanOrEqualTo != "" && trigger.UnhealthyInRange != "" {
-		errs = append(errs, field.Invalid(t, "", "set unhealthyLessThanOrEqualTo or unhealthyInRange, not both"))
-	}
-	return errs
-}
-
-// TriggerIf is the remediation trigger with the aliases folded in.
-func (l LabSpec) TriggerIf() LabTriggerIf {
-	t := l.Remediation.TriggerIf
-	if t.UnhealthyLessThanOrEqualTo == "" {
-		t.UnhealthyLessThanOrEqualTo = l.MaxUnhealthy
-	}
-	if t.UnhealthyInRange == "" {
-		t.UnhealthyInRange = l.UnhealthyRange
-	}
-	return t
-}
-
-// atoi is strconv.Atoi for digits a pattern has matched.
-func atoi(digits string) int {
-	n, _ := strconv.Atoi(digits)
-	return n
 }

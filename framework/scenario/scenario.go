@@ -97,69 +97,6 @@ type Safety struct {
 	AcceptQuorumLoss bool `yaml:"acceptQuorumLoss"`
 }
 
-// LabSpec shapes the one workload cluster the embedded lab runs a scenario
-// against: the scenario file's spec.lab, and the lab's own cluster spec
-// (lab.ClusterSpec adds the cluster's name). Its rules are in lab.go.
-type LabSpec struct {
-	ControlPlanes int `yaml:"controlPlanes"`
-	Workers       int `yaml:"workers"`
-	// WorkerMHC and ControlPlaneMHC create MachineHealthChecks on the
-	// workers and on the control plane; workers have one unless told not
-	// to, the control plane has none unless told (as in seed 002's TKGS).
-	WorkerMHC       *bool `yaml:"workerMHC"`
-	ControlPlaneMHC *bool `yaml:"controlPlaneMHC"`
-	// NodeStartupTimeout is the health checks' nodeStartupTimeout; zero
-	// keeps the profile's (2m compressed, 10m real).
-	NodeStartupTimeout Duration `yaml:"nodeStartupTimeout"`
-	// CNI is calico (the default) or antrea: the node agent whose pod
-	// must be admitted before a Node turns Ready.
-	CNI string `yaml:"cni"`
-	// Network is the cluster's pod network; empty fields take Calico's and
-	// kubeadm's defaults.
-	Network LabNetwork `yaml:"network"`
-	// Nodes is what the cluster's VMs are: NodesSimulated (the default,
-	// the node simulator) or NodesContainers (each VM a container of the
-	// kind node image booted by real kubeadm).
-	Nodes string `yaml:"nodes"`
-	// SimulatedOnly, when set, says why the scenario cannot run on real
-	// nodes (what only the simulated tier provides); a run whose cluster
-	// has real nodes (nodes: containers, --nodes containers, a suite's
-	// NODES=containers) ends as skipped with that reason.
-	SimulatedOnly string `yaml:"simulatedOnly"`
-	// Remediation limits when the health checks may remediate, in Cluster
-	// API v1beta2's words; empty, they always may (100%).
-	Remediation LabRemediation `yaml:"remediation"`
-	// MaxUnhealthy and UnhealthyRange are v1beta1's names of
-	// Remediation.TriggerIf's two fields, accepted as aliases.
-	MaxUnhealthy   string `yaml:"maxUnhealthy"`
-	UnhealthyRange string `yaml:"unhealthyRange"`
-}
-
-// LabRemediation is the remediation of the lab's MachineHealthChecks.
-type LabRemediation struct {
-	TriggerIf LabTriggerIf `yaml:"triggerIf"`
-}
-
-// LabTriggerIf says when a MachineHealthCheck may remediate, as Cluster
-// API's MachineHealthCheckRemediationTriggerIf: while at most
-// UnhealthyLessThanOrEqualTo Machines (a number, or a percentage such as
-// "40%") are unhealthy, or while their number is in UnhealthyInRange
-// ("[1-3]").
-type LabTriggerIf struct {
-	UnhealthyLessThanOrEqualTo string `yaml:"unhealthyLessThanOrEqualTo"`
-	UnhealthyInRange           string `yaml:"unhealthyInRange"`
-}
-
-// LabNetwork is a lab cluster's pod network.
-type LabNetwork struct {
-	// PodCIDR is kubeadm's podSubnet (default 192.168.0.0/16).
-	PodCIDR string `yaml:"podCIDR"`
-	// NodeCIDRMaskSize is the size of each Node's podCIDR (default 24).
-	NodeCIDRMaskSize int `yaml:"nodeCIDRMaskSize"`
-	// CalicoBlockSize is the default IPPool's blockSize (default 26).
-	CalicoBlockSize int `yaml:"calicoBlockSize"`
-}
-
 // Target names a set of objects a fault or a condition applies to.
 type Target struct {
 	Name   string             `yaml:"name"`

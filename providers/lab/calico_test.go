@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"sort"
 	"strings"
 	"testing"
@@ -16,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/faultline-dev/faultline/framework/scenario"
 )
 
 // Seed 001 in the lab: seven Nodes, a /24 pool of /26 blocks. The first
@@ -29,7 +29,9 @@ func TestCalicoSeed001(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	w, cfg, c := workloadAPI(t, ctx)
-	s := &nodeSim{nodeSimConfig: nodeSimConfig{clusters: &lockedMap[labCluster]{m: map[string]labCluster{"t": {spec: ClusterSpec{Name: "t", LabSpec: scenario.LabSpec{ControlPlanes: 1, Network: scenario.LabNetwork{PodCIDR: "10.202.146.0/24", NodeCIDRMaskSize: 25, CalicoBlockSize: 26}}}}}}}}
+	clusters := labconfig.NewMap[labCluster]()
+	clusters.Set("t", labCluster{spec: ClusterSpec{Name: "t", LabSpec: labconfig.LabSpec{ControlPlanes: 1, Network: labconfig.LabNetwork{PodCIDR: "10.202.146.0/24", NodeCIDRMaskSize: 25, CalicoBlockSize: 26}}}})
+	s := &nodeSim{nodeSimConfig: nodeSimConfig{clusters: clusters}}
 
 	var cidrs []string
 	for i := range 7 {

@@ -2,36 +2,28 @@ package lab
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"net/url"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/faultline-dev/faultline/framework/scenario"
 )
 
-// KubernetesVersion is the version the lab's workload clusters report.
-const KubernetesVersion = "v1.35.4"
-
-// Namespace holds the Cluster API objects of the clusters a lab starts
-// with; a cluster it makes afterwards (Renew) has a namespace of its own.
-const Namespace = "default"
-
-// ClusterName is the name `faultline run` and the suites give the lab's
-// cluster, in every namespace: the catalogue's parameters (a
-// KubeadmControlPlane's name) default to it.
-const ClusterName = "lab"
+// The lab's names, in labconfig.
+const (
+	KubernetesVersion = labconfig.KubernetesVersion
+	Namespace         = labconfig.Namespace
+	ClusterName       = labconfig.ClusterName
+)
 
 // The vcsim inventory the lab's VMs are cloned into (simulator.VPX()).
 const (
@@ -43,73 +35,12 @@ const (
 	vmNetwork    = "VM Network"
 )
 
-// ClusterSpec is one workload cluster of the lab: its name and the shape
-// a scenario's spec.lab gives it, whose rules scenario.LabSpec.Validate
-// holds.
-type ClusterSpec struct {
-	Name string
-	// Namespace holds its Cluster API objects; Namespace ("default")
-	// when empty.
-	Namespace string
-	scenario.LabSpec
-}
+// ClusterSpec is one workload cluster of the lab (labconfig.ClusterSpec).
+type ClusterSpec = labconfig.ClusterSpec
 
 // SpecFor is the lab cluster named name that a scenario's spec.lab asks
 // for.
-func SpecFor(name string, s scenario.LabSpec) ClusterSpec {
-	return ClusterSpec{Name: name, LabSpec: s}
-}
-
-// Serves tells whether a cluster of spec c can run a scenario whose
-// spec.lab is s: the same control planes (etcd scenarios count members),
-// at least its workers, the same CNI, pod network and health checks (a
-// MachineHealthCheck setting the scenario leaves out does not matter).
-func (c ClusterSpec) Serves(s scenario.LabSpec) bool {
-	wpod, wnode, wblock := s.PodNetwork()
-	cpod, cnode, cblock := c.PodNetwork()
-	return c.ControlPlanes == s.ControlPlanes && c.Workers >= s.Workers && c.CNIName() == s.CNIName() && c.RealNodes() == s.RealNodes() &&
-		cpod == wpod && cnode == wnode && cblock == wblock && c.NodeStartupTimeout == s.NodeStartupTimeout &&
-		c.HasWorkerMHC() == s.HasWorkerMHC() && (s.ControlPlaneMHC == nil || c.HasControlPlaneMHC() == s.HasControlPlaneMHC()) &&
-		c.TriggerIf() == s.TriggerIf()
-}
-
-// Validate checks the name and the shape.
-func (s ClusterSpec) Validate() error {
-	if s.Name == "" {
-		return fmt.Errorf("cluster name is required")
-	}
-	var errs []error
-	for _, msg := range validation.IsDNS1123Label(s.namespace()) {
-		errs = append(errs, fmt.Errorf("cluster %s: namespace %q: %s", s.Name, s.Namespace, msg))
-	}
-	for _, e := range s.LabSpec.Validate(field.NewPath("cluster")) {
-		errs = append(errs, fmt.Errorf("cluster %s: %s: %s", s.Name, strings.TrimPrefix(e.Field, "cluster."), e.Detail))
-	}
-	return errors.Join(errs...)
-}
-
-// Shape says its Machines for people: "3 control planes, 1 worker".
-func (s ClusterSpec) Shape() string {
-	plural := func(n int, what string) string {
-		if n == 1 {
-			return fmt.Sprintf("1 %s", what)
-		}
-		return fmt.Sprintf("%d %ss", n, what)
-	}
-	return plural(s.ControlPlanes, "control plane") + ", " + plural(int(s.Workers), "worker")
-}
-
-// namespace is the namespace of the cluster's objects.
-func (s ClusterSpec) namespace() string {
-	if s.Namespace == "" {
-		return Namespace
-	}
-	return s.Namespace
-}
-
-// Key is the cluster's namespace/name, the form --cluster and a
-// scenario's ScopeTo take.
-func (s ClusterSpec) Key() string { return s.namespace() + "/" + s.Name }
+func SpecFor(name string, s labconfig.LabSpec) ClusterSpec { return labconfig.SpecFor(name, s) }
 
 // clusterKey is the namespace/name of a cluster the lab runs (see
 // ClusterSpec.Key), the key of the node simulator's maps.
@@ -122,10 +53,6 @@ func objectKey(key string) client.ObjectKey {
 	return client.ObjectKey{Namespace: ns, Name: name}
 }
 
-// Object names derived from the cluster's name.
-func (s ClusterSpec) controlPlaneName() string      { return s.Name + "-control-plane" }
-func (s ClusterSpec) machineDeploymentName() string { return s.Name + "-md-0" }
-
 // serviceCIDR is the lab clusters' Service range.
 const serviceCIDR = "10.96.0.0/12"
 
@@ -136,7 +63,7 @@ const serviceCIDR = "10.96.0.0/12"
 func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infrav1.APIEndpoint, p Profile, realNodes *bootstrapv1.KubeadmConfigSpec) []client.Object {
 	podCIDR, _, _ := s.PodNetwork()
 	meta := func(name string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: name, Namespace: s.namespace(), Labels: map[string]string{clusterv1.ClusterNameLabel: s.Name}}
+		return metav1.ObjectMeta{Name: name, Namespace: s.NamespaceOrDefault(), Labels: map[string]string{clusterv1.ClusterNameLabel: s.Name}}
 	}
 	machineTemplate := func(name string) *infrav1.VSphereMachineTemplate {
 		return &infrav1.VSphereMachineTemplate{
@@ -176,7 +103,7 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infr
 		},
 		cpTemplate, workerTemplate,
 		&controlplanev1.KubeadmControlPlane{
-			ObjectMeta: meta(s.controlPlaneName()),
+			ObjectMeta: meta(s.ControlPlaneName()),
 			Spec: controlplanev1.KubeadmControlPlaneSpec{
 				Replicas: ptrTo(int32(s.ControlPlanes)),
 				Version:  KubernetesVersion,
@@ -206,7 +133,7 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infr
 					Services: clusterv1.NetworkRanges{CIDRBlocks: []string{serviceCIDR}},
 				},
 				ControlPlaneRef: clusterv1.ContractVersionedObjectReference{
-					APIGroup: controlplanev1.GroupVersion.Group, Kind: "KubeadmControlPlane", Name: s.controlPlaneName(),
+					APIGroup: controlplanev1.GroupVersion.Group, Kind: "KubeadmControlPlane", Name: s.ControlPlaneName(),
 				},
 				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
 					APIGroup: infrav1.GroupVersion.Group, Kind: "VSphereCluster", Name: s.Name,
@@ -215,9 +142,9 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infr
 		},
 	}
 	if s.Workers > 0 {
-		mdLabels := map[string]string{clusterv1.ClusterNameLabel: s.Name, clusterv1.MachineDeploymentNameLabel: s.machineDeploymentName()}
+		mdLabels := map[string]string{clusterv1.ClusterNameLabel: s.Name, clusterv1.MachineDeploymentNameLabel: s.MachineDeploymentName()}
 		objs = append(objs, &clusterv1.MachineDeployment{
-			ObjectMeta: meta(s.machineDeploymentName()),
+			ObjectMeta: meta(s.MachineDeploymentName()),
 			Spec: clusterv1.MachineDeploymentSpec{
 				ClusterName: s.Name,
 				Replicas:    ptrTo(int32(s.Workers)),
@@ -242,10 +169,10 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infr
 		p.MHCNodeStartup = s.NodeStartupTimeout.Duration
 	}
 	if s.RealNodes() {
-		p.MHCNotReady = max(p.MHCNotReady, RealNodeNotReady)
+		p.MHCNotReady = max(p.MHCNotReady, labconfig.RealNodeNotReady)
 	}
 	if s.HasWorkerMHC() && s.Workers > 0 {
-		objs = append(objs, healthCheck(meta(s.Name+"-workers"), s.Name, map[string]string{clusterv1.MachineDeploymentNameLabel: s.machineDeploymentName()}, p, s.TriggerIf()))
+		objs = append(objs, healthCheck(meta(s.Name+"-workers"), s.Name, map[string]string{clusterv1.MachineDeploymentNameLabel: s.MachineDeploymentName()}, p, s.TriggerIf()))
 	}
 	if s.HasControlPlaneMHC() {
 		objs = append(objs, healthCheck(meta(s.Name+"-control-plane"), s.Name, map[string]string{clusterv1.MachineControlPlaneLabel: ""}, p, s.TriggerIf()))
@@ -256,7 +183,7 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infr
 // healthCheck is a MachineHealthCheck on Node Ready Unknown or False, with
 // the profile's timeouts, remediating as trigger says (Cluster API's
 // default, always, when it says nothing).
-func healthCheck(meta metav1.ObjectMeta, cluster string, selector map[string]string, p Profile, trigger scenario.LabTriggerIf) *clusterv1.MachineHealthCheck {
+func healthCheck(meta metav1.ObjectMeta, cluster string, selector map[string]string, p Profile, trigger labconfig.LabTriggerIf) *clusterv1.MachineHealthCheck {
 	secs := func(d time.Duration) *int32 { return ptrTo(int32(d / time.Second)) }
 	triggerIf := clusterv1.MachineHealthCheckRemediationTriggerIf{UnhealthyLessThanOrEqualTo: ptrTo(intstr.FromString("100%"))}
 	switch {

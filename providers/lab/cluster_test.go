@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"net/url"
 	"testing"
 	"time"
@@ -9,31 +10,30 @@ import (
 	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/faultline-dev/faultline/framework/scenario"
 )
 
 // TestServes: which catalogue-like spec.lab a shared 3+2 cluster with
 // health checks on both sides can run.
 func TestServes(t *testing.T) {
 	yes, no := true, false
-	shared := ClusterSpec{Name: "shared", LabSpec: scenario.LabSpec{ControlPlanes: 3, Workers: 2, WorkerMHC: &yes, ControlPlaneMHC: &yes}}
+	shared := ClusterSpec{Name: "shared", LabSpec: labconfig.LabSpec{ControlPlanes: 3, Workers: 2, WorkerMHC: &yes, ControlPlaneMHC: &yes}}
 	for _, tc := range []struct {
 		name string
-		lab  scenario.LabSpec
+		lab  labconfig.LabSpec
 		want bool
 	}{
-		{"power-off-worker: MHC on the control plane left out", scenario.LabSpec{ControlPlanes: 3, Workers: 2}, true},
-		{"delete-cp-vm: fewer workers", scenario.LabSpec{ControlPlanes: 3, Workers: 1, ControlPlaneMHC: &yes}, true},
-		{"stop-kubelet-cp: no MHC on the control plane", scenario.LabSpec{ControlPlanes: 3, Workers: 1, ControlPlaneMHC: &no}, false},
-		{"one control plane", scenario.LabSpec{ControlPlanes: 1, Workers: 2}, false},
-		{"more workers", scenario.LabSpec{ControlPlanes: 3, Workers: 6}, false},
-		{"antrea", scenario.LabSpec{ControlPlanes: 3, Workers: 2, CNI: "antrea"}, false},
-		{"calico by name", scenario.LabSpec{ControlPlanes: 3, Workers: 2, CNI: "calico"}, true},
-		{"no worker MHC", scenario.LabSpec{ControlPlanes: 3, Workers: 2, WorkerMHC: &no}, false},
-		{"pod network", scenario.LabSpec{ControlPlanes: 3, Workers: 2, Network: scenario.LabNetwork{PodCIDR: "10.202.146.0/24"}}, false},
-		{"default pod network by name", scenario.LabSpec{ControlPlanes: 3, Workers: 2, Network: scenario.LabNetwork{PodCIDR: "192.168.0.0/16", CalicoBlockSize: 26}}, true},
-		{"node startup", scenario.LabSpec{ControlPlanes: 3, Workers: 1, NodeStartupTimeout: scenario.D(30 * time.Second)}, false},
-		{"remediation limited", scenario.LabSpec{ControlPlanes: 3, Workers: 2, MaxUnhealthy: "1"}, false},
+		{"power-off-worker: MHC on the control plane left out", labconfig.LabSpec{ControlPlanes: 3, Workers: 2}, true},
+		{"delete-cp-vm: fewer workers", labconfig.LabSpec{ControlPlanes: 3, Workers: 1, ControlPlaneMHC: &yes}, true},
+		{"stop-kubelet-cp: no MHC on the control plane", labconfig.LabSpec{ControlPlanes: 3, Workers: 1, ControlPlaneMHC: &no}, false},
+		{"one control plane", labconfig.LabSpec{ControlPlanes: 1, Workers: 2}, false},
+		{"more workers", labconfig.LabSpec{ControlPlanes: 3, Workers: 6}, false},
+		{"antrea", labconfig.LabSpec{ControlPlanes: 3, Workers: 2, CNI: "antrea"}, false},
+		{"calico by name", labconfig.LabSpec{ControlPlanes: 3, Workers: 2, CNI: "calico"}, true},
+		{"no worker MHC", labconfig.LabSpec{ControlPlanes: 3, Workers: 2, WorkerMHC: &no}, false},
+		{"pod network", labconfig.LabSpec{ControlPlanes: 3, Workers: 2, Network: labconfig.LabNetwork{PodCIDR: "10.202.146.0/24"}}, false},
+		{"default pod network by name", labconfig.LabSpec{ControlPlanes: 3, Workers: 2, Network: labconfig.LabNetwork{PodCIDR: "192.168.0.0/16", CalicoBlockSize: 26}}, true},
+		{"node startup", labconfig.LabSpec{ControlPlanes: 3, Workers: 1, NodeStartupTimeout: labconfig.D(30 * time.Second)}, false},
+		{"remediation limited", labconfig.LabSpec{ControlPlanes: 3, Workers: 2, MaxUnhealthy: "1"}, false},
 	} {
 		if got := shared.Serves(tc.lab); got != tc.want {
 			t.Errorf("%s: Serves = %t, want %t", tc.name, got, tc.want)
@@ -50,14 +50,14 @@ func TestHealthCheckTrigger(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name        string
-		lab         scenario.LabSpec
+		lab         labconfig.LabSpec
 		lessOrEqual string
 		inRange     string
 	}{
-		{"default", scenario.LabSpec{}, "100%", ""},
-		{"v1beta2 count", scenario.LabSpec{Remediation: scenario.LabRemediation{TriggerIf: scenario.LabTriggerIf{UnhealthyLessThanOrEqualTo: "1"}}}, "1", ""},
-		{"maxUnhealthy percentage", scenario.LabSpec{MaxUnhealthy: "40%"}, "40%", ""},
-		{"unhealthyRange", scenario.LabSpec{UnhealthyRange: "[1-2]"}, "", "[1-2]"},
+		{"default", labconfig.LabSpec{}, "100%", ""},
+		{"v1beta2 count", labconfig.LabSpec{Remediation: labconfig.LabRemediation{TriggerIf: labconfig.LabTriggerIf{UnhealthyLessThanOrEqualTo: "1"}}}, "1", ""},
+		{"maxUnhealthy percentage", labconfig.LabSpec{MaxUnhealthy: "40%"}, "40%", ""},
+		{"unhealthyRange", labconfig.LabSpec{UnhealthyRange: "[1-2]"}, "", "[1-2]"},
 	} {
 		tc.lab.ControlPlanes, tc.lab.Workers = 1, 3
 		var mhc *clusterv1.MachineHealthCheck
@@ -78,7 +78,7 @@ func TestHealthCheckTrigger(t *testing.T) {
 			t.Errorf("%s: triggerIf %q / %q, want %q / %q", tc.name, less, got.UnhealthyInRange, tc.lessOrEqual, tc.inRange)
 		}
 	}
-	errs := scenario.LabSpec{ControlPlanes: 1, MaxUnhealthy: "1", Remediation: scenario.LabRemediation{TriggerIf: scenario.LabTriggerIf{UnhealthyLessThanOrEqualTo: "2", UnhealthyInRange: "[3-1]"}}}.Validate(field.NewPath("spec", "lab"))
+	errs := labconfig.LabSpec{ControlPlanes: 1, MaxUnhealthy: "1", Remediation: labconfig.LabRemediation{TriggerIf: labconfig.LabTriggerIf{UnhealthyLessThanOrEqualTo: "2", UnhealthyInRange: "[3-1]"}}}.Validate(field.NewPath("spec", "lab"))
 	want := []string{"spec.lab.maxUnhealthy", "spec.lab.remediation.triggerIf.unhealthyInRange", "spec.lab.remediation.triggerIf"}
 	if len(errs) != len(want) {
 		t.Fatalf("errors %v, want on %v", errs, want)

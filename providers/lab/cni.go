@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"net"
 	"sync"
 	"time"
@@ -19,13 +20,12 @@ import (
 	"sigs.k8s.io/cluster-api/util/secret"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/faultline-dev/faultline/framework/scenario"
 )
 
 // cniDaemonSets is each CNI's node agent.
 var cniDaemonSets = map[string]struct{ name, image string }{
-	scenario.CNICalico: {"calico-node", "docker.io/calico/node:v3.29.3"},
-	scenario.CNIAntrea: {"antrea-agent", "antrea/antrea-agent-ubuntu:v2.3.0"},
+	labconfig.CNICalico: {"calico-node", "docker.io/calico/node:v3.29.3"},
+	labconfig.CNIAntrea: {"antrea-agent", "antrea/antrea-agent-ubuntu:v2.3.0"},
 }
 
 // The DaemonSet controller's identity and retry pace.

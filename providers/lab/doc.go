@@ -7,7 +7,7 @@
 // simulator.
 //
 // It imports the contract (providers), the scenario language (the spec.lab
-// shape, scenario.LabSpec), capi and vsphere (the lab is a Cluster API
+// shape, labconfig.LabSpec), capi and vsphere (the lab is a Cluster API
 // management cluster with a vCenter), kind's docker code (for real nodes)
 // and internal packages; it must not import the engine, the checks,
 // session, cmd or suites.

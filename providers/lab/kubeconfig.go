@@ -22,7 +22,7 @@ func (l *Lab) WriteKubeconfigs(ctx context.Context) ([]string, error) {
 	}
 	paths := []string{mgmt}
 	for _, cs := range l.in.Clusters {
-		s, err := secret.GetFromNamespacedName(ctx, l.Client(), client.ObjectKey{Namespace: cs.namespace(), Name: cs.Name}, secret.Kubeconfig)
+		s, err := secret.GetFromNamespacedName(ctx, l.Client(), client.ObjectKey{Namespace: cs.NamespaceOrDefault(), Name: cs.Name}, secret.Kubeconfig)
 		if err != nil {
 			return nil, fmt.Errorf("kubeconfig of cluster %s: %w", cs.Name, err)
 		}

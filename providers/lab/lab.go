@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"io"
 	"os"
 	"sort"
@@ -59,7 +60,7 @@ func (in Input) Validate() error {
 	for _, c := range in.Clusters {
 		if c.RealNodes() {
 			real++
-			if c.namespace() != Namespace {
+			if c.NamespaceOrDefault() != Namespace {
 				errs = append(errs, fmt.Errorf("cluster %s: namespace %s: a cluster with real nodes is in namespace %s", c.Name, c.Namespace, Namespace))
 			}
 		}
@@ -75,7 +76,7 @@ func (in Input) Validate() error {
 		errs = append(errs, fmt.Errorf("%d clusters with real nodes: a lab runs one (it has one control-plane endpoint)", real))
 	}
 	if in.Profile.Name == "" {
-		errs = append(errs, fmt.Errorf("profile is required: one of %s", strings.Join(ProfileNames(), ", ")))
+		errs = append(errs, fmt.Errorf("profile is required: one of %s", strings.Join(labconfig.ProfileNames(), ", ")))
 	}
 	return errors.Join(errs...)
 }
@@ -131,7 +132,7 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	if err != nil {
 		return nil, err
 	}
-	l = &Lab{in: in, dir: in.Dir, clusters: newLockedMap[labCluster](), prepared: map[string]creation{}, done: make(chan struct{})}
+	l = &Lab{in: in, dir: in.Dir, clusters: labconfig.NewMap[labCluster](), prepared: map[string]creation{}, done: make(chan struct{})}
 	if l.dir == "" {
 		if l.dir, err = os.MkdirTemp("", "faultline-lab-"); err != nil {
 			return nil, fmt.Errorf("lab folder: %w", err)
@@ -173,7 +174,7 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	}
 	for _, c := range in.Clusters {
 		if c.RealNodes() {
-			l.clusters.set(c.Key(), labCluster{spec: c})
+			l.clusters.Set(c.Key(), labCluster{spec: c})
 			continue
 		}
 		if err := l.addSimulated(c); err != nil {
@@ -251,14 +252,14 @@ func (l *Lab) addSimulated(cs ClusterSpec) error {
 	}
 	// Admission runs once the simulator (l.nodes) creates pods.
 	w.admitter = func(ctx context.Context) (*admitter, error) { return l.nodes.admitterFor(ctx, key) }
-	l.clusters.set(key, labCluster{spec: cs, workload: w})
+	l.clusters.Set(key, labCluster{spec: cs, workload: w})
 	return nil
 }
 
 // createSimulated creates the Cluster API objects of a cluster
 // addSimulated added.
 func (l *Lab) createSimulated(ctx context.Context, cs ClusterSpec) error {
-	lc, _ := l.clusters.get(cs.Key())
+	lc, _ := l.clusters.Get(cs.Key())
 	endpoint := infrav1.APIEndpoint{Host: "127.0.0.1", Port: int32(lc.workload.Addr().Port)}
 	if err := createCluster(ctx, l.Client(), clusterObjects(cs, l.sim.URL(), l.thumbprint, endpoint, l.in.Profile, nil)); err != nil {
 		return fmt.Errorf("create cluster %s: %w", cs.Key(), err)
@@ -284,7 +285,7 @@ func newInMemory(ctx context.Context) (inmemoryruntime.Manager, error) {
 // Ready Nodes, or ctx ends.
 func (l *Lab) WaitReady(ctx context.Context) error {
 	var specs []ClusterSpec
-	for _, lc := range l.clusters.all() {
+	for _, lc := range l.clusters.All() {
 		specs = append(specs, lc.spec)
 	}
 	return l.waitReady(ctx, specs)
@@ -350,7 +351,7 @@ func (l *Lab) ready(ctx context.Context, c client.Client, specs []ClusterSpec) (
 			continue
 		}
 		kcp := &controlplanev1.KubeadmControlPlane{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: cs.namespace(), Name: cs.controlPlaneName()}, kcp); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: cs.NamespaceOrDefault(), Name: cs.ControlPlaneName()}, kcp); err != nil {
 			return false, "", err
 		}
 		if int(deref(kcp.Status.ReadyReplicas)) < cs.ControlPlanes {
@@ -407,7 +408,7 @@ func (l *Lab) Stop(ctx context.Context) error {
 	if l.mgmt != nil {
 		errs = append(errs, l.mgmt.stop())
 	}
-	for key, lc := range l.clusters.all() {
+	for key, lc := range l.clusters.All() {
 		if lc.workload == nil {
 			continue
 		}

@@ -172,38 +172,3 @@ type nodeView struct {
 // podsStarted tells whether the node has booted far enough to run its
 // kubelet and, on a control plane, its static pods.
 func (v nodeView) podsStarted(now time.Time) bool { return v.on && !now.Before(v.upAt) }
-
-// lockedMap is a map that the simulator's tick writes and other
-// goroutines read (the node views by VM name, the lab's clusters by key).
-type lockedMap[V any] struct {
-	mu sync.RWMutex
-	m  map[string]V
-}
-
-func newLockedMap[V any]() *lockedMap[V] { return &lockedMap[V]{m: map[string]V{}} }
-
-func (l *lockedMap[V]) get(key string) (V, bool) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	v, ok := l.m[key]
-	return v, ok
-}
-
-// all is a copy of the map.
-func (l *lockedMap[V]) all() map[string]V {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return maps.Clone(l.m)
-}
-
-func (l *lockedMap[V]) set(key string, v V) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.m[key] = v
-}
-
-func (l *lockedMap[V]) remove(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.m, key)
-}

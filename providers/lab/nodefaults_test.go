@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"errors"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"sync"
 	"testing"
 	"time"
@@ -54,7 +55,7 @@ func TestNodeSimStateIsSafeAcrossGoroutines(t *testing.T) {
 	t.Parallel()
 	s := newNodeSim(nodeSimConfig{})
 	now := time.Now()
-	s.views.set("cp-0", nodeView{cluster: "lab", controlPlane: true, on: true, upAt: now.Add(-time.Second)})
+	s.views.Set("cp-0", nodeView{cluster: "lab", controlPlane: true, on: true, upAt: now.Add(-time.Second)})
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Add(1)
@@ -85,7 +86,7 @@ func TestNodeSimStateIsSafeAcrossGoroutines(t *testing.T) {
 // leader to elect: the tick goes on (it dereferenced the missing cluster's
 // workload server and crashed the process).
 func TestElectLeaderOfRemovedCluster(t *testing.T) {
-	s := &nodeSim{nodeSimConfig: nodeSimConfig{clusters: newLockedMap[labCluster]()}}
+	s := &nodeSim{nodeSimConfig: nodeSimConfig{clusters: labconfig.NewMap[labCluster]()}}
 	if err := s.electLeader(context.Background(), "lab-2/lab", faultsNow{}); err != nil {
 		t.Fatalf("electLeader of a removed cluster: %v", err)
 	}

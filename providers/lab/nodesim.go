@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -20,7 +21,6 @@ import (
 	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/faultline-dev/faultline/framework/scenario"
 )
 
 // nodeSim plays kubelet, kubeadm and the node lifecycle controller for every
@@ -43,7 +43,7 @@ type nodeSim struct {
 
 	faults *nodeFaults
 	// views are the nodeView of every VM the simulator knows, by name.
-	views     *lockedMap[nodeView]
+	views     *labconfig.Map[nodeView]
 	cni       *cniAgents
 	admitters *admitters
 
@@ -110,7 +110,7 @@ func newNodeSim(cfg nodeSimConfig) *nodeSim {
 	return &nodeSim{
 		nodeSimConfig: cfg,
 		faults:        newNodeFaults(),
-		views:         newLockedMap[nodeView](),
+		views:         labconfig.NewMap[nodeView](),
 		cni:           &cniAgents{m: map[string]*cniState{}},
 		admitters:     &admitters{m: map[string]*admitter{}, runCtx: context.Background()},
 		vms:           map[string]*simVM{}, addons: map[string]bool{}, podsWritten: map[string]int{},
@@ -232,7 +232,7 @@ func (s *nodeSim) tick(ctx context.Context) error {
 		m := &machines.Items[i]
 		owner[m.Namespace+"/"+m.Spec.InfrastructureRef.Name] = m
 	}
-	clusters := s.clusters.all()
+	clusters := s.clusters.All()
 	now := time.Now()
 	f := s.faults.now()
 	for _, v := range vsvms.Items {
@@ -274,7 +274,7 @@ func (s *nodeSim) tick(ctx context.Context) error {
 			vm.on = false
 		}
 		vm.bootTime = st.bootTime
-		s.views.set(name, nodeView{cluster: vm.cluster, controlPlane: vm.controlPlane, on: vm.on, upAt: vm.upAt})
+		s.views.Set(name, nodeView{cluster: vm.cluster, controlPlane: vm.controlPlane, on: vm.on, upAt: vm.upAt})
 		if exists && st.on && !st.hasIP {
 			errs = append(errs, s.assignIP(vm))
 		}
@@ -282,7 +282,7 @@ func (s *nodeSim) tick(ctx context.Context) error {
 		errs = append(errs, err)
 		if gone {
 			delete(s.vms, name)
-			s.views.remove(name)
+			s.views.Remove(name)
 		}
 	}
 	var members map[string]string // read once, for the Calico clusters
@@ -293,7 +293,7 @@ func (s *nodeSim) tick(ctx context.Context) error {
 		errs = append(errs, s.electLeader(ctx, cluster, f))
 		if s.addons[cluster] {
 			errs = append(errs, s.reconcilePolicyWebhooks(ctx, cluster))
-			if w := lc.workload; lc.spec.CNIName() == scenario.CNICalico && w.canStore() {
+			if w := lc.workload; lc.spec.CNIName() == labconfig.CNICalico && w.canStore() {
 				if members == nil {
 					members = s.members()
 				}
@@ -352,7 +352,7 @@ func (s *nodeSim) forgetRemoved(clusters map[string]labCluster) {
 		if _, ok := clusters[vm.cluster]; !ok {
 			delete(s.vms, name)
 			delete(s.podsWritten, name)
-			s.views.remove(name)
+			s.views.Remove(name)
 			nodes[vm.cluster] = append(nodes[vm.cluster], name)
 		}
 	}
@@ -404,17 +404,17 @@ type labCluster struct {
 // labClusters are the lab's clusters by key (namespace/name), read by the
 // node simulator's tick and the workload API servers' admission while
 // Renew adds and removes them.
-type labClusters = lockedMap[labCluster]
+type labClusters = labconfig.Map[labCluster]
 
 // workload is the API server of the simulated cluster of key, nil once
 // the cluster is removed.
 func (s *nodeSim) workload(key string) *workloadServer {
-	lc, _ := s.clusters.get(key)
+	lc, _ := s.clusters.Get(key)
 	return lc.workload
 }
 
 // spec is the shape of the cluster of key.
 func (s *nodeSim) spec(key string) ClusterSpec {
-	lc, _ := s.clusters.get(key)
+	lc, _ := s.clusters.Get(key)
 	return lc.spec
 }

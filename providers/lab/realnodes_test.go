@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"net"
 	"os"
 	"strconv"
@@ -32,7 +33,7 @@ import (
 // startRealLab starts a lab whose cluster "lab" (the catalogue's default)
 // has real nodes, and waits for its Machines; it skips without a Docker
 // engine.
-func startRealLab(t *testing.T, ctx context.Context, shape scenario.LabSpec) *lab.Lab {
+func startRealLab(t *testing.T, ctx context.Context, shape labconfig.LabSpec) *lab.Lab {
 	t.Helper()
 	labtest.Require(t)
 	if err := kind.Available(ctx, kind.ExecDocker{}); err != nil {
@@ -59,7 +60,7 @@ func startRealLab(t *testing.T, ctx context.Context, shape scenario.LabSpec) *la
 		library = log
 	}
 	lab.RouteLibraryLogs(library)
-	shape.Nodes = scenario.NodesContainers
+	shape.Nodes = labconfig.NodesContainers
 	spec := lab.ClusterSpec{Name: "lab", LabSpec: shape}
 	started := time.Now()
 	l, err := lab.Start(ctx, lab.Input{Profile: p, Clusters: []lab.ClusterSpec{spec}, Log: log})
@@ -90,7 +91,7 @@ func startRealLab(t *testing.T, ctx context.Context, shape scenario.LabSpec) *la
 func TestIntegrationRealNodes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	l := startRealLab(t, ctx, scenario.LabSpec{ControlPlanes: 1, Workers: 1})
+	l := startRealLab(t, ctx, labconfig.LabSpec{ControlPlanes: 1, Workers: 1})
 	c, err := l.Provider().Workload(ctx, lab.Namespace, "lab")
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +146,7 @@ func TestIntegrationRealNodes(t *testing.T) {
 func TestIntegrationRealNodeScenarios(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	l := startRealLab(t, ctx, scenario.LabSpec{ControlPlanes: 3, Workers: 2, ControlPlaneMHC: ptr.To(true)})
+	l := startRealLab(t, ctx, labconfig.LabSpec{ControlPlanes: 3, Workers: 2, ControlPlaneMHC: ptr.To(true)})
 	// A real control plane's join is physical: cloning, booting, kubeadm
 	// join with an etcd member added and promoted, the CNI agent. It took
 	// 63-140 s here (140 s with other labs running beside it), so its

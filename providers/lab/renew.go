@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"maps"
 	"reflect"
 	"slices"
@@ -23,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
-	"github.com/faultline-dev/faultline/framework/scenario"
 )
 
 // errClusterRemoved is what the simulator's background work on a cluster
@@ -63,7 +63,7 @@ func (l *Lab) Renew(ctx context.Context, s ClusterSpec) error {
 		}
 	}
 	var old []string
-	for key, lc := range l.clusters.all() {
+	for key, lc := range l.clusters.All() {
 		if key != s.Key() && lc.workload != nil {
 			old = append(old, key)
 		}
@@ -105,7 +105,7 @@ func (l *Lab) Renew(ctx context.Context, s ClusterSpec) error {
 // FreshSpec is a cluster of shape s named name, in a namespace no cluster
 // of the lab has had (lab-2, lab-3, ...: the clusters it started with are
 // in Namespace), for Renew or Prepare.
-func (l *Lab) FreshSpec(name string, s scenario.LabSpec) ClusterSpec {
+func (l *Lab) FreshSpec(name string, s labconfig.LabSpec) ClusterSpec {
 	l.renewMu.Lock()
 	defer l.renewMu.Unlock()
 	l.fresh++
@@ -115,7 +115,7 @@ func (l *Lab) FreshSpec(name string, s scenario.LabSpec) ClusterSpec {
 // NextSpec is the cluster to Renew the lab with for a scenario of shape s,
 // named name: the one Prepare started for that name and shape (prepared
 // true), else a new FreshSpec.
-func (l *Lab) NextSpec(name string, s scenario.LabSpec) (spec ClusterSpec, prepared bool) {
+func (l *Lab) NextSpec(name string, s labconfig.LabSpec) (spec ClusterSpec, prepared bool) {
 	l.renewMu.Lock()
 	keys := slices.Sorted(maps.Keys(l.prepared))
 	for _, key := range keys {
@@ -130,7 +130,7 @@ func (l *Lab) NextSpec(name string, s scenario.LabSpec) (spec ClusterSpec, prepa
 
 // PrepareNext prepares the cluster NextSpec gives for a scenario of shape
 // s, named name, unless one is prepared already.
-func (l *Lab) PrepareNext(ctx context.Context, name string, s scenario.LabSpec) (ClusterSpec, error) {
+func (l *Lab) PrepareNext(ctx context.Context, name string, s labconfig.LabSpec) (ClusterSpec, error) {
 	spec, prepared := l.NextSpec(name, s)
 	if prepared {
 		return spec, nil
@@ -171,12 +171,12 @@ func (l *Lab) begin(ctx context.Context, s ClusterSpec) (creation, error) {
 	if s.RealNodes() {
 		return creation{}, fmt.Errorf("renew cluster %s: its nodes would be real, and a lab runs real nodes only for the cluster it started with", s.Key())
 	}
-	for key, lc := range l.clusters.all() {
-		if key == s.Key() || lc.spec.namespace() == s.namespace() {
-			return creation{}, fmt.Errorf("renew cluster %s: namespace %s is in use; a renewed cluster needs a new one", s.Key(), s.namespace())
+	for key, lc := range l.clusters.All() {
+		if key == s.Key() || lc.spec.NamespaceOrDefault() == s.NamespaceOrDefault() {
+			return creation{}, fmt.Errorf("renew cluster %s: namespace %s is in use; a renewed cluster needs a new one", s.Key(), s.NamespaceOrDefault())
 		}
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace()}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.NamespaceOrDefault()}}
 	if err := l.Client().Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return creation{}, fmt.Errorf("renew: create namespace %s: %w", ns.Name, err)
 	}
@@ -209,8 +209,8 @@ func (l *Lab) removeCluster(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("remove cluster %s: its Cluster is not gone after %s (%s): %w", key, RemoveTimeout, l.remaining(context.WithoutCancel(ctx), ok.Namespace), err)
 	}
-	lc, _ := l.clusters.get(key)
-	l.clusters.remove(key)
+	lc, _ := l.clusters.Get(key)
+	l.clusters.Remove(key)
 	var errs []error
 	if lc.workload != nil {
 		errs = append(errs, lc.workload.close())

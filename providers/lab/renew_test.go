@@ -3,6 +3,7 @@ package lab_test
 import (
 	"context"
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,7 +17,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/lab"
 )
@@ -27,7 +27,7 @@ import (
 // faults that run left in place (a crashed run's: a VM powered off, a
 // kubelet stopped, a VM the scenario made).
 func TestIntegrationRenewMatchesFreshLab(t *testing.T) {
-	spec := lab.ClusterSpec{Name: "lab", LabSpec: scenario.LabSpec{ControlPlanes: 1, Workers: 2, ControlPlaneMHC: ptr.To(true)}}
+	spec := lab.ClusterSpec{Name: "lab", LabSpec: labconfig.LabSpec{ControlPlanes: 1, Workers: 2, ControlPlaneMHC: ptr.To(true)}}
 	l := startLab(t, spec)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -2,6 +2,7 @@ package lab_test
 
 import (
 	"context"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/faultline-dev/faultline/framework/check"
 	"github.com/faultline-dev/faultline/framework/engine"
-	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/scenarios/scenariotest"
@@ -63,7 +63,7 @@ func deleteMHC(t *testing.T, l *lab.Lab, name string) {
 // (the scenarios themselves pass in the nightly suite, make test-e2e), and
 // what only the lab shows: a reset, the CNI's symptom.
 func TestIntegrationLabScenarios(t *testing.T) {
-	l := startLab(t, lab.ClusterSpec{Name: "lab", LabSpec: scenario.LabSpec{ControlPlanes: 3, Workers: 2, ControlPlaneMHC: ptr.To(true)}})
+	l := startLab(t, lab.ClusterSpec{Name: "lab", LabSpec: labconfig.LabSpec{ControlPlanes: 3, Workers: 2, ControlPlaneMHC: ptr.To(true)}})
 
 	// A reset powers the VM off and on within one read of the node
 	// simulator: the guest still reboots, and the Machine is replaced as
@@ -326,7 +326,7 @@ spec:
 // goes on and no replacement ever runs (with it, the scenario passes in
 // the nightly suite); and the inventory check finds a stale VM.
 func TestIntegrationEtcdLeaderStuck(t *testing.T) {
-	l := startLab(t, lab.ClusterSpec{Name: "lab", LabSpec: scenario.LabSpec{ControlPlanes: 3, Workers: 1, ControlPlaneMHC: ptr.To(true), NodeStartupTimeout: scenario.D(30 * time.Second)}})
+	l := startLab(t, lab.ClusterSpec{Name: "lab", LabSpec: labconfig.LabSpec{ControlPlanes: 3, Workers: 1, ControlPlaneMHC: ptr.To(true), NodeStartupTimeout: labconfig.D(30 * time.Second)}})
 	t.Run("etcd-leader-stuck-no-runbook", func(t *testing.T) {
 		res := runScenarioText(t, l, "etcd-leader-stuck", func(s string) string {
 			s = strings.Replace(s, "    - name: move-leader\n      undo:\n        fault: stick-leader\n", "", 1)

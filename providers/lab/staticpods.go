@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"crypto/x509"
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -20,20 +21,19 @@ import (
 	"sigs.k8s.io/cluster-api/util/secret"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
 )
 
 // staticPodRunning tells whether a static pod of a control-plane node runs.
 func (s *nodeSim) staticPodRunning(node, component string, now time.Time) bool {
-	v, ok := s.views.get(node)
+	v, ok := s.views.Get(node)
 	return ok && v.controlPlane && v.podsStarted(now) && !s.faults.podStopped(node, component)
 }
 
 // setLeaderStuck makes a control-plane node's etcd member a stuck leader,
 // or has it hand leadership to another member.
 func (s *nodeSim) setLeaderStuck(node string, stuck bool) error {
-	v, ok := s.views.get(node)
+	v, ok := s.views.Get(node)
 	if !ok {
 		return s.faults.setLeaderStuck(node, nil, stuck)
 	}
@@ -339,7 +339,7 @@ func (s *nodeSim) ensureAddons(ctx context.Context, c inmemoryclient.Client, clu
 	if err := s.ensureCNIDaemonSet(ctx, c, cluster); err != nil {
 		return err
 	}
-	if s.cniOf(cluster) == scenario.CNICalico {
+	if s.cniOf(cluster) == labconfig.CNICalico {
 		if err := s.ensureCalicoPool(ctx, c, cluster); err != nil {
 			return err
 		}

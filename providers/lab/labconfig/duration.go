@@ -1,4 +1,4 @@
-package scenario
+package labconfig
 
 import (
 	"encoding/json"
