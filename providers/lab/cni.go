@@ -19,7 +19,6 @@ import (
 	inmemoryclient "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime/client"
 	"sigs.k8s.io/cluster-api/util/secret"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
 )
 
 // cniDaemonSets is each CNI's node agent.

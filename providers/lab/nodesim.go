@@ -20,7 +20,6 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
 )
 
 // nodeSim plays kubelet, kubeadm and the node lifecycle controller for every

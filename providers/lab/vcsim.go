@@ -2,166 +2,27 @@ package lab
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
-	"math/big"
-	"net"
-	"net/url"
-	"os"
-	"time"
-
-	"github.com/vmware/govmomi/simulator"
-	"github.com/vmware/govmomi/vim25/types"
-
-	// The vCenter REST API (sessions, tags), which CAPV logs in to.
-	_ "github.com/vmware/govmomi/vapi/simulator"
 
 	"github.com/faultline-dev/faultline/providers"
+	"github.com/faultline-dev/faultline/providers/lab/vcsim"
 	"github.com/faultline-dev/faultline/providers/vsphere"
 )
 
-// VCSim is an in-process vCenter simulator listening on loopback with TLS.
-type VCSim struct {
-	model  *simulator.Model
-	server *simulator.Server
-	caFile string
-}
+// VCSim is the lab's vCenter simulator (vcsim.Sim); StartVCSim starts one
+// on its own, as 'faultline lab vcsim' and tests do.
+type (
+	VCSim      = vcsim.Sim
+	VCSimInput = vcsim.Input
+)
 
-// VCSimInput configures StartVCSim.
-type VCSimInput struct {
-	// Listen is a loopback host:port; "127.0.0.1:0" (any free port) when
-	// empty. Other addresses are refused: the lab never listens beyond the
-	// machine.
-	Listen string
-	// Model is the inventory to simulate; simulator.VPX() (one datacenter,
-	// a cluster, hosts and four powered-on VMs) when nil.
-	Model *simulator.Model
-}
+// StartVCSim starts a vCenter simulator on loopback (vcsim.Start).
+func StartVCSim(in VCSimInput) (*VCSim, error) { return vcsim.Start(in) }
 
-// Validate checks the input.
-func (in VCSimInput) Validate() error {
-	if in.Listen == "" {
-		return nil
-	}
-	host, _, err := net.SplitHostPort(in.Listen)
-	if err != nil {
-		return fmt.Errorf("listen address %q: expected host:port: %w", in.Listen, err)
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("listen address %q: the lab listens on loopback only (127.0.0.1)", in.Listen)
-	}
-	return nil
-}
-
-// StartVCSim creates the inventory and starts serving it.
-func StartVCSim(in VCSimInput) (*VCSim, error) {
-	if err := in.Validate(); err != nil {
-		return nil, err
-	}
-	m := in.Model
-	if m == nil {
-		m = simulator.VPX()
-	}
-	if err := m.Create(); err != nil {
-		return nil, fmt.Errorf("create vcsim inventory: %w", err)
-	}
-	listen := in.Listen
-	if listen == "" {
-		listen = "127.0.0.1:0"
-	}
-	m.Service.Listen = &url.URL{Host: listen}
-	cert, err := loopbackCert()
-	if err != nil {
-		m.Remove()
-		return nil, err
-	}
-	m.Service.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	m.Service.RegisterEndpoints = true
-	s := m.Service.NewServer()
-	ca, err := s.CertificateFile()
-	if err != nil {
-		s.Close()
-		m.Remove()
-		return nil, fmt.Errorf("write vcsim certificate: %w", err)
-	}
-	return &VCSim{model: m, server: s, caFile: ca}, nil
-}
-
-// URL is the SDK endpoint, without credentials.
-func (v *VCSim) URL() *url.URL {
-	u := *v.server.URL
-	u.User = nil
-	return &u
-}
-
-// CAFile is the PEM file of the simulator's certificate, for verifying TLS.
-func (v *VCSim) CAFile() string { return v.caFile }
-
-// Service exposes the simulator, for fault rules and delays in tests.
-func (v *VCSim) Service() *simulator.Service { return v.model.Service }
-
-// Config returns vsphere settings that reach the simulator with TLS
-// verified against its own certificate.
-func (v *VCSim) Config() vsphere.Config {
-	pass, _ := simulator.DefaultLogin.Password()
-	return vsphere.Config{URL: v.URL().String(), Username: simulator.DefaultLogin.Username(), Password: pass, CAFile: v.caFile}
-}
-
-// SetGuestIP plays the guest's DHCP client: it reports ip on the VM's
-// first adapter in guest.net (with its IP configuration, which CAPV reads)
-// and guest.ipAddress, and notifies property collectors, as VMware Tools
-// would. vcsim has no API for this; its object is changed in process.
-func (v *VCSim) SetGuestIP(ref types.ManagedObjectReference, ip string) error {
-	base := v.model.Service.Context
-	vm, ok := base.Map.Get(ref).(*simulator.VirtualMachine)
-	if !ok {
-		return fmt.Errorf("vm %s is not in the simulator", ref)
-	}
-	ctx := &simulator.Context{Context: context.Background(), Map: base.Map, Session: base.Session}
-	var err error
-	ctx.WithLock(vm, func() {
-		if vm.Guest == nil || len(vm.Guest.Net) == 0 {
-			err = fmt.Errorf("vm %s has no network adapter", ref)
-			return
-		}
-		nets := append([]types.GuestNicInfo(nil), vm.Guest.Net...)
-		nets[0].IpAddress = []string{ip}
-		nets[0].IpConfig = &types.NetIpConfigInfo{IpAddress: []types.NetIpConfigInfoIpAddress{{IpAddress: ip, PrefixLength: 24, State: "preferred"}}}
-		ctx.Update(vm, []types.PropertyChange{{Name: "guest.net", Val: nets}, {Name: "guest.ipAddress", Val: ip}})
-	})
-	return err
-}
-
-// closeWait bounds how long Close waits for handlers to return once their
-// connections are closed.
-const closeWait = 3 * time.Second
-
-// Close stops the server and removes the inventory, within a few seconds
-// whatever the clients do: their connections are closed first (a client
-// that holds a request half sent, or waits in WaitForUpdates, would
-// otherwise keep httptest's Close waiting for as long as it likes). A
-// handler that still has not returned after closeWait is left behind, and
-// so is the inventory it may be using.
-func (v *VCSim) Close() {
-	v.server.CloseClientConnections()
-	done := make(chan struct{})
-	go func() {
-		v.server.Close()
-		close(done)
-	}()
-	select {
-	case <-done:
-		v.model.Remove()
-	case <-time.After(closeWait):
-	}
-	// The server removes it only once its handlers return.
-	_ = os.Remove(v.caFile)
-}
+// TrustLabCertificates makes this process trust the vCenter simulators it
+// starts from now on (vcsim.TrustLabCertificates): main or a suite calls
+// it once, before the first lab.
+func TrustLabCertificates() (cleanup func() error, err error) { return vcsim.TrustLabCertificates() }
 
 // VCenterLab is the vCenter-only lab: a simulator and a vsphere provider
 // connected to it, named "lab" in results. Scenarios that need no Cluster
@@ -198,39 +59,3 @@ func (l *VCenterLab) Close(ctx context.Context) error {
 // Ref marks journals of the embedded lab: its simulator ends with the
 // process, so a crashed lab run leaves nothing to undo.
 func (l *VCenterLab) Ref() providers.ProviderRef { return providers.ProviderRef{Name: Name} }
-
-// loopbackCert is an ECDSA P-256 certificate for 127.0.0.1 and localhost,
-// signed by the lab's CA when TrustLabCertificates made one (the system's
-// roots then trust it), self-signed otherwise. httptest's default is RSA
-// 2048; with ECDSA each handshake's signature costs a fraction of RSA's.
-func loopbackCert() (tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("vcsim certificate: %w", err)
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("vcsim certificate: %w", err)
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: "faultline lab vcsim"},
-		NotBefore:    now.Add(-time.Hour), NotAfter: now.Add(7 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true, IsCA: true,
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		DNSNames:    []string{"localhost"},
-	}
-	parent, parentKey := tmpl, key
-	if ca, caKey := signedByLabCA(); ca != nil {
-		tmpl.KeyUsage, tmpl.IsCA = x509.KeyUsageDigitalSignature, false
-		parent, parentKey = ca, caKey
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("vcsim certificate: %w", err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
-}

@@ -1,4 +1,4 @@
-package lab
+package vcsim
 
 import (
 	"crypto/ecdsa"

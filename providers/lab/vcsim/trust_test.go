@@ -1,4 +1,4 @@
-package lab
+package vcsim
 
 import (
 	"crypto/tls"
@@ -44,7 +44,7 @@ func trustChild(t *testing.T) {
 	if dirs := os.Getenv("SSL_CERT_DIR"); !strings.HasPrefix(dirs, defaultCertDirs+":") && !strings.Contains(dirs, ":") {
 		t.Errorf("SSL_CERT_DIR %q keeps no system folder", dirs)
 	}
-	sim, err := StartVCSim(VCSimInput{})
+	sim, err := Start(Input{})
 	if err != nil {
 		t.Fatal(err)
 	}
