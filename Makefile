@@ -22,7 +22,7 @@ kind-image: ## Build the kind node image offline (cached in bin/kind by version;
 	hack/docker.sh
 	hack/kind-image.sh
 
-lab-manifests: ## Copy Cluster API and CAPV CRDs and webhooks from the module cache into providers/lab/manifests
+lab-manifests: ## Copy Cluster API and CAPV CRDs and webhooks from the module cache into providers/lab/management/manifests
 	hack/lab-manifests.sh
 
 build: ## Build bin/faultline

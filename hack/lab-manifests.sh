@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Copies the CRDs and webhook configurations of Cluster API (core, CABPK,
 # KCP) and CAPV (govmomi mode) from the module cache into
-# providers/lab/manifests/, where they are embedded into the faultline
+# providers/lab/management/manifests/, where they are embedded into the faultline
 # binary: an installed binary then needs no module cache. The versions are
 # the ones go.mod requires; VERSIONS records them and hack/verify.sh checks
 # that it still matches go.mod.
@@ -12,7 +12,7 @@ capv_version="$(go list -m -f '{{.Version}}' sigs.k8s.io/cluster-api-provider-vs
 capi="$(go mod download -json "sigs.k8s.io/cluster-api@${capi_version}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
 capv="$(go mod download -json "sigs.k8s.io/cluster-api-provider-vsphere@${capv_version}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
 
-out=providers/lab/manifests
+out=providers/lab/management/manifests
 rm -rf "${out}"
 mkdir -p "${out}"/{core,bootstrap,controlplane,infrastructure}/crd
 

@@ -16,6 +16,7 @@ providers/vsphere           artifacts cmd framework providers/capi providers/kin
 providers/capi              artifacts cmd framework providers/kind providers/lab session providers/fake scenarios suites
 providers/kind              artifacts cmd framework providers/lab session providers/fake scenarios suites
 providers/lab               artifacts cmd framework session providers/fake scenarios suites
+providers/lab/management    artifacts cmd framework internal providers/ scenarios session suites +providers/lab/labconfig
 providers/lab/vcsim         artifacts cmd framework internal providers/capi providers/kind providers/lab providers/fake scenarios session suites +providers/lab/labconfig
 providers/lab/labconfig     artifacts cmd framework internal providers/ scenarios session suites
 providers/lab/vmcontainers  artifacts cmd framework providers/capi providers/lab session providers/fake providers/vsphere scenarios suites

@@ -27,7 +27,7 @@ fi
 # The embedded lab manifests must come from the versions go.mod requires.
 want="$(printf 'sigs.k8s.io/cluster-api %s\nsigs.k8s.io/cluster-api-provider-vsphere %s\n' \
   "$(go list -m -f '{{.Version}}' sigs.k8s.io/cluster-api)" "$(go list -m -f '{{.Version}}' sigs.k8s.io/cluster-api-provider-vsphere)")"
-if [[ "${want}" != "$(cat providers/lab/manifests/VERSIONS)" ]]; then
-  echo "providers/lab/manifests are not from the versions in go.mod: run hack/lab-manifests.sh" >&2
+if [[ "${want}" != "$(cat providers/lab/management/manifests/VERSIONS)" ]]; then
+  echo "providers/lab/management/manifests are not from the versions in go.mod: run hack/lab-manifests.sh" >&2
   exit 1
 fi

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/faultline-dev/faultline/providers/lab/labconfig"
+	"k8s.io/utils/ptr"
 	"net/url"
 	"strings"
 	"time"
@@ -72,7 +73,7 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infr
 					Template: vmTemplate, CloneMode: infrav1.FullClone,
 					Server: vc.Host, Thumbprint: thumbprint,
 					Datacenter: datacenter, Datastore: datastore, ResourcePool: resourcePool, Folder: vmFolder,
-					Network: infrav1.NetworkSpec{Devices: []infrav1.NetworkDeviceSpec{{NetworkName: vmNetwork, DHCP4: ptrTo(true)}}},
+					Network: infrav1.NetworkSpec{Devices: []infrav1.NetworkDeviceSpec{{NetworkName: vmNetwork, DHCP4: ptr.To(true)}}},
 					NumCPUs: 2, MemoryMiB: 4096, DiskGiB: 20,
 				}},
 			}},
@@ -97,19 +98,19 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infr
 			Spec: infrav1.VSphereClusterSpec{
 				Server: vc.Host, Thumbprint: thumbprint,
 				ControlPlaneEndpoint: endpoint,
-				DisableClusterModule: ptrTo(true),
+				DisableClusterModule: ptr.To(true),
 			},
 		},
 		cpTemplate, workerTemplate,
 		&controlplanev1.KubeadmControlPlane{
 			ObjectMeta: meta(s.ControlPlaneName()),
 			Spec: controlplanev1.KubeadmControlPlaneSpec{
-				Replicas: ptrTo(int32(s.ControlPlanes)),
+				Replicas: ptr.To(int32(s.ControlPlanes)),
 				Version:  KubernetesVersion,
 				// A bounded retry, as a cluster configured after seed 003
 				// has: a replacement that cannot join is not recreated
 				// forever.
-				Remediation:       controlplanev1.KubeadmControlPlaneRemediationSpec{MaxRetry: ptrTo(int32(5))},
+				Remediation:       controlplanev1.KubeadmControlPlaneRemediationSpec{MaxRetry: ptr.To(int32(5))},
 				KubeadmConfigSpec: kcp.KubeadmConfigSpec,
 				MachineTemplate: controlplanev1.KubeadmControlPlaneMachineTemplate{
 					Spec: controlplanev1.KubeadmControlPlaneMachineTemplateSpec{
@@ -146,7 +147,7 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infr
 			ObjectMeta: meta(s.MachineDeploymentName()),
 			Spec: clusterv1.MachineDeploymentSpec{
 				ClusterName: s.Name,
-				Replicas:    ptrTo(int32(s.Workers)),
+				Replicas:    ptr.To(int32(s.Workers)),
 				Selector:    metav1.LabelSelector{MatchLabels: mdLabels},
 				Template: clusterv1.MachineTemplateSpec{
 					ObjectMeta: clusterv1.ObjectMeta{Labels: mdLabels},
@@ -183,13 +184,13 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infr
 // the profile's timeouts, remediating as trigger says (Cluster API's
 // default, always, when it says nothing).
 func healthCheck(meta metav1.ObjectMeta, cluster string, selector map[string]string, p Profile, trigger labconfig.LabTriggerIf) *clusterv1.MachineHealthCheck {
-	secs := func(d time.Duration) *int32 { return ptrTo(int32(d / time.Second)) }
-	triggerIf := clusterv1.MachineHealthCheckRemediationTriggerIf{UnhealthyLessThanOrEqualTo: ptrTo(intstr.FromString("100%"))}
+	secs := func(d time.Duration) *int32 { return ptr.To(int32(d / time.Second)) }
+	triggerIf := clusterv1.MachineHealthCheckRemediationTriggerIf{UnhealthyLessThanOrEqualTo: ptr.To(intstr.FromString("100%"))}
 	switch {
 	case trigger.UnhealthyInRange != "":
 		triggerIf = clusterv1.MachineHealthCheckRemediationTriggerIf{UnhealthyInRange: trigger.UnhealthyInRange}
 	case trigger.UnhealthyLessThanOrEqualTo != "":
-		triggerIf.UnhealthyLessThanOrEqualTo = ptrTo(intstr.Parse(trigger.UnhealthyLessThanOrEqualTo))
+		triggerIf.UnhealthyLessThanOrEqualTo = ptr.To(intstr.Parse(trigger.UnhealthyLessThanOrEqualTo))
 	}
 	return &clusterv1.MachineHealthCheck{
 		ObjectMeta: meta,

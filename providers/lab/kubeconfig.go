@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/cluster-api/util/secret"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -17,7 +15,7 @@ import (
 // management one first.
 func (l *Lab) WriteKubeconfigs(ctx context.Context) ([]string, error) {
 	mgmt := filepath.Join(l.dir, "management.kubeconfig")
-	if err := writeRESTKubeconfig(mgmt, l.mgmt); err != nil {
+	if err := l.mgmt.WriteKubeconfig(mgmt); err != nil {
 		return nil, err
 	}
 	paths := []string{mgmt}
@@ -33,32 +31,4 @@ func (l *Lab) WriteKubeconfigs(ctx context.Context) ([]string, error) {
 		paths = append(paths, p)
 	}
 	return paths, nil
-}
-
-func writeRESTKubeconfig(path string, m *management) error {
-	user, err := m.env.AddUser(envtestAdmin(), nil)
-	if err != nil {
-		return fmt.Errorf("management cluster admin user: %w", err)
-	}
-	b, err := user.KubeConfig()
-	if err != nil {
-		return fmt.Errorf("management cluster kubeconfig: %w", err)
-	}
-	cfg, err := clientcmd.Load(b)
-	if err != nil {
-		return fmt.Errorf("management cluster kubeconfig: %w", err)
-	}
-	renameContext(cfg, "faultline-lab")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-func renameContext(cfg *clientcmdapi.Config, name string) {
-	for old, ctx := range cfg.Contexts {
-		delete(cfg.Contexts, old)
-		cfg.Contexts[name] = ctx
-	}
-	cfg.CurrentContext = name
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/faultline-dev/faultline/providers/lab/labconfig"
+	"github.com/faultline-dev/faultline/providers/lab/management"
 	"io"
 	"os"
 	"sort"
@@ -93,7 +94,7 @@ type Lab struct {
 	record Record
 	sim    *VCSim
 	vc     *vsphere.Provider
-	mgmt   *management
+	mgmt   *management.Plane
 	mem    inmemoryruntime.Manager
 	// clusters are the lab's clusters now, by namespace/name: those of
 	// in, then Renew's.
@@ -128,7 +129,7 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	if err := in.Validate(); err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
-	assets, err := FindAssets(in.Assets)
+	assets, err := management.FindAssets(in.Assets)
 	if err != nil {
 		return nil, err
 	}
@@ -153,10 +154,6 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 			l = nil
 		}
 	}()
-	m, err := loadManifests()
-	if err != nil {
-		return l, err
-	}
 	if l.sim, err = StartVCSim(VCSimInput{}); err != nil {
 		return l, err
 	}
@@ -182,16 +179,13 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 		}
 	}
 	user, pass := l.sim.Config().Username, l.sim.Config().Password
-	if err := setGates(in.Profile); err != nil {
-		return l, err
-	}
-	if l.mgmt, err = startManagement(ctx, managementInput{
-		assets: assets, dir: l.dir, profile: in.Profile, vcUser: user, vcPass: pass,
-		log: in.Log.WithName("controllers"), manifests: m,
+	if l.mgmt, err = management.Start(ctx, management.Input{
+		Assets: assets, Dir: l.dir, Profile: in.Profile, VCUser: user, VCPass: pass,
+		Log: in.Log.WithName("controllers"),
 	}); err != nil {
 		return l, err
 	}
-	c := l.mgmt.mgr.GetClient()
+	c := l.mgmt.Client()
 	for _, cs := range in.Clusters {
 		if cs.RealNodes() {
 			endpoint, kubeadm, err := l.startRealNodes(ctx, cs)
@@ -221,7 +215,7 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 		defer close(l.done)
 		l.nodes.run(sctx, 200*time.Millisecond)
 	}()
-	wc, err := client.NewWithWatch(l.mgmt.cfg, client.Options{Scheme: l.mgmt.mgr.GetScheme()})
+	wc, err := client.NewWithWatch(l.mgmt.Config(), client.Options{Scheme: l.mgmt.Scheme()})
 	if err != nil {
 		return l, fmt.Errorf("management cluster client: %w", err)
 	}
@@ -292,7 +286,7 @@ func (l *Lab) WaitReady(ctx context.Context) error {
 }
 
 func (l *Lab) waitReady(ctx context.Context, specs []ClusterSpec) error {
-	c := l.mgmt.mgr.GetClient()
+	c := l.mgmt.Client()
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	var last string
@@ -377,7 +371,7 @@ func deref(p *int32) int32 {
 func (l *Lab) SetCNI(node string, ok bool) { l.nodes.faults.setCNI(node, ok) }
 
 // Client reads and writes the management cluster.
-func (l *Lab) Client() client.Client { return l.mgmt.mgr.GetClient() }
+func (l *Lab) Client() client.Client { return l.mgmt.Client() }
 
 // VCenter is the lab's connection to its vCenter simulator.
 func (l *Lab) VCenter() *vsphere.Provider { return l.vc }
@@ -406,7 +400,7 @@ func (l *Lab) Stop(ctx context.Context) error {
 		errs = append(errs, l.real.driver.Close(ctx))
 	}
 	if l.mgmt != nil {
-		errs = append(errs, l.mgmt.stop())
+		errs = append(errs, l.mgmt.Stop())
 	}
 	for key, lc := range l.clusters.All() {
 		if lc.workload == nil {

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"k8s.io/utils/ptr"
 	"time"
 
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
@@ -42,8 +43,8 @@ nodeLeaseDurationSeconds: %d
 	return bootstrapv1.KubeadmConfigSpec{
 		ClusterConfiguration: bootstrapv1.ClusterConfiguration{
 			ControllerManager: bootstrapv1.ControllerManager{ExtraArgs: []bootstrapv1.Arg{
-				{Name: "node-monitor-grace-period", Value: ptrTo(p.NodeGrace.String())},
-				{Name: "node-monitor-period", Value: ptrTo(min(p.Heartbeat, p.NodeGrace/4).String())},
+				{Name: "node-monitor-grace-period", Value: ptr.To(p.NodeGrace.String())},
+				{Name: "node-monitor-period", Value: ptr.To(min(p.Heartbeat, p.NodeGrace/4).String())},
 			}},
 		},
 		InitConfiguration: bootstrapv1.InitConfiguration{NodeRegistration: reg, SkipPhases: []string{"preflight"}, Patches: patches},

@@ -4,13 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/lab/management"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -33,7 +32,7 @@ type Record struct {
 
 // OwnerAlive tells whether the process that started the lab still runs.
 func (r Record) OwnerAlive() bool {
-	start, err := processStart(r.PID)
+	start, err := management.ProcessStart(r.PID)
 	return err == nil && start == r.PIDStart
 }
 
@@ -96,7 +95,7 @@ func RemoveRecord(r Record) error {
 
 // record writes the record of a lab in folder dir, owned by this process.
 func record(dir string) (Record, error) {
-	start, err := processStart(os.Getpid())
+	start, err := management.ProcessStart(os.Getpid())
 	if err != nil {
 		return Record{}, fmt.Errorf("lab record: %w", err)
 	}
@@ -120,35 +119,4 @@ func record(dir string) (Record, error) {
 		return r, fmt.Errorf("lab record: %w", err)
 	}
 	return r, nil
-}
-
-// processStart is a process's start time in clock ticks after boot, from
-// /proc/PID/stat; an error for a process that is gone or a zombie.
-func processStart(pid int) (uint64, error) {
-	if pid <= 0 {
-		return 0, fmt.Errorf("pid %d", pid)
-	}
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0, err
-	}
-	// The command (field 2) may hold spaces and parentheses: the fields
-	// that follow start after its last ')'.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	// f[0] is field 3 (state), so field 22 (starttime) is f[19].
-	if len(f) < 20 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	if f[0] == "Z" || f[0] == "X" {
-		return 0, fmt.Errorf("process %d has exited", pid)
-	}
-	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return 0, err
-	}
-	return strconv.ParseUint(f[19], 10, 64)
 }

@@ -1,7 +1,8 @@
-package lab
+package management
 
 import (
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"maps"
 	"slices"
 	"strings"
@@ -25,7 +26,7 @@ var processGates struct {
 // setGates sets p's feature gates for this process, or checks that they
 // are the ones already set: a lab of another profile in the same process
 // is refused.
-func setGates(p Profile) error {
+func setGates(p labconfig.Profile) error {
 	processGates.Lock()
 	defer processGates.Unlock()
 	if processGates.set {

@@ -1,6 +1,7 @@
-package lab
+package management
 
 import (
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"strings"
 	"testing"
 
@@ -11,11 +12,11 @@ import (
 // for the process; a lab of the real profile (upstream's gates) in the
 // same process is refused, and another compressed lab is not.
 func TestGatesOnePerProcess(t *testing.T) {
-	compressed, err := ProfileNamed("compressed")
+	compressed, err := labconfig.ProfileNamed("compressed")
 	if err != nil {
 		t.Fatal(err)
 	}
-	realProfile, err := ProfileNamed("real")
+	realProfile, err := labconfig.ProfileNamed("real")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package lab
+package management
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -111,7 +112,7 @@ const pidSuffix = ".pid"
 
 // recordProcess writes this process's pid and start time to path.
 func recordProcess(path string) error {
-	start, err := processStart(os.Getpid())
+	start, err := ProcessStart(os.Getpid())
 	if err != nil {
 		return err
 	}
@@ -127,7 +128,7 @@ type Process struct {
 // Alive tells whether the process still runs (the same one: a reused pid
 // has another start time).
 func (p Process) Alive() bool {
-	start, err := processStart(p.PID)
+	start, err := ProcessStart(p.PID)
 	return err == nil && start == p.Start
 }
 
@@ -151,4 +152,35 @@ func Processes(dir string) ([]Process, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// ProcessStart is a process's start time in clock ticks after boot, from
+// /proc/PID/stat; an error for a process that is gone or a zombie.
+func ProcessStart(pid int) (uint64, error) {
+	if pid <= 0 {
+		return 0, fmt.Errorf("pid %d", pid)
+	}
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, err
+	}
+	// The command (field 2) may hold spaces and parentheses: the fields
+	// that follow start after its last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	// f[0] is field 3 (state), so field 22 (starttime) is f[19].
+	if len(f) < 20 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	if f[0] == "Z" || f[0] == "X" {
+		return 0, fmt.Errorf("process %d has exited", pid)
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return 0, err
+	}
+	return strconv.ParseUint(f[19], 10, 64)
 }

@@ -1,9 +1,11 @@
-package lab
+package management
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
+	"k8s.io/utils/ptr"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,10 +70,10 @@ func newScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// management is the lab's management cluster: a real kube-apiserver and etcd
+// Plane is the lab's management cluster: a real kube-apiserver and etcd
 // (envtest) with the Cluster API and CAPV controllers and webhooks of one
 // controller-runtime manager.
-type management struct {
+type Plane struct {
 	env     *envtest.Environment
 	cfg     *rest.Config
 	mgr     ctrl.Manager
@@ -80,38 +82,46 @@ type management struct {
 	mgrErr  error
 }
 
-type managementInput struct {
-	assets    string
-	dir       string
-	profile   Profile
-	vcUser    string
-	vcPass    string
-	log       logr.Logger
-	manifests *manifests
+// Input is what Start needs.
+type Input struct {
+	// Assets is the folder of kube-apiserver and etcd (FindAssets); Dir
+	// the lab's folder, which keeps their data.
+	Assets, Dir string
+	Profile     labconfig.Profile
+	// VCUser and VCPass are CAPV's vCenter credentials.
+	VCUser, VCPass string
+	Log            logr.Logger
 }
 
 // stopTimeout bounds the stop of the lab's kube-apiserver and etcd.
 const stopTimeout = time.Second
 
-// startManagement starts envtest, installs the CRDs and webhooks, and runs
-// every controller until stop.
-func startManagement(ctx context.Context, in managementInput) (*management, error) {
+// Start starts envtest, installs the CRDs and webhooks, and runs every
+// controller until Stop.
+func Start(ctx context.Context, in Input) (*Plane, error) {
 	scheme, err := newScheme()
+	if err != nil {
+		return nil, err
+	}
+	if err := setGates(in.Profile); err != nil {
+		return nil, err
+	}
+	manifests, err := loadManifests()
 	if err != nil {
 		return nil, err
 	}
 	env := &envtest.Environment{
 		Scheme:                scheme,
-		BinaryAssetsDirectory: in.assets,
+		BinaryAssetsDirectory: in.Assets,
 		CRDInstallOptions: envtest.CRDInstallOptions{
-			CRDs:   in.manifests.crds,
+			CRDs:   manifests.crds,
 			Scheme: scheme,
 		},
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
-			MutatingWebhooks:    in.manifests.mutating,
-			ValidatingWebhooks:  in.manifests.validating,
+			MutatingWebhooks:    manifests.mutating,
+			ValidatingWebhooks:  manifests.validating,
 			LocalServingHost:    "127.0.0.1",
-			LocalServingCertDir: filepath.Join(in.dir, "webhook-certs"),
+			LocalServingCertDir: filepath.Join(in.Dir, "webhook-certs"),
 		},
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  30 * time.Second,
@@ -123,13 +133,13 @@ func startManagement(ctx context.Context, in managementInput) (*management, erro
 	// stop (kube-apiserver drains watches for as long as they last), so
 	// each is killed after stopTimeout.
 	env.ControlPlaneStopTimeout = stopTimeout // envtest sets each one's from it
-	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(in.dir, "etcd")}
-	env.ControlPlane.APIServer = &envtest.APIServer{CertDir: filepath.Join(in.dir, "apiserver")}
-	// Both die with this process (parentdeath.go).
-	if env.ControlPlane.Etcd.Path, err = shim(filepath.Join(in.dir, "bin"), filepath.Join(in.assets, "etcd")); err != nil {
+	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(in.Dir, "etcd")}
+	env.ControlPlane.APIServer = &envtest.APIServer{CertDir: filepath.Join(in.Dir, "apiserver")}
+	// Both die with this process (shim.go).
+	if env.ControlPlane.Etcd.Path, err = shim(filepath.Join(in.Dir, "bin"), filepath.Join(in.Assets, "etcd")); err != nil {
 		return nil, err
 	}
-	if env.ControlPlane.APIServer.Path, err = shim(filepath.Join(in.dir, "bin"), filepath.Join(in.assets, "kube-apiserver")); err != nil {
+	if env.ControlPlane.APIServer.Path, err = shim(filepath.Join(in.Dir, "bin"), filepath.Join(in.Assets, "kube-apiserver")); err != nil {
 		return nil, err
 	}
 	for _, d := range []string{env.ControlPlane.Etcd.DataDir, env.ControlPlane.APIServer.CertDir} {
@@ -139,21 +149,21 @@ func startManagement(ctx context.Context, in managementInput) (*management, erro
 	}
 	cfg, err := env.Start()
 	if err != nil {
-		return nil, fmt.Errorf("start the management cluster (kube-apiserver and etcd from %s): %w", in.assets, err)
+		return nil, fmt.Errorf("start the management cluster (kube-apiserver and etcd from %s): %w", in.Assets, err)
 	}
-	m := &management{env: env, cfg: cfg, stopped: make(chan struct{})}
-	if err := m.setup(ctx, scheme, in); err != nil {
+	m := &Plane{env: env, cfg: cfg, stopped: make(chan struct{})}
+	if err := m.setup(ctx, scheme, manifests, in); err != nil {
 		return nil, errors.Join(err, env.Stop())
 	}
 	return m, nil
 }
 
-func (m *management) setup(ctx context.Context, scheme *runtime.Scheme, in managementInput) error {
-	sync := in.profile.SyncPeriod
+func (m *Plane) setup(ctx context.Context, scheme *runtime.Scheme, manifests *manifests, in Input) error {
+	sync := in.Profile.SyncPeriod
 	wo := m.env.WebhookInstallOptions
 	mgr, err := ctrl.NewManager(m.cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Logger:                 in.log,
+		Logger:                 in.Log,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		WebhookServer: webhook.NewServer(webhook.Options{
@@ -173,7 +183,7 @@ func (m *management) setup(ctx context.Context, scheme *runtime.Scheme, in manag
 		Controller: config.Controller{
 			// Every controller of the four real managers runs in this one;
 			// names only have to be unique per manager.
-			SkipNameValidation: ptrTo(true),
+			SkipNameValidation: ptr.To(true),
 		},
 	})
 	if err != nil {
@@ -214,11 +224,11 @@ func (m *management) setup(ctx context.Context, scheme *runtime.Scheme, in manag
 		return fmt.Errorf("create ClusterCache: %w", err)
 	}
 	if s, ok := cc.(interface{ SetConnectionCreationRetryInterval(time.Duration) }); ok {
-		s.SetConnectionCreationRetryInterval(in.profile.ConnectRetry)
+		s.SetConnectionCreationRetryInterval(in.Profile.ConnectRetry)
 	}
 
 	apiVersionGetter := func(gk schema.GroupKind) (string, error) {
-		crd := in.manifests.crdFor(gk.Group, gk.Kind)
+		crd := manifests.crdFor(gk.Group, gk.Kind)
 		if crd == nil {
 			return "", fmt.Errorf("no CRD for %s", gk)
 		}
@@ -242,7 +252,7 @@ func (m *management) setup(ctx context.Context, scheme *runtime.Scheme, in manag
 	)
 }
 
-func (m *management) addWebhooks(mgr ctrl.Manager, cc clustercache.ClusterCache) error {
+func (m *Plane) addWebhooks(mgr ctrl.Manager, cc clustercache.ClusterCache) error {
 	return errors.Join(
 		(&capiwebhooks.Cluster{Client: mgr.GetClient(), ClusterCacheReader: cc}).SetupWebhookWithManager(mgr),
 		(&capiwebhooks.ClusterClass{Client: mgr.GetClient()}).SetupWebhookWithManager(mgr),
@@ -265,12 +275,12 @@ func (m *management) addWebhooks(mgr ctrl.Manager, cc clustercache.ClusterCache)
 	)
 }
 
-func (m *management) addControllers(ctx context.Context, mgr ctrl.Manager, cc clustercache.ClusterCache, secretReader client.Client, in managementInput) error {
-	p := in.profile
+func (m *Plane) addControllers(ctx context.Context, mgr ctrl.Manager, cc clustercache.ClusterCache, secretReader client.Client, in Input) error {
+	p := in.Profile
 	capv := &capvcontext.ControllerManagerContext{
 		Namespace: "capv-system", Name: "faultline-lab", LeaderElectionID: "faultline-lab",
-		Client: mgr.GetClient(), Logger: in.log.WithName("capv"), Scheme: mgr.GetScheme(),
-		Username: in.vcUser, Password: in.vcPass,
+		Client: mgr.GetClient(), Logger: in.Log.WithName("capv"), Scheme: mgr.GetScheme(),
+		Username: in.VCUser, Password: in.VCPass,
 	}
 	return errors.Join(
 		(&capicontrollers.ClusterReconciler{
@@ -308,7 +318,7 @@ func (m *management) addControllers(ctx context.Context, mgr ctrl.Manager, cc cl
 }
 
 // run starts the manager and waits for its caches.
-func (m *management) run(ctx context.Context) error {
+func (m *Plane) run(ctx context.Context) error {
 	mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.cancel = cancel
 	go func() {
@@ -323,8 +333,8 @@ func (m *management) run(ctx context.Context) error {
 	return nil
 }
 
-// stop stops the controllers, then the API server and etcd.
-func (m *management) stop() error {
+// Stop stops the controllers, then the API server and etcd.
+func (m *Plane) Stop() error {
 	var errs []error
 	if m.cancel != nil {
 		m.cancel()
@@ -346,6 +356,14 @@ func (m *management) stop() error {
 	return errors.Join(errs...)
 }
 
-func concurrency(n int) controller.Options { return controller.Options{MaxConcurrentReconciles: n} }
+// Client is the management cluster's client, the manager's (reads from
+// its cache).
+func (m *Plane) Client() client.Client { return m.mgr.GetClient() }
 
-func ptrTo[T any](v T) *T { return &v }
+// Scheme is every API the management cluster serves.
+func (m *Plane) Scheme() *runtime.Scheme { return m.mgr.GetScheme() }
+
+// Config reaches the management cluster's kube-apiserver as its admin.
+func (m *Plane) Config() *rest.Config { return m.cfg }
+
+func concurrency(n int) controller.Options { return controller.Options{MaxConcurrentReconciles: n} }
