@@ -19,7 +19,7 @@ providers/lab               artifacts cmd framework session providers/fake scena
 providers/lab/management    artifacts cmd framework internal providers/ scenarios session suites +providers/lab/labconfig
 providers/lab/vcsim         artifacts cmd framework internal providers/capi providers/kind providers/lab providers/fake scenarios session suites +providers/lab/labconfig
 providers/lab/labconfig     artifacts cmd framework internal providers/ scenarios session suites
-providers/lab/vmcontainers  artifacts cmd framework providers/capi providers/lab session providers/fake providers/vsphere scenarios suites
+providers/lab/realnodes     artifacts cmd framework providers/capi providers/lab session providers/fake providers/vsphere scenarios suites +providers/lab/labconfig +providers/lab/vcsim
 providers/lab/labtest       artifacts cmd framework/engine framework/check session scenarios suites
 providers/fake              artifacts cmd framework providers/ scenarios session suites
 artifacts                   cmd providers/ scenarios session suites

@@ -21,12 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// cniDaemonSets is each CNI's node agent.
-var cniDaemonSets = map[string]struct{ name, image string }{
-	labconfig.CNICalico: {"calico-node", "docker.io/calico/node:v3.29.3"},
-	labconfig.CNIAntrea: {"antrea-agent", "antrea/antrea-agent-ubuntu:v2.3.0"},
-}
-
 // The DaemonSet controller's identity and retry pace.
 const (
 	daemonSetController = "system:serviceaccount:kube-system:daemon-set-controller"
@@ -128,8 +122,8 @@ func (s *nodeSim) createCNIPod(ctx context.Context, cluster, node string) error 
 		return fmt.Errorf("cluster %s: %w", cluster, errClusterRemoved)
 	}
 	c := w.client()
-	ds := cniDaemonSets[s.cniOf(cluster)]
-	pod := cniPod(ds.name, ds.image, node)
+	ds := labconfig.CNIAgents[s.cniOf(cluster)]
+	pod := cniPod(ds.Name, ds.Image, node)
 	if err := getInto(ctx, c, client.ObjectKeyFromObject(pod), &corev1.Pod{}); err == nil {
 		return nil // created before a restart of the simulator's view
 	}
@@ -140,7 +134,7 @@ func (s *nodeSim) createCNIPod(ctx context.Context, cluster, node string) error 
 	actx, cancel := context.WithTimeout(ctx, 35*time.Second) // longer than any webhook timeout (30s max)
 	defer cancel()
 	if err := a.admit(actx, pod, daemonSetController); err != nil {
-		return s.recordFailedCreate(ctx, c, ds.name, "Error creating: "+err.Error())
+		return s.recordFailedCreate(ctx, c, ds.Name, "Error creating: "+err.Error())
 	}
 	return createIfMissing(ctx, c, pod)
 }
@@ -280,14 +274,14 @@ func (s *nodeSim) admitterFor(ctx context.Context, cluster string) (*admitter, e
 // ensureCNIDaemonSet creates the cluster's CNI DaemonSet, the object the
 // refusals are recorded against.
 func (s *nodeSim) ensureCNIDaemonSet(ctx context.Context, c inmemoryclient.Client, cluster string) error {
-	ds := cniDaemonSets[s.cniOf(cluster)]
+	ds := labconfig.CNIAgents[s.cniOf(cluster)]
 	return createIfMissing(ctx, c, &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: ds.name, Namespace: metav1.NamespaceSystem, Labels: map[string]string{"k8s-app": ds.name}},
+		ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: metav1.NamespaceSystem, Labels: map[string]string{"k8s-app": ds.Name}},
 		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": ds.name}},
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": ds.Name}},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"k8s-app": ds.name}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: ds.name, Image: ds.image}}},
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"k8s-app": ds.Name}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: ds.Name, Image: ds.Image}}},
 			},
 		},
 	})

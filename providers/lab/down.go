@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/lab/realnodes"
 	"os"
 	"syscall"
 	"time"
@@ -43,7 +44,7 @@ func Down(r Record, say func(string)) error {
 	// they were made.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := RemoveRealNodes(ctx, r.Dir); err != nil {
+	if err := realnodes.Remove(ctx, r.Dir); err != nil {
 		return fmt.Errorf("remove the real nodes of lab %s: %w", r.Name(), err)
 	}
 	if err := os.RemoveAll(r.Dir); err != nil {

@@ -8,14 +8,15 @@ import (
 	"fmt"
 	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"github.com/faultline-dev/faultline/providers/lab/management"
+	"github.com/faultline-dev/faultline/providers/lab/realnodes"
 	"io"
 	"os"
+	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	"sort"
 	"strings"
 	"sync"
 	"time"
-
-	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
 
 	"github.com/go-logr/logr"
 	"github.com/vmware/govmomi/simulator"
@@ -111,7 +112,7 @@ type Lab struct {
 	thumbprint string
 	nodes      *nodeSim
 	// real runs the VMs of the cluster whose nodes are containers.
-	real     *realNodes
+	real     *realnodes.Nodes
 	realDone chan struct{}
 	provider *Provider
 	// runCtx lives as long as the lab (Stop cancels it).
@@ -188,7 +189,9 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	c := l.mgmt.Client()
 	for _, cs := range in.Clusters {
 		if cs.RealNodes() {
-			endpoint, kubeadm, err := l.startRealNodes(ctx, cs)
+			var endpoint infrav1.APIEndpoint
+			var kubeadm bootstrapv1.KubeadmConfigSpec
+			l.real, endpoint, kubeadm, err = realnodes.Prepare(ctx, realnodes.Input{Dir: l.dir, Cluster: cs, Profile: in.Profile, Log: in.Log})
 			if err != nil {
 				return l, err
 			}
@@ -221,14 +224,16 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	}
 	l.provider = &Provider{Provider: capi.New(wc, capi.WithName(Name), capi.WithVCenter(l.vc), capi.WithLogger(in.Log)), nodes: l.nodes, real: l.real}
 	if l.real != nil {
-		l.real.mc, l.real.vc, l.real.setIP = c, l.vc.Client(), l.sim.SetGuestIP
-		l.real.workload = func(ctx context.Context) (client.Client, error) {
-			return l.provider.Workload(ctx, Namespace, l.real.cluster)
+		in := realnodes.RunInput{
+			VCenter: l.vc.Client(), SetGuestIP: l.sim.SetGuestIP, Management: c, Every: 500 * time.Millisecond,
+			Workload: func(ctx context.Context) (client.Client, error) {
+				return l.provider.Workload(ctx, Namespace, l.real.Cluster())
+			},
 		}
 		l.realDone = make(chan struct{})
 		go func() {
 			defer close(l.realDone)
-			l.real.run(sctx, 500*time.Millisecond)
+			l.real.Run(sctx, in)
 		}()
 	}
 	return l, nil
@@ -397,7 +402,7 @@ func (l *Lab) Stop(ctx context.Context) error {
 		}
 	}
 	if l.real != nil {
-		errs = append(errs, l.real.driver.Close(ctx))
+		errs = append(errs, l.real.Close(ctx))
 	}
 	if l.mgmt != nil {
 		errs = append(errs, l.mgmt.Stop())

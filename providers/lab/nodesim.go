@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/faultline-dev/faultline/providers/lab/labconfig"
+	"github.com/faultline-dev/faultline/providers/lab/vcsim"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -47,7 +48,7 @@ type nodeSim struct {
 	admitters *admitters
 
 	// Owned by the ticking goroutine.
-	vmView vmView
+	vmView vcsim.VMView
 	vms    map[string]*simVM // by VM (and Node) name
 	addons map[string]bool   // clusters whose kubeadm objects exist
 	// podsWritten is, by node, the nodeFaults.podsGen whose static pod
@@ -133,7 +134,7 @@ func (s *nodeSim) run(ctx context.Context, every time.Duration) {
 		}
 		select {
 		case <-ctx.Done():
-			s.vmView.close(ctx)
+			s.vmView.Close(ctx)
 			for key, hook := range s.webhooks {
 				if err := hook.close(); err != nil {
 					s.log.V(1).Info("stop policy webhook", "service", key, "error", err.Error())
@@ -188,7 +189,7 @@ type vmState struct {
 // inventory reads every VM's BIOS UUID, power state, boot time and IP in
 // one call.
 func (s *nodeSim) inventory(ctx context.Context) (map[string]vmState, error) {
-	vms, err := s.vmView.read(ctx, s.vc, "config.uuid", "runtime.powerState", "summary.runtime.bootTime", "guest.ipAddress")
+	vms, err := s.vmView.Read(ctx, s.vc, "config.uuid", "runtime.powerState", "summary.runtime.bootTime", "guest.ipAddress")
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/faultline-dev/faultline/internal/nodecmd"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
-	"github.com/faultline-dev/faultline/providers/lab/vmcontainers"
+	"github.com/faultline-dev/faultline/providers/lab/realnodes"
 )
 
 // Name is the lab provider's name, in results, journals and on the
@@ -27,7 +27,7 @@ type Provider struct {
 	nodes *nodeSim
 	// real runs the cluster whose nodes are containers; its node faults
 	// run in the containers, as kind's do.
-	real *realNodes
+	real *realnodes.Nodes
 }
 
 var (
@@ -50,9 +50,9 @@ func (p *Provider) SimulatesNodes() {}
 func (p *Provider) CapabilityUnavailable(c providers.Capability) error {
 	switch {
 	case c == providers.CapEtcdLeadership && p.real != nil:
-		return fmt.Errorf("a stuck etcd leader is played by the node simulator only, and cluster %s has real nodes: %w", p.real.cluster, providers.ErrUnsupported)
+		return fmt.Errorf("a stuck etcd leader is played by the node simulator only, and cluster %s has real nodes: %w", p.real.Cluster(), providers.ErrUnsupported)
 	case c == providers.CapSimulatedNodes && p.real != nil:
-		return fmt.Errorf("the lab's real-node tier: cluster %s has real nodes: %w", p.real.cluster, providers.ErrUnsupported)
+		return fmt.Errorf("the lab's real-node tier: cluster %s has real nodes: %w", p.real.Cluster(), providers.ErrUnsupported)
 	}
 	return nil
 }
@@ -75,15 +75,15 @@ func machineNode(m providers.Object, what string) (string, error) {
 // realExec runs cmd in the container of m's node, when m's cluster has
 // real nodes (ok false otherwise).
 func (p *Provider) realExec(ctx context.Context, m providers.Object, cmd ...string) (out []byte, ok bool, err error) {
-	if p.real == nil || m.Attributes[providers.AttrCluster] != p.real.cluster {
+	if p.real == nil || m.Attributes[providers.AttrCluster] != p.real.Cluster() {
 		return nil, false, nil
 	}
 	node, err := machineNode(m, "")
 	if err != nil {
 		return nil, true, err
 	}
-	out, err = p.real.docker.Run(ctx, append([]string{"exec", p.real.driver.ContainerName(node)}, cmd...)...)
-	if vmcontainers.IsGone(err) {
+	out, err = p.real.Exec(ctx, node, cmd...)
+	if realnodes.IsGone(err) {
 		err = fmt.Errorf("node %s: its VM's container is gone: %w", node, providers.ErrNotFound)
 	}
 	return out, true, err
@@ -138,7 +138,7 @@ func (p *Provider) SetLeaderStuck(_ context.Context, m providers.Object, stuck b
 	if err != nil {
 		return err
 	}
-	if p.real != nil && m.Attributes[providers.AttrCluster] == p.real.cluster {
+	if p.real != nil && m.Attributes[providers.AttrCluster] == p.real.Cluster() {
 		return fmt.Errorf("a stuck etcd leader on real nodes: %w", providers.ErrUnsupported)
 	}
 	return p.nodes.setLeaderStuck(node, stuck)

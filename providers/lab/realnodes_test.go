@@ -25,7 +25,7 @@ import (
 	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
-	"github.com/faultline-dev/faultline/providers/lab/vmcontainers"
+	"github.com/faultline-dev/faultline/providers/lab/realnodes"
 	"github.com/faultline-dev/faultline/scenarios"
 	"github.com/faultline-dev/faultline/scenarios/scenariotest"
 )
@@ -171,7 +171,7 @@ func dumpRealNodes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	d := kind.ExecDocker{}
-	out, err := d.Run(ctx, "ps", "-a", "--filter", "label="+vmcontainers.Label, "--format", "{{.Names}}\t{{.Status}}")
+	out, err := d.Run(ctx, "ps", "-a", "--filter", "label="+realnodes.Label, "--format", "{{.Names}}\t{{.Status}}")
 	if err != nil {
 		t.Logf("docker ps: %v", err)
 		return

@@ -262,8 +262,8 @@ func (s *nodeSim) makeLeader(ctx context.Context, c inmemoryclient.Client, next 
 // CNI agent pod, its static pods and its endpoints.
 func (s *nodeSim) forget(ctx context.Context, c inmemoryclient.Client, w *workloadServer, vm *simVM) {
 	s.cni.forget(vm.name)
-	ds := cniDaemonSets[s.cniOf(vm.cluster)]
-	if err := c.Delete(ctx, cniPod(ds.name, ds.image, vm.name)); err != nil && !apierrors.IsNotFound(err) {
+	ds := labconfig.CNIAgents[s.cniOf(vm.cluster)]
+	if err := c.Delete(ctx, cniPod(ds.Name, ds.Image, vm.name)); err != nil && !apierrors.IsNotFound(err) {
 		s.log.V(1).Info("delete CNI pod", "node", vm.name, "error", err.Error())
 	}
 	if !vm.controlPlane {

@@ -87,6 +87,15 @@ type LabNetwork struct {
 	CalicoBlockSize int `yaml:"calicoBlockSize"`
 }
 
+// CNIAgent is a CNI's node agent: its DaemonSet's name and image.
+type CNIAgent struct{ Name, Image string }
+
+// CNIAgents are each CNI's node agent.
+var CNIAgents = map[string]CNIAgent{
+	CNICalico: {"calico-node", "docker.io/calico/node:v3.29.3"},
+	CNIAntrea: {"antrea-agent", "antrea/antrea-agent-ubuntu:v2.3.0"},
+}
+
 // Validate checks a lab cluster's shape; fld is where it stands (spec.lab
 // in a scenario file). Each error's Detail says what was found and what
 // was expected.

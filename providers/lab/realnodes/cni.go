@@ -1,8 +1,9 @@
-package lab
+package realnodes
 
 import (
 	"context"
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,7 +28,7 @@ const cniAgentImage = "faultline.dev/cni-agent:v1"
 // Ready only once its agent pod has run, so an admission webhook that
 // refuses the pod keeps the node out, as it does with the real CNI.
 func cniAgentObjects(cni, endpoint string) []client.Object {
-	name := cniDaemonSets[cni].name
+	name := labconfig.CNIAgents[cni].Name
 	if name == "" {
 		name = cni + "-agent"
 	}

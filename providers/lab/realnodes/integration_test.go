@@ -1,4 +1,4 @@
-package vmcontainers_test
+package realnodes_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/kind"
-	"github.com/faultline-dev/faultline/providers/lab/vmcontainers"
+	"github.com/faultline-dev/faultline/providers/lab/realnodes"
 )
 
 // A vcsim VM's power operations, sent through the vSphere API, drive a
@@ -132,17 +132,17 @@ func requireNodeImage(t *testing.T) (string, kind.HostQuirks) {
 // newDriver starts a Driver on a lab network named after prefix, removed
 // when the test ends, and finds vcsim's first VM; it returns the lab's
 // name too.
-func newDriver(ctx context.Context, t *testing.T, c *vim25.Client, prefix, image string, quirks kind.HostQuirks) (*vmcontainers.Driver, *object.VirtualMachine, string) {
+func newDriver(ctx context.Context, t *testing.T, c *vim25.Client, prefix, image string, quirks kind.HostQuirks) (*realnodes.Driver, *object.VirtualMachine, string) {
 	t.Helper()
 	lab := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%100000)
 	state := filepath.Join(t.TempDir(), "containers.json")
 	log := funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{Verbosity: 1})
-	d, err := vmcontainers.New(ctx, vmcontainers.Config{Lab: lab, Image: image, StateFile: state, Docker: kind.ExecDocker{}, Quirks: quirks, Log: log})
+	d, err := realnodes.New(ctx, realnodes.Config{Lab: lab, Image: image, StateFile: state, Docker: kind.ExecDocker{}, Quirks: quirks, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := vmcontainers.Cleanup(context.Background(), kind.ExecDocker{}, state); err != nil {
+		if err := realnodes.Cleanup(context.Background(), kind.ExecDocker{}, state); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
@@ -153,17 +153,17 @@ func newDriver(ctx context.Context, t *testing.T, c *vim25.Client, prefix, image
 	return d, vm, lab
 }
 
-func read(ctx context.Context, t *testing.T, vm *object.VirtualMachine) vmcontainers.VM {
+func read(ctx context.Context, t *testing.T, vm *object.VirtualMachine) realnodes.VM {
 	t.Helper()
 	var m mo.VirtualMachine
 	err := vm.Properties(ctx, vm.Reference(), []string{"runtime.powerState", "summary.runtime.bootTime"}, &m)
 	if err != nil {
 		if strings.Contains(err.Error(), "has already been deleted") || strings.Contains(err.Error(), "ManagedObjectNotFound") {
-			return vmcontainers.VM{Name: vm.Name()}
+			return realnodes.VM{Name: vm.Name()}
 		}
 		t.Fatal(err)
 	}
-	out := vmcontainers.VM{Name: vm.Name(), Exists: true, Power: providers.PowerState(m.Runtime.PowerState)}
+	out := realnodes.VM{Name: vm.Name(), Exists: true, Power: providers.PowerState(m.Runtime.PowerState)}
 	if bt := m.Summary.Runtime.BootTime; bt != nil {
 		out.BootTime = *bt
 	}

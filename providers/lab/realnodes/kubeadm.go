@@ -1,7 +1,8 @@
-package lab
+package realnodes
 
 import (
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"k8s.io/utils/ptr"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 // kubeadmPatches is where the lab's kubeadm patches go on a real node.
 const kubeadmPatches = "/etc/kubeadm/patches"
 
-// realKubeadmConfig is the KubeadmConfigSpec of a real node in a
+// kubeadmConfig is the KubeadmConfigSpec of a real node in a
 // container: what kind gives its nodes (no preflight, the kubelet's disk
 // and swap checks off, cgroup v1 where the host has it), and the time
 // profile's knobs, so that compressed and real mean what they mean in the
@@ -21,7 +22,7 @@ const kubeadmPatches = "/etc/kubeadm/patches"
 // the kubelet's status updates and lease, renewed well within that grace
 // (a 2s grace with the default 10s lease renewal would make every Node
 // flap).
-func realKubeadmConfig(p Profile, q kind.HostQuirks) bootstrapv1.KubeadmConfigSpec {
+func kubeadmConfig(p labconfig.Profile, q kind.HostQuirks) bootstrapv1.KubeadmConfigSpec {
 	kubelet := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupRoot: /kubelet
@@ -57,6 +58,6 @@ nodeLeaseDurationSeconds: %d
 
 // leaseSeconds is the kubelet's lease duration: four heartbeats, at least
 // a second.
-func leaseSeconds(p Profile) int {
+func leaseSeconds(p labconfig.Profile) int {
 	return max(1, int((4*p.Heartbeat).Round(time.Second)/time.Second))
 }

@@ -1,4 +1,4 @@
-package vmcontainers
+package realnodes
 
 import (
 	"context"

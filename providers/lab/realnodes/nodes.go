@@ -1,10 +1,11 @@
-package lab
+package realnodes
 
 import (
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"net"
 	"path/filepath"
 	"sort"
@@ -23,22 +24,22 @@ import (
 
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/kind"
-	"github.com/faultline-dev/faultline/providers/lab/vmcontainers"
+	"github.com/faultline-dev/faultline/providers/lab/vcsim"
 )
 
 // apiServerPort is the real nodes' API server port, behind the load
 // balancer on the same port.
 const apiServerPort = 6443
 
-// realNodes runs the VMs of a cluster whose nodes are real: each VM's
-// container follows its power state (vmcontainers), boots once from the
+// Nodes runs the VMs of a cluster whose nodes are real: each VM's
+// container follows its power state (containers.go), boots once from the
 // bootstrap data CAPV put in its extraConfig, gets its address reported
 // as the VM's guest IP, and, as the vSphere cloud provider would, its
 // Node's providerID; the load balancer sends the control-plane endpoint
 // to the control planes that run, and the cluster gets its CNI agent
 // (realcni.go). Nothing of the node simulator runs for such a cluster.
-type realNodes struct {
-	driver  *vmcontainers.Driver
+type Nodes struct {
+	driver  *Driver
 	docker  kind.Docker
 	vc      *vim25.Client
 	setIP   func(types.ManagedObjectReference, string) error
@@ -52,7 +53,7 @@ type realNodes struct {
 	log      logr.Logger
 
 	// Owned by the ticking goroutine.
-	vms      vmView
+	vms      vcsim.VMView
 	backends []string
 	boots    sync.WaitGroup
 	booted   map[string]bool // VMs whose cloud-config ran
@@ -67,11 +68,11 @@ type realVM struct {
 	power    providers.PowerState
 	bootTime time.Time
 	ip       string
-	guest    vmcontainers.GuestInfo
+	guest    GuestInfo
 }
 
 // run ticks until ctx ends.
-func (r *realNodes) run(ctx context.Context, every time.Duration) {
+func (r *Nodes) run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -80,7 +81,7 @@ func (r *realNodes) run(ctx context.Context, every time.Duration) {
 		}
 		select {
 		case <-ctx.Done():
-			r.vms.close(ctx)
+			r.vms.Close(ctx)
 			r.boots.Wait()
 			return
 		case <-t.C:
@@ -90,8 +91,8 @@ func (r *realNodes) run(ctx context.Context, every time.Duration) {
 
 // inventory reads every VM's UUID, power state, boot time, IP and
 // guestinfo in one call.
-func (r *realNodes) inventory(ctx context.Context) (map[string]realVM, error) {
-	vms, err := r.vms.read(ctx, r.vc, "config.uuid", "config.extraConfig", "runtime.powerState", "summary.runtime.bootTime", "guest.ipAddress")
+func (r *Nodes) inventory(ctx context.Context) (map[string]realVM, error) {
+	vms, err := r.vms.Read(ctx, r.vc, "config.uuid", "config.extraConfig", "runtime.powerState", "summary.runtime.bootTime", "guest.ipAddress")
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +101,7 @@ func (r *realNodes) inventory(ctx context.Context) (map[string]realVM, error) {
 		if vm.Config == nil {
 			continue
 		}
-		st := realVM{ref: vm.Reference(), uuid: vm.Config.Uuid, power: providers.PowerState(vm.Runtime.PowerState), guest: vmcontainers.GuestInfo{}}
+		st := realVM{ref: vm.Reference(), uuid: vm.Config.Uuid, power: providers.PowerState(vm.Runtime.PowerState), guest: GuestInfo{}}
 		if vm.Guest != nil {
 			st.ip = vm.Guest.IpAddress
 		}
@@ -117,17 +118,17 @@ func (r *realNodes) inventory(ctx context.Context) (map[string]realVM, error) {
 	return out, nil
 }
 
-func (r *realNodes) tick(ctx context.Context) error {
+func (r *Nodes) tick(ctx context.Context) error {
 	inv, err := r.inventory(ctx)
 	if err != nil {
 		return err
 	}
 	var vsvms infrav1.VSphereVMList
-	if err := r.mc.List(ctx, &vsvms, client.InNamespace(Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: r.cluster}); err != nil {
+	if err := r.mc.List(ctx, &vsvms, client.InNamespace(labconfig.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: r.cluster}); err != nil {
 		return fmt.Errorf("list VSphereVMs: %w", err)
 	}
 	var machines clusterv1.MachineList
-	if err := r.mc.List(ctx, &machines, client.InNamespace(Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: r.cluster}); err != nil {
+	if err := r.mc.List(ctx, &machines, client.InNamespace(labconfig.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: r.cluster}); err != nil {
 		return fmt.Errorf("list Machines: %w", err)
 	}
 	controlPlane := map[string]bool{} // by VSphereMachine (and VSphereVM) name
@@ -149,7 +150,7 @@ func (r *realNodes) tick(ctx context.Context) error {
 		}
 		seen[v.Name] = true
 		st, exists := inv[v.Spec.BiosUUID]
-		ip, err := r.driver.Reconcile(ctx, vmcontainers.VM{Name: v.Name, Exists: exists, Power: st.power, BootTime: st.bootTime})
+		ip, err := r.driver.Reconcile(ctx, VM{Name: v.Name, Exists: exists, Power: st.power, BootTime: st.bootTime})
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -178,7 +179,7 @@ func (r *realNodes) tick(ctx context.Context) error {
 	for _, name := range r.driver.VMs() {
 		if !seen[name] {
 			// Its VSphereVM is gone: so is the VM.
-			_, err := r.driver.Reconcile(ctx, vmcontainers.VM{Name: name})
+			_, err := r.driver.Reconcile(ctx, VM{Name: name})
 			errs = append(errs, err)
 		}
 	}
@@ -200,11 +201,11 @@ func (r *realNodes) tick(ctx context.Context) error {
 // background (kubeadm takes its time), as cloud-init does. The kubelet
 // gets the VM's providerID first, as the vSphere cloud provider would set
 // it.
-func (r *realNodes) boot(ctx context.Context, vm string, st realVM) {
+func (r *Nodes) boot(ctx context.Context, vm string, st realVM) {
 	if r.booted[vm] {
 		return
 	}
-	cc, _, err := vmcontainers.ParseCloudConfig(st.guest)
+	cc, _, err := ParseCloudConfig(st.guest)
 	if err != nil {
 		// CAPV may still be writing the bootstrap data: the next tick
 		// tries again, as cloud-init waits for its datasource. Said once
@@ -227,7 +228,7 @@ func (r *realNodes) boot(ctx context.Context, vm string, st realVM) {
 			r.log.Error(err, "vm bootstrap", "vm", vm)
 			return
 		}
-		cc.WriteFiles = append([]vmcontainers.WriteFile{kubelet}, cc.WriteFiles...)
+		cc.WriteFiles = append([]WriteFile{kubelet}, cc.WriteFiles...)
 		if err := containerKubeProxy(cc); err != nil {
 			r.log.Error(err, "vm bootstrap", "vm", vm)
 			return
@@ -257,7 +258,7 @@ conntrack:
 
 // containerKubeProxy adds kubeProxyInContainer to kubeadm init's
 // configuration in cc, if cc has one.
-func containerKubeProxy(cc *vmcontainers.CloudConfig) error {
+func containerKubeProxy(cc *CloudConfig) error {
 	for i, f := range cc.WriteFiles {
 		if f.Path != kubeadmInitConfig {
 			continue
@@ -273,9 +274,9 @@ func containerKubeProxy(cc *vmcontainers.CloudConfig) error {
 
 // userDataFromSecret puts the bootstrap data Secret's value in guest as
 // CAPV would have: base64, with its encoding.
-func (r *realNodes) userDataFromSecret(ctx context.Context, name string, guest vmcontainers.GuestInfo) error {
+func (r *Nodes) userDataFromSecret(ctx context.Context, name string, guest GuestInfo) error {
 	sec := &corev1.Secret{}
-	if err := r.mc.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: name}, sec); err != nil {
+	if err := r.mc.Get(ctx, client.ObjectKey{Namespace: labconfig.Namespace, Name: name}, sec); err != nil {
 		return fmt.Errorf("bootstrap data Secret %s: %w", name, err)
 	}
 	guest["guestinfo.userdata"] = base64.StdEncoding.EncodeToString(sec.Data["value"])
@@ -289,11 +290,11 @@ const kubeletDefaults = "/etc/default/kubelet"
 
 // kubeletArgs is the node's kubeletDefaults with flag added to
 // KUBELET_EXTRA_ARGS.
-func (r *realNodes) kubeletArgs(ctx context.Context, vm, flag string) (vmcontainers.WriteFile, error) {
+func (r *Nodes) kubeletArgs(ctx context.Context, vm, flag string) (WriteFile, error) {
 	out, err := r.docker.Run(ctx, "exec", r.driver.ContainerName(vm), "cat", kubeletDefaults)
 	var de *kind.DockerError
 	if err != nil && !errors.As(err, &de) {
-		return vmcontainers.WriteFile{}, err
+		return WriteFile{}, err
 	}
 	var lines []string
 	found := false
@@ -308,12 +309,12 @@ func (r *realNodes) kubeletArgs(ctx context.Context, vm, flag string) (vmcontain
 	if !found {
 		lines = append(lines, "KUBELET_EXTRA_ARGS="+flag)
 	}
-	return vmcontainers.WriteFile{Path: kubeletDefaults, Permissions: "0644", Content: strings.Join(lines, "\n") + "\n"}, nil
+	return WriteFile{Path: kubeletDefaults, Permissions: "0644", Content: strings.Join(lines, "\n") + "\n"}, nil
 }
 
 // podNetwork installs the cluster's CNI agent once its API server answers;
 // the agent configures every node's pod network from then on.
-func (r *realNodes) podNetwork(ctx context.Context) error {
+func (r *Nodes) podNetwork(ctx context.Context) error {
 	if r.cniInstalled {
 		return nil
 	}
@@ -328,47 +329,87 @@ func (r *realNodes) podNetwork(ctx context.Context) error {
 	return nil
 }
 
-// startRealNodes makes the docker network and the load balancer of the
-// cluster whose nodes are real, before its objects exist: its control-plane
+// stateFile is where a lab records its real nodes' containers and
+// network, in the lab's folder.
+func stateFile(dir string) string { return filepath.Join(dir, "vmcontainers.json") }
+
+// Remove removes the containers and the network of the real nodes of the
+// lab whose folder is dir, as its state file records them: what a lab
+// that crashed left. A lab without real nodes has nothing to remove.
+func Remove(ctx context.Context, dir string) error {
+	return Cleanup(ctx, nil, stateFile(dir))
+}
+
+// Input is the cluster whose nodes are real, in the lab of folder Dir.
+type Input struct {
+	Dir     string
+	Cluster labconfig.ClusterSpec
+	Profile labconfig.Profile
+	Log     logr.Logger
+}
+
+// Prepare makes the docker network and the load balancer of the cluster
+// whose nodes are real, before its objects exist: its control-plane
 // endpoint must be valid before KCP creates a Machine. It returns the
-// endpoint and the nodes' kubeadm configuration.
-func (l *Lab) startRealNodes(ctx context.Context, cs ClusterSpec) (infrav1.APIEndpoint, bootstrapv1.KubeadmConfigSpec, error) {
+// nodes, the endpoint and the nodes' kubeadm configuration; Run runs the
+// nodes once the cluster's objects exist, Close removes them.
+func Prepare(ctx context.Context, in Input) (*Nodes, infrav1.APIEndpoint, bootstrapv1.KubeadmConfigSpec, error) {
+	cs := in.Cluster
 	var none infrav1.APIEndpoint
 	docker := kind.ExecDocker{}
 	if err := kind.Available(ctx, docker); err != nil {
-		return none, bootstrapv1.KubeadmConfigSpec{}, fmt.Errorf("cluster %s has real nodes: %w", cs.Name, err)
+		return nil, none, bootstrapv1.KubeadmConfigSpec{}, fmt.Errorf("cluster %s has real nodes: %w", cs.Name, err)
 	}
 	image, err := kind.NewestImage(ctx, docker)
 	if err != nil {
-		return none, bootstrapv1.KubeadmConfigSpec{}, fmt.Errorf("cluster %s has real nodes: %w", cs.Name, err)
+		return nil, none, bootstrapv1.KubeadmConfigSpec{}, fmt.Errorf("cluster %s has real nodes: %w", cs.Name, err)
 	}
 	quirks, err := kind.DetectQuirks(ctx, docker, image)
 	if err != nil {
-		return none, bootstrapv1.KubeadmConfigSpec{}, err
+		return nil, none, bootstrapv1.KubeadmConfigSpec{}, err
 	}
-	driver, err := vmcontainers.New(ctx, vmcontainers.Config{
-		Lab: filepath.Base(l.dir), Image: image, StateFile: realNodesState(l.dir),
-		Docker: docker, Quirks: quirks, RebootDelay: l.in.Profile.Reboot, Log: l.in.Log.WithName("vmcontainers"),
+	driver, err := New(ctx, Config{
+		Lab: filepath.Base(in.Dir), Image: image, StateFile: stateFile(in.Dir),
+		Docker: docker, Quirks: quirks, RebootDelay: in.Profile.Reboot, Log: in.Log.WithName("vmcontainers"),
 	})
 	if err != nil {
-		return none, bootstrapv1.KubeadmConfigSpec{}, err
+		return nil, none, bootstrapv1.KubeadmConfigSpec{}, err
 	}
-	l.real = &realNodes{driver: driver, docker: docker, cluster: cs.Name, cni: cs.CNIName(), booted: map[string]bool{}, waiting: map[string]bool{}, log: l.in.Log.WithName("realnodes")}
+	n := &Nodes{driver: driver, docker: docker, cluster: cs.Name, cni: cs.CNIName(), booted: map[string]bool{}, waiting: map[string]bool{}, log: in.Log.WithName("realnodes")}
 	lb, err := driver.StartLoadBalancer(ctx, apiServerPort)
 	if err != nil {
-		return none, bootstrapv1.KubeadmConfigSpec{}, err
+		return nil, none, bootstrapv1.KubeadmConfigSpec{}, errors.Join(err, driver.Close(context.WithoutCancel(ctx)))
 	}
-	l.real.endpoint = net.JoinHostPort(lb, fmt.Sprint(apiServerPort))
-	return infrav1.APIEndpoint{Host: lb, Port: apiServerPort}, realKubeadmConfig(l.in.Profile, quirks), nil
+	n.endpoint = net.JoinHostPort(lb, fmt.Sprint(apiServerPort))
+	return n, infrav1.APIEndpoint{Host: lb, Port: apiServerPort}, kubeadmConfig(in.Profile, quirks), nil
 }
 
-// realNodesState is where a lab records its real nodes' containers and
-// network, in the lab's folder.
-func realNodesState(dir string) string { return filepath.Join(dir, "vmcontainers.json") }
-
-// RemoveRealNodes removes the containers and the network of the real nodes
-// of the lab whose folder is dir, as its state file records them: what a
-// lab that crashed left. A lab without real nodes has nothing to remove.
-func RemoveRealNodes(ctx context.Context, dir string) error {
-	return vmcontainers.Cleanup(ctx, nil, realNodesState(dir))
+// RunInput is what the nodes act through once the cluster's objects
+// exist: vcsim (its VMs, and the guest IPs CAPV waits for), the
+// management cluster, and the cluster's own API server.
+type RunInput struct {
+	VCenter    *vim25.Client
+	SetGuestIP func(types.ManagedObjectReference, string) error
+	Management client.Client
+	Workload   func(ctx context.Context) (client.Client, error)
+	// Every is the tick: each VM's container follows its VM then.
+	Every time.Duration
 }
+
+// Run runs the nodes until ctx ends.
+func (r *Nodes) Run(ctx context.Context, in RunInput) {
+	r.vc, r.setIP, r.mc, r.workload = in.VCenter, in.SetGuestIP, in.Management, in.Workload
+	r.run(ctx, in.Every)
+}
+
+// Cluster is the name of the cluster whose nodes these are.
+func (r *Nodes) Cluster() string { return r.cluster }
+
+// Exec runs cmd in node's container; IsGone tells an error of a container
+// that is gone (its VM powered off or destroyed).
+func (r *Nodes) Exec(ctx context.Context, node string, cmd ...string) ([]byte, error) {
+	return r.docker.Run(ctx, append([]string{"exec", r.driver.ContainerName(node)}, cmd...)...)
+}
+
+// Close removes the nodes' containers, load balancer and network.
+func (r *Nodes) Close(ctx context.Context) error { return r.driver.Close(ctx) }

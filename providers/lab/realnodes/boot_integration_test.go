@@ -1,4 +1,4 @@
-package vmcontainers_test
+package realnodes_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/faultline-dev/faultline/providers/kind"
-	"github.com/faultline-dev/faultline/providers/lab/vmcontainers"
+	"github.com/faultline-dev/faultline/providers/lab/realnodes"
 )
 
 // initUserData is a control plane's bootstrap data in CABPK's shape
@@ -93,7 +93,7 @@ func TestIntegrationBootKubeadmInit(t *testing.T) {
 		version := strings.SplitN(strings.SplitN(image, ":", 2)[1], "-", 2)[0]
 		user := fmt.Sprintf(initUserData, ip, m.Config.Uuid, version, cgroup, lb)
 		meta := "instance-id: \"lab-cp-0\"\nlocal-hostname: \"lab-cp-0\"\n"
-		cc, _, err := vmcontainers.ParseCloudConfig(vmcontainers.GuestInfo{
+		cc, _, err := realnodes.ParseCloudConfig(realnodes.GuestInfo{
 			"guestinfo.userdata": base64.StdEncoding.EncodeToString([]byte(user)), "guestinfo.userdata.encoding": "base64",
 			"guestinfo.metadata": base64.StdEncoding.EncodeToString([]byte(meta)), "guestinfo.metadata.encoding": "base64",
 		})

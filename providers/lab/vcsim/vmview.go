@@ -1,4 +1,4 @@
-package lab
+package vcsim
 
 import (
 	"context"
@@ -9,14 +9,15 @@ import (
 	"github.com/vmware/govmomi/vim25/mo"
 )
 
-// vmView reads every VM of vcsim through one container view, made at the
+// VMView reads every VM of vcsim through one container view, made at the
 // first read, as the node simulator and the real nodes poll them.
-type vmView struct {
+type VMView struct {
 	view *view.ContainerView
 }
 
 // read retrieves props of every VM in one call.
-func (v *vmView) read(ctx context.Context, vc *vim25.Client, props ...string) ([]mo.VirtualMachine, error) {
+// Read reads props of every VM.
+func (v *VMView) Read(ctx context.Context, vc *vim25.Client, props ...string) ([]mo.VirtualMachine, error) {
 	if v.view == nil {
 		cv, err := view.NewManager(vc).CreateContainerView(ctx, vc.ServiceContent.RootFolder, []string{"VirtualMachine"}, true)
 		if err != nil {
@@ -32,7 +33,8 @@ func (v *vmView) read(ctx context.Context, vc *vim25.Client, props ...string) ([
 }
 
 // close destroys the view, if there is one.
-func (v *vmView) close(ctx context.Context) {
+// Close destroys the view.
+func (v *VMView) Close(ctx context.Context) {
 	if v.view != nil {
 		_ = v.view.Destroy(context.WithoutCancel(ctx))
 	}
