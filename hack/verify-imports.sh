@@ -17,6 +17,8 @@ providers/capi              artifacts cmd framework providers/kind providers/lab
 providers/kind              artifacts cmd framework providers/lab session providers/fake scenarios suites
 providers/lab               artifacts cmd framework session providers/fake scenarios suites
 providers/lab/management    artifacts cmd framework internal providers/ scenarios session suites +providers/lab/labconfig
+providers/lab/nodesim       artifacts cmd framework internal providers/ scenarios session suites +providers/lab/labconfig +providers/lab/workloadapi +providers/lab/vcsim
+providers/lab/workloadapi   artifacts cmd framework internal providers/ scenarios session suites +providers/lab/labconfig
 providers/lab/vcsim         artifacts cmd framework internal providers/capi providers/kind providers/lab providers/fake scenarios session suites +providers/lab/labconfig
 providers/lab/labconfig     artifacts cmd framework internal providers/ scenarios session suites
 providers/lab/realnodes     artifacts cmd framework providers/capi providers/lab session providers/fake providers/vsphere scenarios suites +providers/lab/labconfig +providers/lab/vcsim

@@ -6,7 +6,6 @@ import (
 	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"k8s.io/utils/ptr"
 	"net/url"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,17 +40,6 @@ type ClusterSpec = labconfig.ClusterSpec
 // SpecFor is the lab cluster named name that a scenario's spec.lab asks
 // for.
 func SpecFor(name string, s labconfig.LabSpec) ClusterSpec { return labconfig.SpecFor(name, s) }
-
-// clusterKey is the namespace/name of a cluster the lab runs (see
-// ClusterSpec.Key), the key of the node simulator's maps.
-func clusterKey(namespace, name string) string { return namespace + "/" + name }
-
-// objectKey is the key of the object named after the cluster (its Cluster,
-// its kubeconfig and CA Secrets' prefix).
-func objectKey(key string) client.ObjectKey {
-	ns, name, _ := strings.Cut(key, "/")
-	return client.ObjectKey{Namespace: ns, Name: name}
-}
 
 // serviceCIDR is the lab clusters' Service range.
 const serviceCIDR = "10.96.0.0/12"

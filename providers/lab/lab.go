@@ -8,11 +8,10 @@ import (
 	"fmt"
 	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"github.com/faultline-dev/faultline/providers/lab/management"
+	"github.com/faultline-dev/faultline/providers/lab/nodesim"
 	"github.com/faultline-dev/faultline/providers/lab/realnodes"
 	"io"
 	"os"
-	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
-	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	"sort"
 	"strings"
 	"sync"
@@ -21,20 +20,13 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/vmware/govmomi/simulator"
 	"google.golang.org/grpc/grpclog"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
 
-	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/vsphere"
 )
 
@@ -96,10 +88,9 @@ type Lab struct {
 	sim    *VCSim
 	vc     *vsphere.Provider
 	mgmt   *management.Plane
-	mem    inmemoryruntime.Manager
 	// clusters are the lab's clusters now, by namespace/name: those of
 	// in, then Renew's.
-	clusters *labClusters
+	clusters *labconfig.Map[ClusterSpec]
 	// renewMu makes one Renew or Prepare at a time; prepared are the
 	// clusters Prepare started, by key.
 	renewMu  sync.Mutex
@@ -110,7 +101,7 @@ type Lab struct {
 	// Renew removes every other VM no cluster owns.
 	baseVMs    map[string]bool
 	thumbprint string
-	nodes      *nodeSim
+	nodes      *nodesim.Sim
 	// real runs the VMs of the cluster whose nodes are containers.
 	real     *realnodes.Nodes
 	realDone chan struct{}
@@ -121,8 +112,10 @@ type Lab struct {
 	done   chan struct{}
 }
 
-// Start brings the lab up and returns once its clusters' objects are
-// created; WaitReady waits for their Machines.
+// Start brings the lab up as kind's create does, an ordered list of steps
+// (start.go), and on a failure stops what the steps before made. It
+// returns once its clusters' objects are created; WaitReady waits for
+// their Machines.
 func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	if in.Log.GetSink() == nil {
 		in.Log = logr.Discard()
@@ -134,7 +127,7 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 	if err != nil {
 		return nil, err
 	}
-	l = &Lab{in: in, dir: in.Dir, clusters: labconfig.NewMap[labCluster](), prepared: map[string]creation{}, done: make(chan struct{})}
+	l = &Lab{in: in, dir: in.Dir, clusters: labconfig.NewMap[ClusterSpec](), prepared: map[string]creation{}, done: make(chan struct{})}
 	if l.dir == "" {
 		if l.dir, err = os.MkdirTemp("", "faultline-lab-"); err != nil {
 			return nil, fmt.Errorf("lab folder: %w", err)
@@ -155,137 +148,20 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 			l = nil
 		}
 	}()
-	if l.sim, err = StartVCSim(VCSimInput{}); err != nil {
-		return l, err
-	}
-	if l.vc, err = vsphere.New(ctx, l.sim.Config(), vsphere.WithName(Name), vsphere.WithLogger(in.Log)); err != nil {
-		return l, fmt.Errorf("connect to the embedded vcsim: %w", err)
-	}
-	if l.thumbprint, err = certThumbprint(l.sim.CAFile()); err != nil {
-		return l, err
-	}
-	if l.baseVMs, err = l.vmNames(ctx); err != nil {
-		return l, err
-	}
-	if l.mem, err = newInMemory(ctx); err != nil {
-		return l, err
-	}
-	for _, c := range in.Clusters {
-		if c.RealNodes() {
-			l.clusters.Set(c.Key(), labCluster{spec: c})
-			continue
-		}
-		if err := l.addSimulated(c); err != nil {
+	for _, step := range l.steps(assets) {
+		if err := step(ctx); err != nil {
 			return l, err
 		}
-	}
-	user, pass := l.sim.Config().Username, l.sim.Config().Password
-	if l.mgmt, err = management.Start(ctx, management.Input{
-		Assets: assets, Dir: l.dir, Profile: in.Profile, VCUser: user, VCPass: pass,
-		Log: in.Log.WithName("controllers"),
-	}); err != nil {
-		return l, err
-	}
-	c := l.mgmt.Client()
-	for _, cs := range in.Clusters {
-		if cs.RealNodes() {
-			var endpoint infrav1.APIEndpoint
-			var kubeadm bootstrapv1.KubeadmConfigSpec
-			l.real, endpoint, kubeadm, err = realnodes.Prepare(ctx, realnodes.Input{Dir: l.dir, Cluster: cs, Profile: in.Profile, Log: in.Log})
-			if err != nil {
-				return l, err
-			}
-			if err := createCluster(ctx, c, clusterObjects(cs, l.sim.URL(), l.thumbprint, endpoint, in.Profile, &kubeadm)); err != nil {
-				return l, fmt.Errorf("create cluster %s: %w", cs.Name, err)
-			}
-			continue
-		}
-		if err := l.createSimulated(ctx, cs); err != nil {
-			return l, err
-		}
-	}
-	refused, err := closedPort()
-	if err != nil {
-		return l, err
-	}
-	l.nodes = newNodeSim(nodeSimConfig{
-		vc: l.vc.Client(), setIP: l.sim.SetGuestIP, mc: c, mem: l.mem, clusters: l.clusters,
-		refused: refused, profile: in.Profile, log: in.Log.WithName("nodes"), dir: l.dir,
-	})
-	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	l.runCtx, l.cancel = sctx, cancel
-	go func() {
-		defer close(l.done)
-		l.nodes.run(sctx, 200*time.Millisecond)
-	}()
-	wc, err := client.NewWithWatch(l.mgmt.Config(), client.Options{Scheme: l.mgmt.Scheme()})
-	if err != nil {
-		return l, fmt.Errorf("management cluster client: %w", err)
-	}
-	l.provider = &Provider{Provider: capi.New(wc, capi.WithName(Name), capi.WithVCenter(l.vc), capi.WithLogger(in.Log)), nodes: l.nodes, real: l.real}
-	if l.real != nil {
-		in := realnodes.RunInput{
-			VCenter: l.vc.Client(), SetGuestIP: l.sim.SetGuestIP, Management: c, Every: 500 * time.Millisecond,
-			Workload: func(ctx context.Context) (client.Client, error) {
-				return l.provider.Workload(ctx, Namespace, l.real.Cluster())
-			},
-		}
-		l.realDone = make(chan struct{})
-		go func() {
-			defer close(l.realDone)
-			l.real.Run(sctx, in)
-		}()
 	}
 	return l, nil
-}
-
-// addSimulated adds a cluster whose nodes the simulator plays: its
-// in-memory objects and its API server.
-func (l *Lab) addSimulated(cs ClusterSpec) error {
-	key := cs.Key()
-	l.mem.AddResourceGroup(resourceGroup(key))
-	w, err := newWorkloadServer(l.mem, resourceGroup(key), l.in.Log.WithName("workload"))
-	if err != nil {
-		l.mem.DeleteResourceGroup(resourceGroup(key))
-		return err
-	}
-	// Admission runs once the simulator (l.nodes) creates pods.
-	w.admitter = func(ctx context.Context) (*admitter, error) { return l.nodes.admitterFor(ctx, key) }
-	l.clusters.Set(key, labCluster{spec: cs, workload: w})
-	return nil
-}
-
-// createSimulated creates the Cluster API objects of a cluster
-// addSimulated added.
-func (l *Lab) createSimulated(ctx context.Context, cs ClusterSpec) error {
-	lc, _ := l.clusters.Get(cs.Key())
-	endpoint := infrav1.APIEndpoint{Host: "127.0.0.1", Port: int32(lc.workload.Addr().Port)}
-	if err := createCluster(ctx, l.Client(), clusterObjects(cs, l.sim.URL(), l.thumbprint, endpoint, l.in.Profile, nil)); err != nil {
-		return fmt.Errorf("create cluster %s: %w", cs.Key(), err)
-	}
-	return nil
-}
-
-func newInMemory(ctx context.Context) (inmemoryruntime.Manager, error) {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme, admissionv1.AddToScheme} {
-		if err := add(s); err != nil {
-			return nil, fmt.Errorf("in-memory scheme: %w", err)
-		}
-	}
-	m := inmemoryruntime.NewManager(s)
-	if err := m.Start(ctx); err != nil {
-		return nil, fmt.Errorf("start in-memory clusters: %w", err)
-	}
-	return m, nil
 }
 
 // WaitReady waits until every cluster has all its Machines Running with
 // Ready Nodes, or ctx ends.
 func (l *Lab) WaitReady(ctx context.Context) error {
 	var specs []ClusterSpec
-	for _, lc := range l.clusters.All() {
-		specs = append(specs, lc.spec)
+	for _, cs := range l.clusters.All() {
+		specs = append(specs, cs)
 	}
 	return l.waitReady(ctx, specs)
 }
@@ -324,7 +200,7 @@ func (l *Lab) ready(ctx context.Context, c client.Client, specs []ClusterSpec) (
 	running := map[string]int{}
 	var pending []string
 	for _, m := range list.Items {
-		key := clusterKey(m.Namespace, m.Spec.ClusterName)
+		key := labconfig.ClusterKey(m.Namespace, m.Spec.ClusterName)
 		if !want[key] {
 			continue
 		}
@@ -373,7 +249,7 @@ func deref(p *int32) int32 {
 // SetCNI makes the CNI of a node initialised or not: without it the
 // kubelet reports Ready=False with seed 000's "cni plugin not initialized"
 // message and the node carries the not-ready taint.
-func (l *Lab) SetCNI(node string, ok bool) { l.nodes.faults.setCNI(node, ok) }
+func (l *Lab) SetCNI(node string, ok bool) { l.nodes.SetCNI(node, ok) }
 
 // Client reads and writes the management cluster.
 func (l *Lab) Client() client.Client { return l.mgmt.Client() }
@@ -407,13 +283,8 @@ func (l *Lab) Stop(ctx context.Context) error {
 	if l.mgmt != nil {
 		errs = append(errs, l.mgmt.Stop())
 	}
-	for key, lc := range l.clusters.All() {
-		if lc.workload == nil {
-			continue
-		}
-		if err := lc.workload.close(); err != nil {
-			errs = append(errs, fmt.Errorf("stop workload cluster %s endpoint: %w", key, err))
-		}
+	if l.nodes != nil {
+		errs = append(errs, l.nodes.Close())
 	}
 	if l.vc != nil {
 		errs = append(errs, l.vc.Close(ctx))

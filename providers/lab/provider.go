@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/lab/nodesim"
 	"time"
 
 	"github.com/faultline-dev/faultline/internal/nodecmd"
@@ -24,7 +25,7 @@ func (l *Lab) Provider() *Provider { return l.provider }
 // Provider is the lab's provider; see Lab.Provider.
 type Provider struct {
 	*capi.Provider
-	nodes *nodeSim
+	nodes *nodesim.Sim
 	// real runs the cluster whose nodes are containers; its node faults
 	// run in the containers, as kind's do.
 	real *realnodes.Nodes
@@ -98,7 +99,7 @@ func (p *Provider) SetKubelet(ctx context.Context, m providers.Object, running b
 	if err != nil {
 		return err
 	}
-	p.nodes.faults.setKubelet(node, running)
+	p.nodes.SetKubelet(node, running)
 	return nil
 }
 
@@ -111,7 +112,7 @@ func (p *Provider) SetStaticPod(ctx context.Context, m providers.Object, compone
 	if _, real, err := p.realExec(ctx, m, nodecmd.StaticPod(component, running)...); real {
 		return err
 	}
-	p.nodes.faults.setStaticPod(node, component, running)
+	p.nodes.SetStaticPod(node, component, running)
 	return nil
 }
 
@@ -126,7 +127,7 @@ func (p *Provider) StaticPodRunning(ctx context.Context, m providers.Object, com
 	if out, real, err := p.realExec(ctx, m, nodecmd.ProcessNames...); real {
 		return err == nil && nodecmd.Running(out, component), err
 	}
-	return p.nodes.staticPodRunning(node, component, time.Now()), nil
+	return p.nodes.StaticPodRunning(node, component, time.Now()), nil
 }
 
 // SetLeaderStuck implements providers.EtcdLeadership on the Machine's
@@ -141,5 +142,5 @@ func (p *Provider) SetLeaderStuck(_ context.Context, m providers.Object, stuck b
 	if p.real != nil && m.Attributes[providers.AttrCluster] == p.real.Cluster() {
 		return fmt.Errorf("a stuck etcd leader on real nodes: %w", providers.ErrUnsupported)
 	}
-	return p.nodes.setLeaderStuck(node, stuck)
+	return p.nodes.SetLeaderStuck(node, stuck)
 }

@@ -25,10 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// errClusterRemoved is what the simulator's background work on a cluster
-// Renew removed meets.
-var errClusterRemoved = errors.New("the cluster was removed from the lab")
-
 // RemoveTimeout bounds the removal of one cluster by Renew: Cluster API
 // deleting its Machines, CAPV its VMs.
 const RemoveTimeout = 2 * time.Minute
@@ -62,8 +58,8 @@ func (l *Lab) Renew(ctx context.Context, s ClusterSpec) error {
 		}
 	}
 	var old []string
-	for key, lc := range l.clusters.All() {
-		if key != s.Key() && lc.workload != nil {
+	for key, cs := range l.clusters.All() {
+		if key != s.Key() && !cs.RealNodes() {
 			old = append(old, key)
 		}
 	}
@@ -170,8 +166,8 @@ func (l *Lab) begin(ctx context.Context, s ClusterSpec) (creation, error) {
 	if s.RealNodes() {
 		return creation{}, fmt.Errorf("renew cluster %s: its nodes would be real, and a lab runs real nodes only for the cluster it started with", s.Key())
 	}
-	for key, lc := range l.clusters.All() {
-		if key == s.Key() || lc.spec.NamespaceOrDefault() == s.NamespaceOrDefault() {
+	for key, cs := range l.clusters.All() {
+		if key == s.Key() || cs.NamespaceOrDefault() == s.NamespaceOrDefault() {
 			return creation{}, fmt.Errorf("renew cluster %s: namespace %s is in use; a renewed cluster needs a new one", s.Key(), s.NamespaceOrDefault())
 		}
 	}
@@ -179,9 +175,7 @@ func (l *Lab) begin(ctx context.Context, s ClusterSpec) (creation, error) {
 	if err := l.Client().Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return creation{}, fmt.Errorf("renew: create namespace %s: %w", ns.Name, err)
 	}
-	if err := l.addSimulated(s); err != nil {
-		return creation{}, err
-	}
+	l.clusters.Set(s.Key(), s)
 	c := creation{spec: s, done: make(chan error, 1)}
 	go func() { c.done <- l.createSimulated(ctx, s) }()
 	return c, nil
@@ -193,7 +187,7 @@ func (l *Lab) removeCluster(ctx context.Context, key string) error {
 	ctx, cancel := context.WithTimeout(ctx, RemoveTimeout)
 	defer cancel()
 	c := l.Client()
-	ok := objectKey(key)
+	ok := labconfig.ObjectKey(key)
 	cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ok.Namespace, Name: ok.Name}}
 	if err := c.Delete(ctx, cl); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove cluster %s: %w", key, err)
@@ -208,13 +202,8 @@ func (l *Lab) removeCluster(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("remove cluster %s: its Cluster is not gone after %s (%s): %w", key, RemoveTimeout, l.remaining(context.WithoutCancel(ctx), ok.Namespace), err)
 	}
-	lc, _ := l.clusters.Get(key)
 	l.clusters.Remove(key)
-	var errs []error
-	if lc.workload != nil {
-		errs = append(errs, lc.workload.close())
-		l.mem.DeleteResourceGroup(resourceGroup(key))
-	}
+	errs := []error{l.nodes.RemoveCluster(key)}
 	// Nothing collects garbage in the lab's management cluster (it runs no
 	// kube-controller-manager): what Cluster API does not delete itself
 	// goes here.

@@ -3,6 +3,7 @@ package labconfig
 import (
 	"errors"
 	"fmt"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -93,3 +94,14 @@ func (s ClusterSpec) Key() string { return s.NamespaceOrDefault() + "/" + s.Name
 // cluster's KubeadmControlPlane and MachineDeployment.
 func (s ClusterSpec) ControlPlaneName() string      { return s.Name + "-control-plane" }
 func (s ClusterSpec) MachineDeploymentName() string { return s.Name + "-md-0" }
+
+// ClusterKey is the namespace/name of a cluster the lab runs (see
+// ClusterSpec.Key).
+func ClusterKey(namespace, name string) string { return namespace + "/" + name }
+
+// ObjectKey is the key of the object named after the cluster of key (its
+// Cluster, its kubeconfig and CA Secrets' prefix).
+func ObjectKey(key string) client.ObjectKey {
+	ns, name, _ := strings.Cut(key, "/")
+	return client.ObjectKey{Namespace: ns, Name: name}
+}

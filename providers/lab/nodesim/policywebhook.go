@@ -1,4 +1,4 @@
-package lab
+package nodesim
 
 import (
 	"crypto/tls"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/lab/workloadapi"
 	"io"
 	stdlog "log"
 	"net"
@@ -40,7 +41,7 @@ type policyWebhook struct {
 
 // startPolicyWebhook serves the webhook for Service name in namespace.
 func startPolicyWebhook(namespace, name string, denyOutside bool) (*policyWebhook, error) {
-	caKey, err := newKey()
+	caKey, err := workloadapi.NewKey()
 	if err != nil {
 		return nil, err
 	}
@@ -48,12 +49,12 @@ func startPolicyWebhook(namespace, name string, denyOutside bool) (*policyWebhoo
 	if err != nil {
 		return nil, fmt.Errorf("policy webhook CA: %w", err)
 	}
-	key, err := newKey()
+	key, err := workloadapi.NewKey()
 	if err != nil {
 		return nil, err
 	}
 	svc := name + "." + namespace + ".svc"
-	cert, err := signed(&certs.Config{
+	cert, err := workloadapi.Signed(&certs.Config{
 		CommonName: svc,
 		AltNames:   certs.AltNames{DNSNames: []string{svc, svc + ".cluster.local"}},
 		Usages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},

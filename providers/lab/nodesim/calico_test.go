@@ -1,9 +1,10 @@
-package lab
+package nodesim
 
 import (
 	"context"
 	"fmt"
 	"github.com/faultline-dev/faultline/providers/lab/labconfig"
+	"github.com/faultline-dev/faultline/providers/lab/workloadapi"
 	"sort"
 	"strings"
 	"testing"
@@ -27,14 +28,15 @@ func TestCalicoSeed001(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	w, cfg, c := workloadAPI(t, ctx)
+	var a *workloadapi.Admitter
+	w, cfg, c := workloadAPI(t, ctx, &a)
 	clusters := labconfig.NewMap[labCluster]()
-	clusters.Set("t", labCluster{spec: ClusterSpec{Name: "t", LabSpec: labconfig.LabSpec{ControlPlanes: 1, Network: labconfig.LabNetwork{PodCIDR: "10.202.146.0/24", NodeCIDRMaskSize: 25, CalicoBlockSize: 26}}}})
-	s := &nodeSim{nodeSimConfig: nodeSimConfig{clusters: clusters}}
+	clusters.Set("t", labCluster{spec: labconfig.ClusterSpec{Name: "t", LabSpec: labconfig.LabSpec{ControlPlanes: 1, Network: labconfig.LabNetwork{PodCIDR: "10.202.146.0/24", NodeCIDRMaskSize: 25, CalicoBlockSize: 26}}}})
+	s := &Sim{config: config{clusters: clusters}}
 
 	var cidrs []string
 	for i := range 7 {
-		cidr, err := s.allocatePodCIDR(ctx, w.client(), "t")
+		cidr, err := s.allocatePodCIDR(ctx, w.Client(), "t")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,10 +50,10 @@ func TestCalicoSeed001(t *testing.T) {
 	if got := strings.Join(cidrs, ","); got != "10.202.146.0/25,10.202.146.128/25,,,,," {
 		t.Errorf("node pod CIDRs %s, want two /25s then none", got)
 	}
-	if err := s.ensureCalicoPool(ctx, w.client(), "t"); err != nil {
+	if err := s.ensureCalicoPool(ctx, w.Client(), "t"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.reconcileCalicoIPAM(ctx, w.client()); err != nil {
+	if err := s.reconcileCalicoIPAM(ctx, w.Client()); err != nil {
 		t.Fatal(err)
 	}
 	affs := &unstructured.UnstructuredList{}
@@ -71,7 +73,7 @@ func TestCalicoSeed001(t *testing.T) {
 	if got := strings.Join(held, ","); got != want {
 		t.Errorf("blocks %s, want %s", got, want)
 	}
-	if node, err := scheduleWorker(ctx, w.client(), ""); err != nil || node != "node-6" {
+	if node, err := scheduleWorker(ctx, w.Client(), ""); err != nil || node != "node-6" {
 		t.Errorf("webhook pod scheduled on %q (%v), want node-6, the newest", node, err)
 	}
 
@@ -82,11 +84,10 @@ func TestCalicoSeed001(t *testing.T) {
 	}
 	sch := runtime.NewScheme()
 	_ = corev1.AddToScheme(sch)
-	a, err := newAdmitter(ctx, cfg, w.client(), sch, refused)
+	a, err = workloadapi.NewAdmitter(ctx, workloadapi.AdmitterInput{Config: cfg, Store: w.Client(), Scheme: sch, Refused: refused, Routed: func(ctx context.Context, node string) (bool, error) { return nodeHasBlock(ctx, w.Client(), node) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.admitter = func(context.Context) (*admitter, error) { return a, nil }
 	hook, err := startPolicyWebhook("metallb-system", "metallb-webhook-service", false)
 	if err != nil {
 		t.Fatal(err)
@@ -112,12 +113,12 @@ func TestCalicoSeed001(t *testing.T) {
 			t.Fatalf("create %T: %v", o, err)
 		}
 	}
-	if err := ensureEndpoints(ctx, w.client(), svc, hook.addr, "node-6"); err != nil {
+	if err := ensureEndpoints(ctx, w.Client(), svc, hook.addr, "node-6"); err != nil {
 		t.Fatal(err)
 	}
 	dryRunUntil(t, ctx, c, `failed calling webhook "ipaddresspoolvalidationwebhook.metallb.io": failed to call webhook: Post "https://metallb-webhook-service.metallb-system.svc:443/validate?timeout=1s": context deadline exceeded`)
 
-	if err := ensureEndpoints(ctx, w.client(), svc, hook.addr, "node-2"); err != nil {
+	if err := ensureEndpoints(ctx, w.Client(), svc, hook.addr, "node-2"); err != nil {
 		t.Fatal(err)
 	}
 	dryRunUntil(t, ctx, c, "")
@@ -134,24 +135,6 @@ func dryRunUntil(t *testing.T, ctx context.Context, c client.Client, want string
 	errorUntil(t, ctx, "dry-run create", func() error {
 		return c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "metallb-system", Name: "pool"}}, client.DryRunAll)
 	}, want)
-}
-
-func TestParseCollection(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		path, want string
-		ok         bool
-	}{
-		{"/api/v1/namespaces/metallb-system/configmaps", "/v1, Resource=configmaps metallb-system", true},
-		{"/apis/crd.projectcalico.org/v1/ippools", "crd.projectcalico.org/v1, Resource=ippools ", true},
-		{"/api/v1/namespaces/x/configmaps/name", "", false},
-		{"/healthz", "", false},
-	} {
-		gvr, ns, ok := parseCollection(tc.path)
-		if got := gvr.String() + " " + ns; ok != tc.ok || (ok && got != tc.want) {
-			t.Errorf("%s: %q %t, want %q %t", tc.path, got, ok, tc.want, tc.ok)
-		}
-	}
 }
 
 // TestJoinedBefore: nodes that registered in the same second keep the

@@ -1,4 +1,4 @@
-package lab
+package nodesim
 
 import (
 	"context"
@@ -53,7 +53,7 @@ func TestNodeFaults(t *testing.T) {
 // only the small locks (run with -race).
 func TestNodeSimStateIsSafeAcrossGoroutines(t *testing.T) {
 	t.Parallel()
-	s := newNodeSim(nodeSimConfig{})
+	s := newSim(config{})
 	now := time.Now()
 	s.views.Set("cp-0", nodeView{cluster: "lab", controlPlane: true, on: true, upAt: now.Add(-time.Second)})
 	var wg sync.WaitGroup
@@ -86,7 +86,7 @@ func TestNodeSimStateIsSafeAcrossGoroutines(t *testing.T) {
 // leader to elect: the tick goes on (it dereferenced the missing cluster's
 // workload server and crashed the process).
 func TestElectLeaderOfRemovedCluster(t *testing.T) {
-	s := &nodeSim{nodeSimConfig: nodeSimConfig{clusters: labconfig.NewMap[labCluster]()}}
+	s := &Sim{config: config{clusters: labconfig.NewMap[labCluster]()}}
 	if err := s.electLeader(context.Background(), "lab-2/lab", faultsNow{}); err != nil {
 		t.Fatalf("electLeader of a removed cluster: %v", err)
 	}

@@ -1,4 +1,4 @@
-package lab
+package nodesim
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"github.com/faultline-dev/faultline/providers/lab/labconfig"
+	"github.com/faultline-dev/faultline/providers/lab/workloadapi"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -25,14 +26,14 @@ import (
 )
 
 // staticPodRunning tells whether a static pod of a control-plane node runs.
-func (s *nodeSim) staticPodRunning(node, component string, now time.Time) bool {
+func (s *Sim) staticPodRunning(node, component string, now time.Time) bool {
 	v, ok := s.views.Get(node)
 	return ok && v.controlPlane && v.podsStarted(now) && !s.faults.podStopped(node, component)
 }
 
 // setLeaderStuck makes a control-plane node's etcd member a stuck leader,
 // or has it hand leadership to another member.
-func (s *nodeSim) setLeaderStuck(node string, stuck bool) error {
+func (s *Sim) setLeaderStuck(node string, stuck bool) error {
 	v, ok := s.views.Get(node)
 	if !ok {
 		return s.faults.setLeaderStuck(node, nil, stuck)
@@ -43,12 +44,12 @@ func (s *nodeSim) setLeaderStuck(node string, stuck bool) error {
 // reconcileStaticPods runs or stops a control plane's etcd member and API
 // server with its VM and with the static pods stopped on it; kubeadm's init
 // or join happens on first boot.
-func (s *nodeSim) reconcileStaticPods(ctx context.Context, c inmemoryclient.Client, w *workloadServer, vm *simVM, f faultsNow, now time.Time) error {
+func (s *Sim) reconcileStaticPods(ctx context.Context, c inmemoryclient.Client, w *workloadapi.Server, vm *simVM, f faultsNow, now time.Time) error {
 	etcdPod, apiPod := "etcd-"+vm.name, "kube-apiserver-"+vm.name
 	if !podsStarted(vm, now) {
 		if vm.podsUp {
-			w.removeAPIServer(apiPod)
-			w.removeEtcdMember(etcdPod)
+			w.RemoveAPIServer(apiPod)
+			w.RemoveEtcdMember(etcdPod)
 			vm.podsUp = false
 		}
 		return nil
@@ -56,7 +57,7 @@ func (s *nodeSim) reconcileStaticPods(ctx context.Context, c inmemoryclient.Clie
 	stopped := f.podsStopped[vm.name]
 	changed := f.podsGen[vm.name] != s.podsWritten[vm.name]
 	wantEtcd, wantAPI := !stopped["etcd"], !stopped["kube-apiserver"]
-	if vm.podsUp && w.hasAPIServer(apiPod) == wantAPI && w.hasEtcdMember(etcdPod) == wantEtcd && !changed {
+	if vm.podsUp && w.HasAPIServer(apiPod) == wantAPI && w.HasEtcdMember(etcdPod) == wantEtcd && !changed {
 		return nil
 	}
 	if !vm.podsUp {
@@ -76,24 +77,24 @@ func (s *nodeSim) reconcileStaticPods(ctx context.Context, c inmemoryclient.Clie
 		}
 	}
 	if !wantEtcd {
-		w.removeEtcdMember(etcdPod)
-	} else if !w.hasEtcdMember(etcdPod) {
+		w.RemoveEtcdMember(etcdPod)
+	} else if !w.HasEtcdMember(etcdPod) {
 		etcdCA, etcdKey, err := s.clusterCA(ctx, vm.cluster, secret.EtcdCA)
 		if err != nil {
 			return err
 		}
-		if err := w.addEtcdMember(etcdPod, etcdCA, etcdKey); err != nil {
+		if err := w.AddEtcdMember(etcdPod, etcdCA, etcdKey); err != nil {
 			return err
 		}
 	}
 	if !wantAPI {
-		w.removeAPIServer(apiPod)
-	} else if !w.hasAPIServer(apiPod) {
+		w.RemoveAPIServer(apiPod)
+	} else if !w.HasAPIServer(apiPod) {
 		ca, caKey, err := s.clusterCA(ctx, vm.cluster, secret.ClusterCA)
 		if err != nil {
 			return err
 		}
-		if err := w.addAPIServer(apiPod, ca, caKey); err != nil {
+		if err := w.AddAPIServer(apiPod, ca, caKey); err != nil {
 			return err
 		}
 	}
@@ -111,7 +112,7 @@ func (s *nodeSim) reconcileStaticPods(ctx context.Context, c inmemoryclient.Clie
 
 // writePodStatus is what the kubelet reports of a node's static pods: a
 // stopped one is not Ready.
-func (s *nodeSim) writePodStatus(ctx context.Context, c inmemoryclient.Client, node string, stopped map[string]bool) error {
+func (s *Sim) writePodStatus(ctx context.Context, c inmemoryclient.Client, node string, stopped map[string]bool) error {
 	for _, component := range providers.StaticPodComponents {
 		pod := &corev1.Pod{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: component + "-" + node}, pod); err != nil {
@@ -140,7 +141,7 @@ func (s *nodeSim) writePodStatus(ctx context.Context, c inmemoryclient.Client, n
 
 // ensureEtcdPod creates the member's pod, annotated as the in-memory etcd
 // expects: cluster ID, member ID, and leadership for the first member.
-func (s *nodeSim) ensureEtcdPod(ctx context.Context, c inmemoryclient.Client, vm *simVM) error {
+func (s *Sim) ensureEtcdPod(ctx context.Context, c inmemoryclient.Client, vm *simVM) error {
 	pod := staticPod("etcd", vm.name)
 	err := c.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})
 	if err == nil || !apierrors.IsNotFound(err) {
@@ -173,7 +174,7 @@ func (s *nodeSim) ensureEtcdPod(ctx context.Context, c inmemoryclient.Client, vm
 // leader is stuck: adding the member never commits, so the node never
 // registers and its Machine stays Provisioned (seed 003). A node whose
 // member exists is rebooting, not joining.
-func (s *nodeSim) joinRefused(ctx context.Context, c inmemoryclient.Client, vm *simVM, f faultsNow) (bool, error) {
+func (s *Sim) joinRefused(ctx context.Context, c inmemoryclient.Client, vm *simVM, f faultsNow) (bool, error) {
 	stuck := f.stuckLeader[vm.cluster]
 	if stuck == "" || stuck == vm.name {
 		return false, nil
@@ -192,12 +193,12 @@ func (s *nodeSim) joinRefused(ctx context.Context, c inmemoryclient.Client, vm *
 // electLeader plays etcd's election: when the leader's member is down and
 // a quorum of members is still up, one of them becomes leader. Without it
 // KCP never removes a dead leader's Machine.
-func (s *nodeSim) electLeader(ctx context.Context, cluster string, f faultsNow) error {
+func (s *Sim) electLeader(ctx context.Context, cluster string, f faultsNow) error {
 	w := s.workload(cluster)
 	if w == nil {
 		return nil // removed (Renew) since the tick read the clusters
 	}
-	c := w.client()
+	c := w.Client()
 	pods, err := etcdPods(ctx, c)
 	if err != nil || len(pods) == 0 {
 		return err
@@ -212,16 +213,16 @@ func (s *nodeSim) electLeader(ctx context.Context, cluster string, f faultsNow) 
 		}
 	}
 	for _, p := range pods {
-		if w.hasEtcdMember(p.Name) {
+		if w.HasEtcdMember(p.Name) {
 			live = append(live, p)
 			leaderUp = leaderUp || p.Name == leaderName
 		}
 	}
-	w.setQuorum(len(live)*2 > len(pods))
+	w.SetQuorum(len(live)*2 > len(pods))
 	// A stuck leader keeps leadership while it runs; moving leadership
 	// away hands it to the first other live member.
 	take := ""
-	if stuck := "etcd-" + f.stuckLeader[cluster]; stuck != leaderName && w.hasEtcdMember(stuck) {
+	if stuck := "etcd-" + f.stuckLeader[cluster]; stuck != leaderName && w.HasEtcdMember(stuck) {
 		take = stuck
 	}
 	if from := s.faults.takeMoveLeader(cluster); from != "" {
@@ -246,7 +247,7 @@ func (s *nodeSim) electLeader(ctx context.Context, cluster string, f faultsNow) 
 }
 
 // makeLeader makes next the leader after previous, who led since from.
-func (s *nodeSim) makeLeader(ctx context.Context, c inmemoryclient.Client, next corev1.Pod, from time.Time, previous, cluster string) error {
+func (s *Sim) makeLeader(ctx context.Context, c inmemoryclient.Client, next corev1.Pod, from time.Time, previous, cluster string) error {
 	// RFC3339 has second resolution: the new leader's time must sort after
 	// the old one's.
 	at := time.Now()
@@ -260,7 +261,7 @@ func (s *nodeSim) makeLeader(ctx context.Context, c inmemoryclient.Client, next 
 
 // forget removes what was left of a destroyed VM whose Node is gone: its
 // CNI agent pod, its static pods and its endpoints.
-func (s *nodeSim) forget(ctx context.Context, c inmemoryclient.Client, w *workloadServer, vm *simVM) {
+func (s *Sim) forget(ctx context.Context, c inmemoryclient.Client, w *workloadapi.Server, vm *simVM) {
 	s.cni.forget(vm.name)
 	ds := labconfig.CNIAgents[s.cniOf(vm.cluster)]
 	if err := c.Delete(ctx, cniPod(ds.Name, ds.Image, vm.name)); err != nil && !apierrors.IsNotFound(err) {
@@ -269,8 +270,8 @@ func (s *nodeSim) forget(ctx context.Context, c inmemoryclient.Client, w *worklo
 	if !vm.controlPlane {
 		return
 	}
-	w.removeAPIServer("kube-apiserver-" + vm.name)
-	w.removeEtcdMember("etcd-" + vm.name)
+	w.RemoveAPIServer("kube-apiserver-" + vm.name)
+	w.RemoveEtcdMember("etcd-" + vm.name)
 	for _, component := range []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager"} {
 		if err := c.Delete(ctx, staticPod(component, vm.name)); err != nil && !apierrors.IsNotFound(err) {
 			s.log.V(1).Info("delete static pod", "pod", component+"-"+vm.name, "error", err.Error())
@@ -278,8 +279,8 @@ func (s *nodeSim) forget(ctx context.Context, c inmemoryclient.Client, w *worklo
 	}
 }
 
-func (s *nodeSim) clusterCA(ctx context.Context, cluster string, purpose secret.Purpose) (*x509.Certificate, crypto.Signer, error) {
-	sec, err := secret.GetFromNamespacedName(ctx, s.mc, objectKey(cluster), purpose)
+func (s *Sim) clusterCA(ctx context.Context, cluster string, purpose secret.Purpose) (*x509.Certificate, crypto.Signer, error) {
+	sec, err := secret.GetFromNamespacedName(ctx, s.mc, labconfig.ObjectKey(cluster), purpose)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s of cluster %s (KCP creates it): %w", purpose, cluster, err)
 	}
@@ -297,7 +298,7 @@ func (s *nodeSim) clusterCA(ctx context.Context, cluster string, purpose secret.
 // ensureAddons creates, once per cluster, what kubeadm init leaves behind
 // and KCP reads: the system namespaces, the kubeadm-config ConfigMap, RBAC,
 // kube-proxy and CoreDNS.
-func (s *nodeSim) ensureAddons(ctx context.Context, c inmemoryclient.Client, cluster string) error {
+func (s *Sim) ensureAddons(ctx context.Context, c inmemoryclient.Client, cluster string) error {
 	if s.addons[cluster] {
 		return nil
 	}
@@ -320,7 +321,7 @@ func (s *nodeSim) ensureAddons(ctx context.Context, c inmemoryclient.Client, clu
 		&appsv1.DaemonSet{
 			ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy", Namespace: ks, Labels: map[string]string{"component": "kube-proxy"}},
 			Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				Containers: []corev1.Container{{Name: "kube-proxy", Image: "registry.k8s.io/kube-proxy:" + KubernetesVersion}},
+				Containers: []corev1.Container{{Name: "kube-proxy", Image: "registry.k8s.io/kube-proxy:" + labconfig.KubernetesVersion}},
 			}}},
 		},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: ks}, Data: map[string]string{"Corefile": "ANG"}},

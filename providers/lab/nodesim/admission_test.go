@@ -1,7 +1,8 @@
-package lab
+package nodesim
 
 import (
 	"context"
+	"github.com/faultline-dev/faultline/providers/lab/workloadapi"
 	"net"
 	"strconv"
 	"strings"
@@ -23,20 +24,25 @@ import (
 )
 
 // workloadAPI starts one in-memory workload cluster behind its loopback
-// endpoint, and returns a client of it through that endpoint.
-func workloadAPI(t *testing.T, ctx context.Context) (*workloadServer, *rest.Config, client.Client) {
+// endpoint, and returns a client of it through that endpoint; its dry-run
+// creates go through *admitter once set, when admitter is not nil.
+func workloadAPI(t *testing.T, ctx context.Context, admitter **workloadapi.Admitter) (*workloadapi.Server, *rest.Config, client.Client) {
 	t.Helper()
-	mem, err := newInMemory(ctx)
+	mem, err := workloadapi.NewStore(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rg := "default/t"
 	mem.AddResourceGroup(rg)
-	w, err := newWorkloadServer(mem, rg, logr.Discard())
+	var admit func(context.Context) (*workloadapi.Admitter, error)
+	if admitter != nil {
+		admit = func(context.Context) (*workloadapi.Admitter, error) { return *admitter, nil }
+	}
+	w, err := workloadapi.New(mem, rg, logr.Discard(), admit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = w.close() })
+	t.Cleanup(func() { _ = w.Close() })
 	caKey, err := certs.NewPrivateKey()
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +51,7 @@ func workloadAPI(t *testing.T, ctx context.Context) (*workloadServer, *rest.Conf
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.addAPIServer("kube-apiserver-cp", ca, caKey); err != nil {
+	if err := w.AddAPIServer("kube-apiserver-cp", ca, caKey); err != nil {
 		t.Fatal(err)
 	}
 	cfg := &rest.Config{Host: "https://" + w.Addr().String(), TLSClientConfig: rest.TLSClientConfig{CAData: certs.EncodeCertPEM(ca)}}
@@ -83,13 +89,13 @@ func policyConfig(caBundle []byte) *admissionregv1.ValidatingWebhookConfiguratio
 
 // admitUntil calls admit until its error contains want (the informers take
 // a moment to see a new configuration) or the deadline passes.
-func admitUntil(t *testing.T, ctx context.Context, a *admitter, pod *corev1.Pod, want string) {
+func admitUntil(t *testing.T, ctx context.Context, a *workloadapi.Admitter, pod *corev1.Pod, want string) {
 	t.Helper()
-	errorUntil(t, ctx, "admit", func() error { return a.admit(ctx, pod, daemonSetController) }, want)
+	errorUntil(t, ctx, "admit", func() error { return a.Admit(ctx, pod, daemonSetController) }, want)
 }
 
 // errorUntil calls f until its error contains want ("" for no error) or
-// 20s pass: the admitter's informers take a moment to see changes.
+// 20s pass: the Admitter's informers take a moment to see changes.
 func errorUntil(t *testing.T, ctx context.Context, what string, f func() error, want string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -116,14 +122,14 @@ func TestAdmissionWebhooks(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	w, cfg, c := workloadAPI(t, ctx)
+	w, cfg, c := workloadAPI(t, ctx, nil)
 	refused, err := closedPort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := runtime.NewScheme()
 	_ = corev1.AddToScheme(s)
-	a, err := newAdmitter(ctx, cfg, w.client(), s, refused)
+	a, err := workloadapi.NewAdmitter(ctx, workloadapi.AdmitterInput{Config: cfg, Store: w.Client(), Scheme: s, Refused: refused, Routed: func(ctx context.Context, node string) (bool, error) { return nodeHasBlock(ctx, w.Client(), node) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,50 +175,4 @@ func TestAdmissionWebhooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	admitUntil(t, ctx, a, pod, "")
-}
-
-// Every kind Cluster API reads from a workload cluster (a reachable Node's
-// drain lists VolumeAttachments) and every kind the lab adds lists through
-// the endpoint.
-func TestWorkloadAPIKinds(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	_, _, c := workloadAPI(t, ctx)
-	for _, l := range []client.ObjectList{
-		&storagev1.VolumeAttachmentList{}, &policyv1.PodDisruptionBudgetList{}, &corev1.EventList{},
-		&admissionregv1.ValidatingWebhookConfigurationList{}, &admissionregv1.MutatingWebhookConfigurationList{},
-		&corev1.NodeList{}, &corev1.PodList{},
-	} {
-		if err := c.List(ctx, l); err != nil {
-			t.Errorf("list %T: %v", l, err)
-		}
-	}
-}
-
-func TestParseExtra(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		path, resource, namespace, name string
-		ok                              bool
-	}{
-		{"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", "validatingwebhookconfigurations", "", "", true},
-		{"/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/x", "mutatingwebhookconfigurations", "", "x", true},
-		{"/api/v1/namespaces/kube-system/events", "events", "kube-system", "", true},
-		{"/api/v1/namespaces/kube-system/events/e1", "events", "kube-system", "e1", true},
-		{"/api/v1/events", "events", "", "", true},
-		// Cluster-scoped kinds are not served under a namespace; the
-		// in-memory server's own kinds pass through.
-		{"/apis/admissionregistration.k8s.io/v1/namespaces/x/validatingwebhookconfigurations", "", "", "", false},
-		{"/api/v1/namespaces/kube-system", "", "", "", false},
-		{"/api/v1/nodes", "", "", "", false},
-		{"/apis/apps/v1/namespaces/kube-system/daemonsets", "", "", "", false},
-		{"/api/v1/namespaces/kube-system/pods/p/portforward", "", "", "", false},
-	}
-	for _, tc := range tests {
-		req, ok := parseExtra(tc.path)
-		if ok != tc.ok || req.res.resource != tc.resource || req.namespace != tc.namespace || req.name != tc.name {
-			t.Errorf("%s: got %+v %t", tc.path, req, ok)
-		}
-	}
 }

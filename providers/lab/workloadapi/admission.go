@@ -1,4 +1,4 @@
-package lab
+package workloadapi
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// admitter runs a workload cluster's admission webhooks on the pods the
+// Admitter runs a workload cluster's admission webhooks on the pods the
 // node simulator creates, as kube-apiserver would: the in-memory API server
 // runs none. It is Kubernetes' own webhook admission (k8s.io/apiserver):
 // its rules, namespace and object selectors, failurePolicy and timeouts,
@@ -37,26 +37,45 @@ import (
 // ClusterIP goes to a ready endpoint. Only loopback endpoints are dialled;
 // with none ready, the dial goes to a closed loopback port, so the refusal
 // is the kernel's, reported for the ClusterIP as kube-apiserver reports it.
-type admitter struct {
+type Admitter struct {
 	validating *validating.Plugin
 	mutating   *mutating.Plugin
 	mem        inmemoryclient.Client
 	scheme     *runtime.Scheme
 	// refused is a loopback port nothing listens on.
 	refused string
+	// routed tells whether pods on a node are reachable (the CNI gave the
+	// node addresses).
+	routed func(ctx context.Context, node string) (bool, error)
 	// stop stops its informers.
 	stop context.CancelFunc
 }
 
-// newAdmitter wires the plugins to the workload cluster cfg reaches, mem
-// being the same cluster's store, and starts their informers until ctx
-// ends.
-func newAdmitter(ctx context.Context, cfg *rest.Config, mem inmemoryclient.Client, scheme *runtime.Scheme, refused string) (*admitter, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+// AdmitterInput is what an Admitter is wired to.
+type AdmitterInput struct {
+	// Config reaches the workload cluster's API; Store is the same
+	// cluster's store, read to route Service calls.
+	Config *rest.Config
+	Store  inmemoryclient.Client
+	Scheme *runtime.Scheme
+	// Refused is a loopback port nothing listens on, where a Service
+	// without a ready endpoint leads.
+	Refused string
+	// Routed tells whether pods on node are reachable; a webhook pod on a
+	// node that is not is not answered, as a call into a CNI without a
+	// route.
+	Routed func(ctx context.Context, node string) (bool, error)
+}
+
+// NewAdmitter wires the plugins to the workload cluster in names and
+// starts their informers until ctx ends or Stop.
+func NewAdmitter(ctx context.Context, in AdmitterInput) (*Admitter, error) {
+	cs, err := kubernetes.NewForConfig(in.Config)
 	if err != nil {
 		return nil, fmt.Errorf("admission client: %w", err)
 	}
-	a := &admitter{mem: mem, scheme: scheme, refused: refused}
+	ctx, stop := context.WithCancel(ctx)
+	a := &Admitter{mem: in.Store, scheme: in.Scheme, refused: in.Refused, routed: in.Routed, stop: stop}
 	if a.validating, err = validating.NewValidatingAdmissionWebhook(nil); err != nil {
 		return nil, fmt.Errorf("validating admission: %w", err)
 	}
@@ -84,16 +103,19 @@ func newAdmitter(ctx context.Context, cfg *rest.Config, mem inmemoryclient.Clien
 	return a, nil
 }
 
-// admit runs the mutating then the validating webhooks on the creation of
+// Stop stops the admitter's informers.
+func (a *Admitter) Stop() { a.stop() }
+
+// Admit runs the mutating then the validating webhooks on the creation of
 // pod by user, as kube-apiserver's admission chain does.
-func (a *admitter) admit(ctx context.Context, pod *corev1.Pod, by string) error {
+func (a *Admitter) Admit(ctx context.Context, pod *corev1.Pod, by string) error {
 	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
 	return a.run(ctx, admission.NewAttributesRecord(pod, nil, gvk, pod.Namespace, pod.Name, corev1.SchemeGroupVersion.WithResource("pods"), "",
 		admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: by}))
 }
 
 // run runs the mutating then the validating webhooks on attrs.
-func (a *admitter) run(ctx context.Context, attrs admission.Attributes) error {
+func (a *Admitter) run(ctx context.Context, attrs admission.Attributes) error {
 	o := admission.NewObjectInterfacesFromScheme(a.scheme)
 	if err := a.mutating.Admit(ctx, attrs, o); err != nil {
 		return err
@@ -103,7 +125,7 @@ func (a *admitter) run(ctx context.Context, attrs admission.Attributes) error {
 
 // ResolveEndpoint implements webhookutil.ServiceResolver: a Service
 // resolves to its ClusterIP.
-func (a *admitter) ResolveEndpoint(namespace, name string, port int32) (*url.URL, error) {
+func (a *Admitter) ResolveEndpoint(namespace, name string, port int32) (*url.URL, error) {
 	svc, err := a.service(context.Background(), namespace, name)
 	if err != nil {
 		return nil, err
@@ -116,17 +138,17 @@ func (a *admitter) ResolveEndpoint(namespace, name string, port int32) (*url.URL
 
 // ClientConfigFor implements webhookutil.AuthenticationInfoResolver for
 // webhooks named by URL.
-func (a *admitter) ClientConfigFor(string) (*rest.Config, error) {
+func (a *Admitter) ClientConfigFor(string) (*rest.Config, error) {
 	return &rest.Config{Dial: a.dial}, nil
 }
 
 // ClientConfigForService implements webhookutil.AuthenticationInfoResolver.
-func (a *admitter) ClientConfigForService(string, string, int) (*rest.Config, error) {
+func (a *Admitter) ClientConfigForService(string, string, int) (*rest.Config, error) {
 	return &rest.Config{Dial: a.dial}, nil
 }
 
 // dial routes a ClusterIP to a ready endpoint and dials only loopback.
-func (a *admitter) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+func (a *Admitter) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -166,9 +188,9 @@ const unanswered = "unanswered"
 // route finds the Service with ClusterIP ip and a ready loopback endpoint
 // for its port; without one it is the refused port; a pod on a node
 // without a Calico block is unanswered.
-func (a *admitter) route(ctx context.Context, ip, port string) (string, error) {
+func (a *Admitter) route(ctx context.Context, ip, port string) (string, error) {
 	var svcs corev1.ServiceList
-	if err := listInto(ctx, a.mem, &svcs); err != nil {
+	if err := ListInto(ctx, a.mem, &svcs); err != nil {
 		return "", err
 	}
 	for _, svc := range svcs.Items {
@@ -185,7 +207,7 @@ func (a *admitter) route(ctx context.Context, ip, port string) (string, error) {
 			return a.refused, nil
 		}
 		var eps corev1.Endpoints
-		if err := getInto(ctx, a.mem, client.ObjectKey{Namespace: svc.Namespace, Name: svc.Name}, &eps); err != nil {
+		if err := GetInto(ctx, a.mem, client.ObjectKey{Namespace: svc.Namespace, Name: svc.Name}, &eps); err != nil {
 			return a.refused, nil //nolint:nilerr // no Endpoints object is no ready endpoint
 		}
 		for _, sub := range eps.Subsets {
@@ -198,7 +220,7 @@ func (a *admitter) route(ctx context.Context, ip, port string) (string, error) {
 						return "", fmt.Errorf("endpoint %s of service %s/%s is not a loopback address; the lab dials only loopback", addr.IP, svc.Namespace, svc.Name)
 					}
 					if addr.NodeName != nil {
-						routed, err := nodeHasBlock(ctx, a.mem, *addr.NodeName)
+						routed, err := a.routed(ctx, *addr.NodeName)
 						if err != nil {
 							return "", err
 						}
@@ -215,9 +237,9 @@ func (a *admitter) route(ctx context.Context, ip, port string) (string, error) {
 	return "", fmt.Errorf("no service has cluster IP %s", ip)
 }
 
-func (a *admitter) service(ctx context.Context, namespace, name string) (*corev1.Service, error) {
+func (a *Admitter) service(ctx context.Context, namespace, name string) (*corev1.Service, error) {
 	svc := &corev1.Service{}
-	if err := getInto(ctx, a.mem, client.ObjectKey{Namespace: namespace, Name: name}, svc); err != nil {
+	if err := GetInto(ctx, a.mem, client.ObjectKey{Namespace: namespace, Name: name}, svc); err != nil {
 		return nil, fmt.Errorf("service %s/%s: %w", namespace, name, err)
 	}
 	return svc, nil
@@ -231,9 +253,9 @@ func tcpAddr(addr string) net.Addr {
 	return a
 }
 
-// getInto reads an object of the in-memory store, which may hold it
+// GetInto reads an object of the in-memory store, which may hold it
 // unstructured (written through the API), into a typed one.
-func getInto(ctx context.Context, c inmemoryclient.Client, key client.ObjectKey, into client.Object) error {
+func GetInto(ctx context.Context, c inmemoryclient.Client, key client.ObjectKey, into client.Object) error {
 	gvk, err := kindOf(into)
 	if err != nil {
 		return err
@@ -249,8 +271,8 @@ func getInto(ctx context.Context, c inmemoryclient.Client, key client.ObjectKey,
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into)
 }
 
-// listInto is getInto for lists.
-func listInto(ctx context.Context, c inmemoryclient.Client, into client.ObjectList, opts ...client.ListOption) error {
+// ListInto is GetInto for lists.
+func ListInto(ctx context.Context, c inmemoryclient.Client, into client.ObjectList, opts ...client.ListOption) error {
 	gvk, err := kindOf(into)
 	if err != nil {
 		return err

@@ -1,8 +1,10 @@
-package lab
+package nodesim
 
 import (
 	"context"
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
+	"github.com/faultline-dev/faultline/providers/lab/workloadapi"
 	"strconv"
 	"time"
 
@@ -24,12 +26,12 @@ const (
 
 // reconcileVM moves one Node towards what its VM's state implies. It
 // reports gone once the VM and its Node no longer exist.
-func (s *nodeSim) reconcileVM(ctx context.Context, vm *simVM, f faultsNow, now time.Time) (bool, error) {
+func (s *Sim) reconcileVM(ctx context.Context, vm *simVM, f faultsNow, now time.Time) (bool, error) {
 	w := s.workload(vm.cluster)
 	if w == nil {
 		return false, nil
 	}
-	c := w.client()
+	c := w.Client()
 	if vm.controlPlane {
 		if err := s.reconcileStaticPods(ctx, c, w, vm, f, now); err != nil {
 			return false, err
@@ -44,7 +46,7 @@ func (s *nodeSim) reconcileVM(ctx context.Context, vm *simVM, f faultsNow, now t
 		if vm.podsUp && !localAPIUp(vm, f) {
 			// The kubelet posts nothing: its only API server is gone, and
 			// the node lifecycle controller acts on the silence.
-			if !w.canStore() {
+			if !w.CanStore() {
 				return false, nil
 			}
 			return s.nodeSilent(ctx, c, node, vm, now)
@@ -53,7 +55,7 @@ func (s *nodeSim) reconcileVM(ctx context.Context, vm *simVM, f faultsNow, now t
 		if vm.controlPlane && !vm.podsUp {
 			return false, nil // kubeadm init/join first
 		}
-		if !w.canStore() {
+		if !w.CanStore() {
 			return false, nil // no API server can store the kubelet's status
 		}
 		if node == nil {
@@ -77,7 +79,7 @@ func (s *nodeSim) reconcileVM(ctx context.Context, vm *simVM, f faultsNow, now t
 		}
 		return false, nil
 	}
-	if !w.canStore() {
+	if !w.CanStore() {
 		return false, nil // nor the node lifecycle controllers' verdicts
 	}
 	if !vm.destroyedAt.IsZero() && now.Sub(vm.destroyedAt) >= s.profile.NodeDelete+s.profile.NodeGrace {
@@ -98,7 +100,7 @@ func (s *nodeSim) reconcileVM(ctx context.Context, vm *simVM, f faultsNow, now t
 
 // nodeSilent is the node lifecycle controller's verdict on a Node whose
 // kubelet has not posted since vm.beatAt: Unknown after the grace period.
-func (s *nodeSim) nodeSilent(ctx context.Context, c inmemoryclient.Client, node *corev1.Node, vm *simVM, now time.Time) (bool, error) {
+func (s *Sim) nodeSilent(ctx context.Context, c inmemoryclient.Client, node *corev1.Node, vm *simVM, now time.Time) (bool, error) {
 	if node == nil {
 		return false, nil
 	}
@@ -140,7 +142,7 @@ func podsStarted(vm *simVM, now time.Time) bool {
 // getNode reads a Node, or nil if there is none.
 func getNode(ctx context.Context, c inmemoryclient.Client, name string) (*corev1.Node, error) {
 	n := &corev1.Node{}
-	if err := getInto(ctx, c, client.ObjectKey{Name: name}, n); err != nil {
+	if err := workloadapi.GetInto(ctx, c, client.ObjectKey{Name: name}, n); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -157,7 +159,7 @@ func createNode(ctx context.Context, c inmemoryclient.Client, vm *simVM, podCIDR
 			Annotations: map[string]string{annJoinOrder: strconv.Itoa(joined)}},
 		Spec: corev1.NodeSpec{ProviderID: "vsphere://" + vm.uuid},
 		Status: corev1.NodeStatus{
-			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: KubernetesVersion, OperatingSystem: "linux", Architecture: "amd64"},
+			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: labconfig.KubernetesVersion, OperatingSystem: "linux", Architecture: "amd64"},
 		},
 	}
 	if vm.controlPlane {
@@ -213,7 +215,7 @@ func readyCondition(cniBroken bool, t metav1.Time) corev1.NodeCondition {
 // remediation is short-circuited waits for nothing else (Cluster API
 // v1.13 does not requeue it), so a healthy Node's heartbeat is what lets
 // it count an unhealthy one once its timeout has passed.
-func (s *nodeSim) setReady(ctx context.Context, c inmemoryclient.Client, n *corev1.Node, vm *simVM, f faultsNow, now time.Time) error {
+func (s *Sim) setReady(ctx context.Context, c inmemoryclient.Client, n *corev1.Node, vm *simVM, f faultsNow, now time.Time) error {
 	cniDown := s.cniDown(vm.name, f)
 	want := readyCondition(cniDown, metav1.NewTime(now))
 	changed := heartbeatDue(n, s.profile.Heartbeat, now)
@@ -264,7 +266,7 @@ func heartbeatDue(n *corev1.Node, heartbeat time.Duration, now time.Time) bool {
 
 // setUnknown is the node lifecycle controller's verdict on a Node whose
 // kubelet went silent for longer than the grace period.
-func (s *nodeSim) setUnknown(ctx context.Context, c inmemoryclient.Client, n *corev1.Node, now time.Time) error {
+func (s *Sim) setUnknown(ctx context.Context, c inmemoryclient.Client, n *corev1.Node, now time.Time) error {
 	changed := false
 	t := metav1.NewTime(now)
 	for i := range n.Status.Conditions {

@@ -1,4 +1,4 @@
-package lab
+package nodesim
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"github.com/faultline-dev/faultline/providers/lab/vcsim"
+	"github.com/faultline-dev/faultline/providers/lab/workloadapi"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -23,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// nodeSim plays kubelet, kubeadm and the node lifecycle controller for every
+// Sim plays kubelet, kubeadm and the node lifecycle controller for every
 // VM that backs a Machine; nothing upstream ties a vcsim VM to its Node. It
 // reads the VMs' power state through the vSphere API, so a fault injected
 // there (power off, destroy) reaches the workload cluster the way it would
@@ -38,8 +39,8 @@ import (
 // provider's probes), the CNI agents (cniAgents, created in the
 // background) and the admitters (read by the workload API servers).
 // Everything else belongs to the goroutine that ticks.
-type nodeSim struct {
-	nodeSimConfig
+type Sim struct {
+	config
 
 	faults *nodeFaults
 	// views are the nodeView of every VM the simulator knows, by name.
@@ -64,19 +65,32 @@ type nodeSim struct {
 	ipam map[string]ipamRun
 }
 
-// nodeSimConfig is what the simulator is built from.
-type nodeSimConfig struct {
+// Config is what the simulator acts through: vcsim (its VMs, and the
+// guest IPs CAPV waits for) and the management cluster, with the lab's
+// profile.
+type Config struct {
+	VCenter    *vim25.Client
+	SetGuestIP func(types.ManagedObjectReference, string) error
+	Management client.Client
+	Profile    labconfig.Profile
+	Log        logr.Logger
+	// Dir is the lab folder, where stall reports go.
+	Dir string
+}
+
+// config is the simulator's fixed state.
+type config struct {
 	vc    *vim25.Client
 	setIP func(types.ManagedObjectReference, string) error
 	mc    client.Client
 	mem   inmemoryruntime.Manager
-	// clusters are the lab's clusters, which Renew changes while the
-	// simulator runs.
+	// clusters are the simulated clusters, which AddCluster and
+	// RemoveCluster change while the simulator runs.
 	clusters *labClusters
 	// refused is a closed loopback port, where a Service without
 	// endpoints leads.
 	refused string
-	profile Profile
+	profile labconfig.Profile
 	log     logr.Logger
 	// dir is the lab folder, where stall reports go.
 	dir string
@@ -106,20 +120,40 @@ type simVM struct {
 	joinRefused bool
 }
 
-func newNodeSim(cfg nodeSimConfig) *nodeSim {
-	return &nodeSim{
-		nodeSimConfig: cfg,
-		faults:        newNodeFaults(),
-		views:         labconfig.NewMap[nodeView](),
-		cni:           &cniAgents{m: map[string]*cniState{}},
-		admitters:     &admitters{m: map[string]*admitter{}, runCtx: context.Background()},
-		vms:           map[string]*simVM{}, addons: map[string]bool{}, podsWritten: map[string]int{},
+// New starts the simulated clusters' store; AddCluster adds each, Run
+// runs them.
+func New(ctx context.Context, cfg Config) (*Sim, error) {
+	if cfg.Log.GetSink() == nil {
+		cfg.Log = logr.Discard()
+	}
+	mem, err := workloadapi.NewStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	refused, err := closedPort()
+	if err != nil {
+		return nil, err
+	}
+	return newSim(config{
+		vc: cfg.VCenter, setIP: cfg.SetGuestIP, mc: cfg.Management, mem: mem, clusters: labconfig.NewMap[labCluster](),
+		refused: refused, profile: cfg.Profile, log: cfg.Log, dir: cfg.Dir,
+	}), nil
+}
+
+func newSim(cfg config) *Sim {
+	return &Sim{
+		config:    cfg,
+		faults:    newNodeFaults(),
+		views:     labconfig.NewMap[nodeView](),
+		cni:       &cniAgents{m: map[string]*cniState{}},
+		admitters: &admitters{m: map[string]*workloadapi.Admitter{}, runCtx: context.Background()},
+		vms:       map[string]*simVM{}, addons: map[string]bool{}, podsWritten: map[string]int{},
 		webhooks: map[string]*policyWebhook{}, ipam: map[string]ipamRun{},
 	}
 }
 
-// run ticks until ctx ends.
-func (s *nodeSim) run(ctx context.Context, every time.Duration) {
+// Run ticks every every until ctx ends.
+func (s *Sim) Run(ctx context.Context, every time.Duration) {
 	s.admitters.setRunContext(ctx)
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -154,7 +188,7 @@ const stallAfter = 20 * time.Second
 
 // watchdog reports, once per tick, a tick that runs longer than
 // stallAfter, with every goroutine's stack in a file of the lab folder.
-func (s *nodeSim) watchdog(ctx context.Context, started *atomic.Int64) {
+func (s *Sim) watchdog(ctx context.Context, started *atomic.Int64) {
 	t := time.NewTicker(stallAfter / 4)
 	defer t.Stop()
 	var reported int64
@@ -188,7 +222,7 @@ type vmState struct {
 
 // inventory reads every VM's BIOS UUID, power state, boot time and IP in
 // one call.
-func (s *nodeSim) inventory(ctx context.Context) (map[string]vmState, error) {
+func (s *Sim) inventory(ctx context.Context) (map[string]vmState, error) {
 	vms, err := s.vmView.Read(ctx, s.vc, "config.uuid", "runtime.powerState", "summary.runtime.bootTime", "guest.ipAddress")
 	if err != nil {
 		return nil, err
@@ -209,7 +243,7 @@ func (s *nodeSim) inventory(ctx context.Context) (map[string]vmState, error) {
 	return out, nil
 }
 
-func (s *nodeSim) tick(ctx context.Context) error {
+func (s *Sim) tick(ctx context.Context) error {
 	inv, err := s.inventory(ctx)
 	if err != nil {
 		return err
@@ -243,7 +277,7 @@ func (s *nodeSim) tick(ctx context.Context) error {
 		if m == nil {
 			continue
 		}
-		lc, ok := clusters[clusterKey(m.Namespace, m.Spec.ClusterName)]
+		lc, ok := clusters[labconfig.ClusterKey(m.Namespace, m.Spec.ClusterName)]
 		if !ok || lc.workload == nil {
 			continue // real nodes run it, or its cluster is being removed
 		}
@@ -293,12 +327,12 @@ func (s *nodeSim) tick(ctx context.Context) error {
 		errs = append(errs, s.electLeader(ctx, cluster, f))
 		if s.addons[cluster] {
 			errs = append(errs, s.reconcilePolicyWebhooks(ctx, cluster))
-			if w := lc.workload; lc.spec.CNIName() == labconfig.CNICalico && w.canStore() {
+			if w := lc.workload; lc.spec.CNIName() == labconfig.CNICalico && w.CanStore() {
 				if members == nil {
 					members = s.members()
 				}
 				if s.ipamDue(cluster, members[cluster], now) {
-					errs = append(errs, s.reconcileCalicoIPAM(ctx, w.client()))
+					errs = append(errs, s.reconcileCalicoIPAM(ctx, w.Client()))
 				}
 			}
 		}
@@ -313,7 +347,7 @@ const ipamResync = time.Second
 
 // members is, by cluster, its VMs and whether each has booted (its Node
 // registered), in one string: what ipamDue compares.
-func (s *nodeSim) members() map[string]string {
+func (s *Sim) members() map[string]string {
 	names := map[string][]string{}
 	for name, vm := range s.vms {
 		names[vm.cluster] = append(names[vm.cluster], fmt.Sprintf("%s/%t", name, vm.booted))
@@ -328,7 +362,7 @@ func (s *nodeSim) members() map[string]string {
 
 // ipamDue tells whether the cluster's IPAM is to be played this tick: its
 // members (see members) changed, or ipamResync passed.
-func (s *nodeSim) ipamDue(cluster, nodes string, now time.Time) bool {
+func (s *Sim) ipamDue(cluster, nodes string, now time.Time) bool {
 	last := s.ipam[cluster]
 	if last.nodes == nodes && now.Sub(last.at) < ipamResync {
 		return false
@@ -346,7 +380,7 @@ type ipamRun struct {
 
 // forgetRemoved drops what the simulator holds of clusters Renew removed:
 // their VMs, kubeadm objects, admitters and policy webhooks.
-func (s *nodeSim) forgetRemoved(clusters map[string]labCluster) {
+func (s *Sim) forgetRemoved(clusters map[string]labCluster) {
 	nodes := map[string][]string{}
 	for name, vm := range s.vms {
 		if _, ok := clusters[vm.cluster]; !ok {
@@ -381,7 +415,7 @@ func (s *nodeSim) forgetRemoved(clusters map[string]labCluster) {
 // assignIP plays DHCP. The addresses come from TEST-NET-1 (RFC 5737),
 // which no host has: CAPV ignores loopback addresses, and nothing in the
 // lab ever dials a node address.
-func (s *nodeSim) assignIP(vm *simVM) error {
+func (s *Sim) assignIP(vm *simVM) error {
 	s.nextIP++
 	ip := fmt.Sprintf("192.0.2.%d", 1+s.nextIP%250)
 	if err := s.setIP(vm.ref, ip); err != nil {
@@ -390,31 +424,23 @@ func (s *nodeSim) assignIP(vm *simVM) error {
 	return nil
 }
 
+// errClusterRemoved is what the simulator's background work on a cluster
+// that was removed meets.
+var errClusterRemoved = errors.New("the cluster was removed from the lab")
+
 // resourceGroup is the in-memory resource group of the cluster of key
 // (namespace/name).
 func resourceGroup(key string) string { return key }
 
-// labCluster is one cluster of the lab: its shape and, for a simulated
-// one, its API server.
-type labCluster struct {
-	spec     ClusterSpec
-	workload *workloadServer
-}
-
-// labClusters are the lab's clusters by key (namespace/name), read by the
-// node simulator's tick and the workload API servers' admission while
-// Renew adds and removes them.
-type labClusters = labconfig.Map[labCluster]
-
 // workload is the API server of the simulated cluster of key, nil once
 // the cluster is removed.
-func (s *nodeSim) workload(key string) *workloadServer {
+func (s *Sim) workload(key string) *workloadapi.Server {
 	lc, _ := s.clusters.Get(key)
 	return lc.workload
 }
 
 // spec is the shape of the cluster of key.
-func (s *nodeSim) spec(key string) ClusterSpec {
+func (s *Sim) spec(key string) labconfig.ClusterSpec {
 	lc, _ := s.clusters.Get(key)
 	return lc.spec
 }

@@ -1,4 +1,4 @@
-package lab
+package nodesim
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"github.com/faultline-dev/faultline/providers/lab/labconfig"
+	"github.com/faultline-dev/faultline/providers/lab/workloadapi"
 	"net"
 	"sync"
 	"time"
@@ -94,14 +95,14 @@ func (a *cniAgents) forget(node string) {
 
 // cniDown tells whether a node's kubelet reports its network not ready:
 // the CNI was broken on purpose, or its agent pod is not running yet.
-func (s *nodeSim) cniDown(node string, f faultsNow) bool {
+func (s *Sim) cniDown(node string, f faultsNow) bool {
 	return f.cniBroken[node] || !s.cni.up(node)
 }
 
 // reconcileCNI plays the DaemonSet controller for a node whose kubelet
 // runs: it asks for the CNI agent pod until admission lets it through, in
 // the background, because a webhook may take its whole timeout to answer.
-func (s *nodeSim) reconcileCNI(ctx context.Context, vm *simVM, now time.Time) {
+func (s *Sim) reconcileCNI(ctx context.Context, vm *simVM, now time.Time) {
 	if !s.cni.start(vm.name, now) {
 		return
 	}
@@ -116,15 +117,15 @@ func (s *nodeSim) reconcileCNI(ctx context.Context, vm *simVM, now time.Time) {
 
 // createCNIPod admits and creates the node's CNI agent pod; a refusal is
 // recorded as the DaemonSet controller records it, a FailedCreate Event.
-func (s *nodeSim) createCNIPod(ctx context.Context, cluster, node string) error {
+func (s *Sim) createCNIPod(ctx context.Context, cluster, node string) error {
 	w := s.workload(cluster)
 	if w == nil {
 		return fmt.Errorf("cluster %s: %w", cluster, errClusterRemoved)
 	}
-	c := w.client()
+	c := w.Client()
 	ds := labconfig.CNIAgents[s.cniOf(cluster)]
 	pod := cniPod(ds.Name, ds.Image, node)
-	if err := getInto(ctx, c, client.ObjectKeyFromObject(pod), &corev1.Pod{}); err == nil {
+	if err := workloadapi.GetInto(ctx, c, client.ObjectKeyFromObject(pod), &corev1.Pod{}); err == nil {
 		return nil // created before a restart of the simulator's view
 	}
 	a, err := s.admitterFor(ctx, cluster)
@@ -133,7 +134,7 @@ func (s *nodeSim) createCNIPod(ctx context.Context, cluster, node string) error 
 	}
 	actx, cancel := context.WithTimeout(ctx, 35*time.Second) // longer than any webhook timeout (30s max)
 	defer cancel()
-	if err := a.admit(actx, pod, daemonSetController); err != nil {
+	if err := a.Admit(actx, pod, daemonSetController); err != nil {
 		return s.recordFailedCreate(ctx, c, ds.Name, "Error creating: "+err.Error())
 	}
 	return createIfMissing(ctx, c, pod)
@@ -162,12 +163,12 @@ func cniPod(ds, image, node string) *corev1.Pod {
 
 // recordFailedCreate records (or counts again) the DaemonSet controller's
 // Event, and returns the refusal as the attempt's error.
-func (s *nodeSim) recordFailedCreate(ctx context.Context, c inmemoryclient.Client, ds, msg string) error {
+func (s *Sim) recordFailedCreate(ctx context.Context, c inmemoryclient.Client, ds, msg string) error {
 	sum := sha256.Sum256([]byte(msg))
 	name := ds + "." + hex.EncodeToString(sum[:])[:16]
 	now := metav1.Now()
 	ev := &corev1.Event{}
-	err := getInto(ctx, c, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: name}, ev)
+	err := workloadapi.GetInto(ctx, c, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: name}, ev)
 	switch {
 	case apierrors.IsNotFound(err):
 		ev = &corev1.Event{
@@ -193,7 +194,7 @@ func (s *nodeSim) recordFailedCreate(ctx context.Context, c inmemoryclient.Clien
 // API servers ask for them from their own goroutines.
 type admitters struct {
 	mu sync.Mutex
-	m  map[string]*admitter
+	m  map[string]*workloadapi.Admitter
 	// runCtx is the simulator's run: admitters live as long as it.
 	runCtx context.Context
 }
@@ -204,7 +205,7 @@ func (a *admitters) setRunContext(ctx context.Context) {
 	a.runCtx = ctx
 }
 
-func (a *admitters) get(cluster string) (*admitter, context.Context) {
+func (a *admitters) get(cluster string) (*workloadapi.Admitter, context.Context) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.m[cluster], a.runCtx
@@ -217,7 +218,7 @@ func (a *admitters) keepOnly(clusters map[string]labCluster) {
 	defer a.mu.Unlock()
 	for cluster, ad := range a.m {
 		if _, ok := clusters[cluster]; !ok {
-			ad.stop()
+			ad.Stop()
 			delete(a.m, cluster)
 		}
 	}
@@ -225,7 +226,7 @@ func (a *admitters) keepOnly(clusters map[string]labCluster) {
 
 // add keeps made unless another caller made one first, and returns the
 // one kept.
-func (a *admitters) add(cluster string, made *admitter) *admitter {
+func (a *admitters) add(cluster string, made *workloadapi.Admitter) *workloadapi.Admitter {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.m[cluster] == nil {
@@ -236,7 +237,7 @@ func (a *admitters) add(cluster string, made *admitter) *admitter {
 
 // admitterFor returns the cluster's admitter, made on first use from the
 // kubeconfig Cluster API keeps for it.
-func (s *nodeSim) admitterFor(ctx context.Context, cluster string) (*admitter, error) {
+func (s *Sim) admitterFor(ctx context.Context, cluster string) (*workloadapi.Admitter, error) {
 	a, runCtx := s.admitters.get(cluster)
 	if a != nil {
 		return a, nil
@@ -245,7 +246,7 @@ func (s *nodeSim) admitterFor(ctx context.Context, cluster string) (*admitter, e
 	if w == nil {
 		return nil, fmt.Errorf("cluster %s: %w", cluster, errClusterRemoved)
 	}
-	sec, err := secret.GetFromNamespacedName(ctx, s.mc, objectKey(cluster), secret.Kubeconfig)
+	sec, err := secret.GetFromNamespacedName(ctx, s.mc, labconfig.ObjectKey(cluster), secret.Kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig of cluster %s: %w", cluster, err)
 	}
@@ -257,23 +258,23 @@ func (s *nodeSim) admitterFor(ctx context.Context, cluster string) (*admitter, e
 	if err := corev1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	actx, stop := context.WithCancel(runCtx)
-	a, err = newAdmitter(actx, cfg, w.client(), scheme, s.refused)
+	a, err = workloadapi.NewAdmitter(runCtx, workloadapi.AdmitterInput{
+		Config: cfg, Store: w.Client(), Scheme: scheme, Refused: s.refused,
+		Routed: func(ctx context.Context, node string) (bool, error) { return nodeHasBlock(ctx, w.Client(), node) },
+	})
 	if err != nil {
-		stop()
 		return nil, err
 	}
-	a.stop = stop
 	kept := s.admitters.add(cluster, a)
 	if kept != a {
-		stop()
+		a.Stop()
 	}
 	return kept, nil
 }
 
 // ensureCNIDaemonSet creates the cluster's CNI DaemonSet, the object the
 // refusals are recorded against.
-func (s *nodeSim) ensureCNIDaemonSet(ctx context.Context, c inmemoryclient.Client, cluster string) error {
+func (s *Sim) ensureCNIDaemonSet(ctx context.Context, c inmemoryclient.Client, cluster string) error {
 	ds := labconfig.CNIAgents[s.cniOf(cluster)]
 	return createIfMissing(ctx, c, &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: metav1.NamespaceSystem, Labels: map[string]string{"k8s-app": ds.Name}},
@@ -287,7 +288,7 @@ func (s *nodeSim) ensureCNIDaemonSet(ctx context.Context, c inmemoryclient.Clien
 	})
 }
 
-func (s *nodeSim) cniOf(cluster string) string { return s.spec(cluster).CNIName() }
+func (s *Sim) cniOf(cluster string) string { return s.spec(cluster).CNIName() }
 
 // closedPort returns a loopback address nothing listens on: the port was
 // bound and released.

@@ -1,4 +1,4 @@
-package lab
+package workloadapi
 
 import (
 	"context"
@@ -8,6 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	stdlog "log"
 	"net"
 	"net/http"
@@ -25,7 +30,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/certs"
 )
 
-// workloadServer is one workload cluster's control-plane endpoint: Cluster
+// Server is one workload cluster's control-plane endpoint: Cluster
 // API's in-memory API server and etcd members behind a TLS listener on
 // 127.0.0.1. Upstream's WorkloadClustersMux is not used because it and its
 // debug server listen on every interface.
@@ -34,7 +39,7 @@ import (
 // runs. Before the first starts, connections are closed at once; once the
 // last stops, the port is closed and connections are refused, as a load
 // balancer with no live backend refuses them.
-type workloadServer struct {
+type Server struct {
 	rg   string
 	log  logr.Logger
 	addr *net.TCPAddr
@@ -52,25 +57,26 @@ type workloadServer struct {
 	apiCert    *tls.Certificate
 	etcdCerts  map[string]*tls.Certificate
 	conns      map[net.Conn]bool
-	// admitter runs the cluster's webhooks on dry-run creates; set once
-	// the node simulator exists.
-	admitter func(context.Context) (*admitter, error)
+	// admitter runs the cluster's webhooks on dry-run creates.
+	admitter func(context.Context) (*Admitter, error)
 }
 
-// newWorkloadServer reserves the endpoint's port; it serves once the first
-// API server is added.
-func newWorkloadServer(mgr inmemoryruntime.Manager, rg string, log logr.Logger) (*workloadServer, error) {
+// New reserves the endpoint of the cluster whose store is resource group
+// rg of mgr; it serves once the first API server is added. admit, when
+// set, gives the admitter that runs the cluster's webhooks on dry-run
+// creates (the node simulator makes it on first use).
+func New(mgr inmemoryruntime.Manager, rg string, log logr.Logger, admit func(context.Context) (*Admitter, error)) (*Server, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("listen for workload cluster %s: %w", rg, err)
 	}
-	key, err := newKey()
+	key, err := NewKey()
 	if err != nil {
 		_ = l.Close()
 		return nil, fmt.Errorf("workload cluster %s: serving key: %w", rg, err)
 	}
-	w := &workloadServer{
-		rg: rg, log: log, key: key, addr: l.Addr().(*net.TCPAddr), mem: mgr, apiServers: map[string]bool{},
+	w := &Server{
+		rg: rg, log: log, key: key, addr: l.Addr().(*net.TCPAddr), mem: mgr, apiServers: map[string]bool{}, admitter: admit,
 		etcdCerts: map[string]*tls.Certificate{}, conns: map[net.Conn]bool{},
 	}
 	w.listener = &gatedListener{Listener: l, w: w}
@@ -85,7 +91,7 @@ func newWorkloadServer(mgr inmemoryruntime.Manager, rg string, log logr.Logger) 
 				etcd.ServeHTTP(rw, r)
 				return
 			}
-			if !w.hasQuorum() {
+			if !w.HasQuorum() {
 				writeNoLeader(log, rw)
 				return
 			}
@@ -119,7 +125,7 @@ func newWorkloadServer(mgr inmemoryruntime.Manager, rg string, log logr.Logger) 
 
 // serve serves the current listener until it is closed; call with the
 // listener set.
-func (w *workloadServer) serve() {
+func (w *Server) serve() {
 	l := w.listener
 	go func() {
 		// It ends when the listener closes (no API server left) or the
@@ -132,18 +138,18 @@ func (w *workloadServer) serve() {
 
 // client is the cluster's in-memory store, locked against the API
 // server's requests.
-func (w *workloadServer) client() inmemoryclient.Client { return w.locked() }
+func (w *Server) Client() inmemoryclient.Client { return w.locked() }
 
-func (w *workloadServer) locked() *lockedClient {
+func (w *Server) locked() *lockedClient {
 	return &lockedClient{c: w.mem.GetResourceGroup(w.rg).GetClient(), mu: &w.store}
 }
 
 // Addr is host:port of the endpoint.
-func (w *workloadServer) Addr() *net.TCPAddr { return w.addr }
+func (w *Server) Addr() *net.TCPAddr { return w.addr }
 
 // certificate picks the etcd member's serving certificate when a port
 // forward names that member, the API server's otherwise.
-func (w *workloadServer) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+func (w *Server) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if c, ok := w.etcdCerts[hello.ServerName]; ok {
@@ -157,7 +163,7 @@ func (w *workloadServer) certificate(hello *tls.ClientHelloInfo) (*tls.Certifica
 
 // addAPIServer registers a control plane's API server; the first one makes
 // the endpoint answer.
-func (w *workloadServer) addAPIServer(pod string, ca *x509.Certificate, caKey crypto.Signer) error {
+func (w *Server) AddAPIServer(pod string, ca *x509.Certificate, caKey crypto.Signer) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.apiCert == nil {
@@ -166,7 +172,7 @@ func (w *workloadServer) addAPIServer(pod string, ca *x509.Certificate, caKey cr
 			AltNames:   certs.AltNames{DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}},
 			Usages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		}
-		c, err := signed(cfg, w.key, ca, caKey)
+		c, err := Signed(cfg, w.key, ca, caKey)
 		if err != nil {
 			return fmt.Errorf("API server certificate of %s: %w", w.rg, err)
 		}
@@ -186,7 +192,7 @@ func (w *workloadServer) addAPIServer(pod string, ca *x509.Certificate, caKey cr
 
 // removeAPIServer unregisters an API server; when none is left every open
 // connection is cut and the port closed.
-func (w *workloadServer) removeAPIServer(pod string) {
+func (w *Server) RemoveAPIServer(pod string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.apiServers, pod)
@@ -205,7 +211,7 @@ func (w *workloadServer) removeAPIServer(pod string) {
 // setQuorum records whether etcd has a quorum. Losing it cuts every open
 // connection, as kube-apiserver ends its watches on "etcdserver: no
 // leader", and every request until it is back fails with that error.
-func (w *workloadServer) setQuorum(ok bool) {
+func (w *Server) SetQuorum(ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.noQuorum == !ok {
@@ -219,7 +225,7 @@ func (w *workloadServer) setQuorum(ok bool) {
 	}
 }
 
-func (w *workloadServer) hasQuorum() bool {
+func (w *Server) HasQuorum() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return !w.noQuorum
@@ -227,7 +233,7 @@ func (w *workloadServer) hasQuorum() bool {
 
 // canStore tells whether a write through the API would succeed: an API
 // server runs and etcd has a quorum.
-func (w *workloadServer) canStore() bool {
+func (w *Server) CanStore() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return !w.noQuorum && len(w.apiServers) > 0
@@ -243,14 +249,14 @@ func writeNoLeader(log logr.Logger, rw http.ResponseWriter) {
 	})
 }
 
-func (w *workloadServer) hasAPIServer(pod string) bool {
+func (w *Server) HasAPIServer(pod string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.apiServers[pod]
 }
 
 // addEtcdMember makes an etcd member reachable through port forwards.
-func (w *workloadServer) addEtcdMember(pod string, ca *x509.Certificate, caKey crypto.Signer) error {
+func (w *Server) AddEtcdMember(pod string, ca *x509.Certificate, caKey crypto.Signer) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, ok := w.etcdCerts[pod]; ok {
@@ -261,7 +267,7 @@ func (w *workloadServer) addEtcdMember(pod string, ca *x509.Certificate, caKey c
 		AltNames:   certs.AltNames{DNSNames: []string{"localhost", pod}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}},
 		Usages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
-	c, err := signed(cfg, w.key, ca, caKey)
+	c, err := Signed(cfg, w.key, ca, caKey)
 	if err != nil {
 		return fmt.Errorf("etcd certificate of %s: %w", pod, err)
 	}
@@ -271,13 +277,13 @@ func (w *workloadServer) addEtcdMember(pod string, ca *x509.Certificate, caKey c
 
 // removeEtcdMember makes a member unreachable: a port forward to it fails
 // the TLS handshake, as a dial to a dead etcd would fail.
-func (w *workloadServer) removeEtcdMember(pod string) {
+func (w *Server) RemoveEtcdMember(pod string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.etcdCerts, pod)
 }
 
-func (w *workloadServer) hasEtcdMember(pod string) bool {
+func (w *Server) HasEtcdMember(pod string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	_, ok := w.etcdCerts[pod]
@@ -286,7 +292,7 @@ func (w *workloadServer) hasEtcdMember(pod string) bool {
 
 // close stops serving and cuts every connection, watches and port
 // forwards included: the lab is going away, nothing is drained.
-func (w *workloadServer) close() error {
+func (w *Server) Close() error {
 	err := w.srv.Close()
 	w.mu.Lock()
 	for c := range w.conns {
@@ -299,14 +305,14 @@ func (w *workloadServer) close() error {
 	return err
 }
 
-// newKey is the key of a lab server: ECDSA P-256, whose signatures and
+// NewKey is the key of a lab server: ECDSA P-256, whose signatures and
 // handshakes cost a fraction of RSA's (a 20-cluster lab spent a quarter
 // of its CPU on RSA).
-func newKey() (crypto.Signer, error) {
+func NewKey() (crypto.Signer, error) {
 	return certs.NewSigner(bootstrapv1.EncryptionAlgorithmECDSAP256)
 }
 
-func signed(cfg *certs.Config, key crypto.Signer, ca *x509.Certificate, caKey crypto.Signer) (*tls.Certificate, error) {
+func Signed(cfg *certs.Config, key crypto.Signer, ca *x509.Certificate, caKey crypto.Signer) (*tls.Certificate, error) {
 	cert, err := cfg.NewSignedCert(key, ca, caKey)
 	if err != nil {
 		return nil, err
@@ -318,7 +324,7 @@ func signed(cfg *certs.Config, key crypto.Signer, ca *x509.Certificate, caKey cr
 // the accepted ones, so they can be cut when the last one stops.
 type gatedListener struct {
 	net.Listener
-	w *workloadServer
+	w *Server
 }
 
 func (g *gatedListener) Accept() (net.Conn, error) {
@@ -343,7 +349,7 @@ func (g *gatedListener) Accept() (net.Conn, error) {
 
 type trackedConn struct {
 	net.Conn
-	w    *workloadServer
+	w    *Server
 	once sync.Once
 }
 
@@ -354,4 +360,20 @@ func (c *trackedConn) Close() error {
 		c.w.mu.Unlock()
 	})
 	return c.Conn.Close()
+}
+
+// NewStore starts the in-memory store of workload clusters: a resource
+// group per cluster (AddResourceGroup), each served by a Server.
+func NewStore(ctx context.Context) (inmemoryruntime.Manager, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme, admissionv1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("in-memory scheme: %w", err)
+		}
+	}
+	m := inmemoryruntime.NewManager(s)
+	if err := m.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start in-memory clusters: %w", err)
+	}
+	return m, nil
 }

@@ -1,9 +1,10 @@
-package lab
+package nodesim
 
 import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/lab/workloadapi"
 	"net"
 	"strconv"
 	"strings"
@@ -40,14 +41,14 @@ const (
 // reconcilePolicyWebhooks serves a webhook for every Service that asks for
 // one, keeps its Endpoints, injects CAs, and stops the webhooks whose
 // Service is gone.
-func (s *nodeSim) reconcilePolicyWebhooks(ctx context.Context, cluster string) error {
+func (s *Sim) reconcilePolicyWebhooks(ctx context.Context, cluster string) error {
 	w := s.workload(cluster)
-	if w == nil || !w.canStore() {
+	if w == nil || !w.CanStore() {
 		return nil
 	}
-	c := w.client()
+	c := w.Client()
 	var svcs corev1.ServiceList
-	if err := listInto(ctx, c, &svcs, client.HasLabels{LabelPolicyWebhook}); err != nil {
+	if err := workloadapi.ListInto(ctx, c, &svcs, client.HasLabels{LabelPolicyWebhook}); err != nil {
 		return err
 	}
 	want := map[string]bool{}
@@ -105,7 +106,7 @@ func (s *nodeSim) reconcilePolicyWebhooks(ctx context.Context, cluster string) e
 // that joined last (annJoinOrder); "" when there is none yet.
 func scheduleWorker(ctx context.Context, c inmemoryclient.Client, current string) (string, error) {
 	var nodes corev1.NodeList
-	if err := listInto(ctx, c, &nodes); err != nil {
+	if err := workloadapi.ListInto(ctx, c, &nodes); err != nil {
 		return "", err
 	}
 	var best *corev1.Node
@@ -157,7 +158,7 @@ func ensureEndpoints(ctx context.Context, c inmemoryclient.Client, svc *corev1.S
 	}
 	want := []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{ep}, Ports: []corev1.EndpointPort{{Name: name, Port: int32(port)}}}}
 	var eps corev1.Endpoints
-	err = getInto(ctx, c, client.ObjectKeyFromObject(svc), &eps)
+	err = workloadapi.GetInto(ctx, c, client.ObjectKeyFromObject(svc), &eps)
 	switch {
 	case apierrors.IsNotFound(err):
 		return c.Create(ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name}, Subsets: want})

@@ -1,8 +1,9 @@
-package lab
+package nodesim
 
 import (
 	"context"
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/lab/workloadapi"
 	"math/big"
 	"net/netip"
 	"sort"
@@ -26,10 +27,10 @@ const DefaultIPPool = "default-ipv4-ippool"
 // allocatePodCIDR is kube-controller-manager's range allocator: the first
 // subnet of the node mask size no Node holds, or "" when the pod network
 // has none left (kube-controller-manager then reports CIDRNotAvailable).
-func (s *nodeSim) allocatePodCIDR(ctx context.Context, c inmemoryclient.Client, cluster string) (string, error) {
+func (s *Sim) allocatePodCIDR(ctx context.Context, c inmemoryclient.Client, cluster string) (string, error) {
 	pod, nodeBits, _ := s.spec(cluster).PodNetwork()
 	var nodes corev1.NodeList
-	if err := listInto(ctx, c, &nodes); err != nil {
+	if err := workloadapi.ListInto(ctx, c, &nodes); err != nil {
 		return "", err
 	}
 	used := map[string]bool{}
@@ -69,7 +70,7 @@ func subnets(p netip.Prefix, bits int, f func(netip.Prefix) bool) {
 
 // ensureCalicoPool creates the default IPPool, as Calico's install does:
 // the whole pod network, in blocks of the cluster's block size.
-func (s *nodeSim) ensureCalicoPool(ctx context.Context, c inmemoryclient.Client, cluster string) error {
+func (s *Sim) ensureCalicoPool(ctx context.Context, c inmemoryclient.Client, cluster string) error {
 	pod, _, blockBits := s.spec(cluster).PodNetwork()
 	pool := calicoObject("IPPool", DefaultIPPool)
 	pool.Object["spec"] = map[string]any{
@@ -102,7 +103,7 @@ func listCalico(ctx context.Context, c inmemoryclient.Client, kind string) ([]un
 // BlockAffinity); a Node beyond the pools' capacity gets none, and its
 // pods borrow addresses from other nodes' blocks, whose routes lead to
 // those nodes (seed 001). Affinities of deleted Nodes are released.
-func (s *nodeSim) reconcileCalicoIPAM(ctx context.Context, c inmemoryclient.Client) error {
+func (s *Sim) reconcileCalicoIPAM(ctx context.Context, c inmemoryclient.Client) error {
 	pools, err := listCalico(ctx, c, "IPPool")
 	if err != nil {
 		return err
@@ -112,7 +113,7 @@ func (s *nodeSim) reconcileCalicoIPAM(ctx context.Context, c inmemoryclient.Clie
 		return err
 	}
 	var nodes corev1.NodeList
-	if err := listInto(ctx, c, &nodes); err != nil {
+	if err := workloadapi.ListInto(ctx, c, &nodes); err != nil {
 		return err
 	}
 	exists := map[string]bool{}

@@ -1,4 +1,4 @@
-package lab
+package workloadapi
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func isDryRunCreate(r *http.Request) bool {
 // as admission goes: the cluster's webhooks see the object (the in-memory
 // API server runs none), and nothing is stored. It runs outside the
 // store's lock: a webhook may take its whole timeout to answer.
-func (w *workloadServer) serveDryRunCreate(rw http.ResponseWriter, r *http.Request) {
+func (w *Server) serveDryRunCreate(rw http.ResponseWriter, r *http.Request) {
 	gvr, namespace, ok := parseCollection(r.URL.Path)
 	if !ok {
 		writeError(w.log, rw, apierrors.NewBadRequest("dry-run create: expected a collection path, got "+r.URL.Path))
@@ -84,7 +84,7 @@ func parseCollection(path string) (schema.GroupVersionResource, string, bool) {
 
 // admitObject runs the mutating then the validating webhooks on the
 // creation of obj by user.
-func (a *admitter) admitObject(ctx context.Context, obj *unstructured.Unstructured, gvr schema.GroupVersionResource, by string, dryRun bool) error {
+func (a *Admitter) admitObject(ctx context.Context, obj *unstructured.Unstructured, gvr schema.GroupVersionResource, by string, dryRun bool) error {
 	return a.run(ctx, admission.NewAttributesRecord(obj, nil, obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName(), gvr, "",
 		admission.Create, &metav1.CreateOptions{}, dryRun, &user.DefaultInfo{Name: by}))
 }

@@ -1,0 +1,142 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/faultline-dev/faultline/providers/capi"
+	"github.com/faultline-dev/faultline/providers/lab/management"
+	"github.com/faultline-dev/faultline/providers/lab/nodesim"
+	"github.com/faultline-dev/faultline/providers/lab/realnodes"
+	"github.com/faultline-dev/faultline/providers/lab/vcsim"
+	"github.com/faultline-dev/faultline/providers/vsphere"
+)
+
+// steps are Start's, in order: each starts one part of the lab from the
+// parts before it, and Stop undoes them all.
+func (l *Lab) steps(assets string) []func(context.Context) error {
+	return []func(context.Context) error{
+		l.startVCenter,
+		func(ctx context.Context) error { return l.startManagement(ctx, assets) },
+		l.startNodeSimulator,
+		l.createClusters,
+		l.runNodes,
+	}
+}
+
+// startVCenter starts vcsim and logs in to it, and notes its inventory.
+func (l *Lab) startVCenter(ctx context.Context) error {
+	var err error
+	if l.sim, err = vcsim.Start(vcsim.Input{}); err != nil {
+		return err
+	}
+	if l.vc, err = vsphere.New(ctx, l.sim.Config(), vsphere.WithName(Name), vsphere.WithLogger(l.in.Log)); err != nil {
+		return fmt.Errorf("connect to the embedded vcsim: %w", err)
+	}
+	if l.thumbprint, err = certThumbprint(l.sim.CAFile()); err != nil {
+		return err
+	}
+	l.baseVMs, err = l.vmNames(ctx)
+	return err
+}
+
+// startManagement starts the management plane, with CAPV logging in to
+// vcsim.
+func (l *Lab) startManagement(ctx context.Context, assets string) error {
+	var err error
+	l.mgmt, err = management.Start(ctx, management.Input{
+		Assets: assets, Dir: l.dir, Profile: l.in.Profile,
+		VCUser: l.sim.Config().Username, VCPass: l.sim.Config().Password,
+		Log: l.in.Log.WithName("controllers"),
+	})
+	return err
+}
+
+// startNodeSimulator starts the store of the simulated clusters; they
+// run once created (runNodes).
+func (l *Lab) startNodeSimulator(ctx context.Context) error {
+	var err error
+	l.nodes, err = nodesim.New(ctx, nodesim.Config{
+		VCenter: l.vc.Client(), SetGuestIP: l.sim.SetGuestIP, Management: l.mgmt.Client(),
+		Profile: l.in.Profile, Log: l.in.Log.WithName("nodes"), Dir: l.dir,
+	})
+	return err
+}
+
+// createClusters creates each cluster's Cluster API objects: a simulated
+// one's API server first, a real one's network and load balancer.
+func (l *Lab) createClusters(ctx context.Context) error {
+	for _, cs := range l.in.Clusters {
+		l.clusters.Set(cs.Key(), cs)
+		if !cs.RealNodes() {
+			if err := l.createSimulated(ctx, cs); err != nil {
+				return err
+			}
+			continue
+		}
+		var endpoint infrav1.APIEndpoint
+		var kubeadm bootstrapv1.KubeadmConfigSpec
+		var err error
+		l.real, endpoint, kubeadm, err = realnodes.Prepare(ctx, realnodes.Input{Dir: l.dir, Cluster: cs, Profile: l.in.Profile, Log: l.in.Log})
+		if err != nil {
+			return err
+		}
+		if err := createCluster(ctx, l.mgmt.Client(), clusterObjects(cs, l.sim.URL(), l.thumbprint, endpoint, l.in.Profile, &kubeadm)); err != nil {
+			return fmt.Errorf("create cluster %s: %w", cs.Name, err)
+		}
+	}
+	return nil
+}
+
+// createSimulated adds a cluster whose nodes the simulator plays and
+// creates its Cluster API objects.
+func (l *Lab) createSimulated(ctx context.Context, cs ClusterSpec) error {
+	if err := l.nodes.AddCluster(cs); err != nil {
+		return err
+	}
+	addr, err := l.nodes.Endpoint(cs.Key())
+	if err != nil {
+		return err
+	}
+	endpoint := infrav1.APIEndpoint{Host: "127.0.0.1", Port: int32(addr.Port)}
+	if err := createCluster(ctx, l.mgmt.Client(), clusterObjects(cs, l.sim.URL(), l.thumbprint, endpoint, l.in.Profile, nil)); err != nil {
+		return fmt.Errorf("create cluster %s: %w", cs.Key(), err)
+	}
+	return nil
+}
+
+// runNodes runs the node simulator and the real nodes until Stop, and
+// makes the lab's provider.
+func (l *Lab) runNodes(ctx context.Context) error {
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	l.runCtx, l.cancel = sctx, cancel
+	go func() {
+		defer close(l.done)
+		l.nodes.Run(sctx, 200*time.Millisecond)
+	}()
+	wc, err := client.NewWithWatch(l.mgmt.Config(), client.Options{Scheme: l.mgmt.Scheme()})
+	if err != nil {
+		return fmt.Errorf("management cluster client: %w", err)
+	}
+	l.provider = &Provider{Provider: capi.New(wc, capi.WithName(Name), capi.WithVCenter(l.vc), capi.WithLogger(l.in.Log)), nodes: l.nodes, real: l.real}
+	if l.real == nil {
+		return nil
+	}
+	in := realnodes.RunInput{
+		VCenter: l.vc.Client(), SetGuestIP: l.sim.SetGuestIP, Management: l.mgmt.Client(), Every: 500 * time.Millisecond,
+		Workload: func(ctx context.Context) (client.Client, error) {
+			return l.provider.Workload(ctx, Namespace, l.real.Cluster())
+		},
+	}
+	l.realDone = make(chan struct{})
+	go func() {
+		defer close(l.realDone)
+		l.real.Run(sctx, in)
+	}()
+	return nil
+}
