@@ -99,23 +99,29 @@ Exit codes: 0 nothing at error severity, 1 an error finding, 2 invalid input,
 	return cmd
 }
 
-func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+// validate checks the flags that need no cluster.
+func (o *checkOptions) validate() error {
 	switch o.output {
 	case "text", "json", "junit":
 	default:
 		return usageErr("--output %q: expected text, json or junit", o.output)
 	}
-	if o.timeout <= 0 {
+	switch {
+	case o.timeout <= 0:
 		return usageErr("--timeout %s: expected a positive duration such as 2m", o.timeout)
-	}
-	if o.reportCM != "" && strings.Count(o.reportCM, "/") != 1 {
+	case o.reportCM != "" && strings.Count(o.reportCM, "/") != 1:
 		return usageErr("--report-configmap %q: expected namespace/name", o.reportCM)
-	}
-	if o.only != "" && strings.Count(o.only, "/") != 1 {
+	case o.only != "" && strings.Count(o.only, "/") != 1:
 		return usageErr("--cluster %q: expected namespace/name", o.only)
-	}
-	if o.workload.context != "" && o.workload.kubeconfig == "" {
+	case o.workload.context != "" && o.workload.kubeconfig == "":
 		return usageErr("--workload-context needs --workload-kubeconfig")
+	}
+	return nil
+}
+
+func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+	if err := o.validate(); err != nil {
+		return err
 	}
 	if o.kindCluster != "" {
 		if o.workload.kubeconfig != "" || o.cluster.kubeconfig != "" || o.cluster.context != "" {

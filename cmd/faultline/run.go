@@ -253,25 +253,6 @@ func (o *runOptions) runMany(ctx context.Context, scs []*scenario.Scenario, sets
 	return o.report(stdout, results, dirs, true, errors.Join(errs...))
 }
 
-// scenarioFolder is the folder, under the run's, of the next scenario
-// named name: its name, and from its second run on (the same scenario
-// listed twice, or two files with one name) name-2, name-3 and so on, so
-// that no run's artifacts overwrite another's. seen counts the names.
-func scenarioFolder(seen map[string]int, name string) string {
-	seen[name]++
-	if n := seen[name]; n > 1 {
-		return fmt.Sprintf("%s-%d", name, n)
-	}
-	return name
-}
-
-// notRun is the result of a scenario that did not run: skipped, or an
-// error before it could start.
-func (o *runOptions) notRun(sc *scenario.Scenario, v engine.Verdict, reason string) *engine.Result {
-	now := time.Now()
-	return &engine.Result{Scenario: sc.Metadata.Name, Provider: o.provider, Verdict: v, Reason: reason, StartedAt: now, FinishedAt: now}
-}
-
 // setupDeadline is --setup-timeout, or by default the lab's own wait with
 // --provider lab and 1m elsewhere; never more than --timeout when it is
 // given, which bounds the whole run: a vCenter that accepts connections

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/faultline-dev/faultline/framework/scenario"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
@@ -121,4 +123,23 @@ func (o *runOptions) writeSummary(results []*engine.Result) error {
 		}
 	}
 	return nil
+}
+
+// scenarioFolder is the folder, under the run's, of the next scenario
+// named name: its name, and from its second run on (the same scenario
+// listed twice, or two files with one name) name-2, name-3 and so on, so
+// that no run's artifacts overwrite another's. seen counts the names.
+func scenarioFolder(seen map[string]int, name string) string {
+	seen[name]++
+	if n := seen[name]; n > 1 {
+		return fmt.Sprintf("%s-%d", name, n)
+	}
+	return name
+}
+
+// notRun is the result of a scenario that did not run: skipped, or an
+// error before it could start.
+func (o *runOptions) notRun(sc *scenario.Scenario, v engine.Verdict, reason string) *engine.Result {
+	now := time.Now()
+	return &engine.Result{Scenario: sc.Metadata.Name, Provider: o.provider, Verdict: v, Reason: reason, StartedAt: now, FinishedAt: now}
 }
