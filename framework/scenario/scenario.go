@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"strings"
 	"time"
 
 	"github.com/faultline-dev/faultline/providers"
@@ -189,47 +188,6 @@ type Phase struct {
 	Within Duration `yaml:"within"`
 	// From is the anchor of Within; see Anchor.
 	From Anchor `yaml:"from"`
-}
-
-// Anchor names a moment of the run: "start", "inject" (the latest injection
-// before the step), "inject:<step>", "undo:<step>" or "phase:<name>". Code
-// builds them with the constants and functions below, never by hand.
-type Anchor string
-
-// The anchors without a name.
-const (
-	AnchorStart  Anchor = "start"
-	AnchorInject Anchor = "inject"
-)
-
-// The kinds of anchor that name a step or a phase.
-const (
-	anchorKindInject = "inject"
-	anchorKindUndo   = "undo"
-	anchorKindPhase  = "phase"
-)
-
-// InjectAnchor is the moment inject step step applied its fault.
-func InjectAnchor(step string) Anchor { return Anchor(anchorKindInject + ":" + step) }
-
-// UndoAnchor is the moment undo step step undid its fault.
-func UndoAnchor(step string) Anchor { return Anchor(anchorKindUndo + ":" + step) }
-
-// PhaseAnchor is the moment phase name was reached.
-func PhaseAnchor(name string) Anchor { return Anchor(anchorKindPhase + ":" + name) }
-
-// Phase returns the phase a phase anchor names.
-func (a Anchor) Phase() (string, bool) {
-	kind, name, ok := strings.Cut(string(a), ":")
-	return name, ok && kind == anchorKindPhase
-}
-
-// OrDefault is the anchor, or AnchorInject when it is unset.
-func (a Anchor) OrDefault() Anchor {
-	if a == "" {
-		return AnchorInject
-	}
-	return a
 }
 
 // Assert is one assertion. Exactly one kind is set.

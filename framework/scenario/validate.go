@@ -367,25 +367,6 @@ func (v *validator) args(path string, got map[string]string, allowed []string) {
 	}
 }
 
-func (v *validator) anchor(path string, a Anchor) {
-	kind, name, hasName := strings.Cut(string(a), ":")
-	switch {
-	case a == "" || a == AnchorStart:
-	case kind == anchorKindInject && !hasName:
-		if len(v.injects) == 0 {
-			v.errf(path, "anchor %q: no inject step before this one", a)
-		}
-	case kind == anchorKindInject && !v.injects[name]:
-		v.errf(path, "anchor %q: no inject step %q before this one; inject steps so far: %s", a, name, list(v.injects))
-	case kind == anchorKindUndo && !v.undos[name]:
-		v.errf(path, "anchor %q: no undo step %q before this one; undo steps so far: %s", a, name, list(v.undos))
-	case kind == anchorKindPhase && !v.phases[name]:
-		v.errf(path, "anchor %q: no phase %q before this one; phases so far: %s", a, name, list(v.phases))
-	case kind != anchorKindInject && kind != anchorKindUndo && kind != anchorKindPhase:
-		v.errf(path, "anchor %q: expected start, inject, inject:<step>, undo:<step> or phase:<name>", a)
-	}
-}
-
 func list(set map[string]bool) string {
 	if len(set) == 0 {
 		return "none"

@@ -6,8 +6,10 @@ import (
 	"github.com/faultline-dev/faultline/providers/lab/workloadapi"
 	"math/big"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -214,4 +216,42 @@ func recordCIDRNotAvailable(ctx context.Context, c inmemoryclient.Client, node s
 		Source:         corev1.EventSource{Component: "cidrAllocator"},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 	})
+}
+
+// ipamResync is how often Calico's IPAM is played for a cluster whose
+// nodes did not change (an IPPool edited): every tick, it was the
+// simulator's largest cost in a lab of 20 clusters.
+const ipamResync = time.Second
+
+// members is, by cluster, its VMs and whether each has booted (its Node
+// registered), in one string: what ipamDue compares.
+func (s *Sim) members() map[string]string {
+	names := map[string][]string{}
+	for name, vm := range s.vms {
+		names[vm.cluster] = append(names[vm.cluster], fmt.Sprintf("%s/%t", name, vm.booted))
+	}
+	out := make(map[string]string, len(names))
+	for cluster, n := range names {
+		slices.Sort(n)
+		out[cluster] = strings.Join(n, ",")
+	}
+	return out
+}
+
+// ipamDue tells whether the cluster's IPAM is to be played this tick: its
+// members (see members) changed, or ipamResync passed.
+func (s *Sim) ipamDue(cluster, nodes string, now time.Time) bool {
+	last := s.ipam[cluster]
+	if last.nodes == nodes && now.Sub(last.at) < ipamResync {
+		return false
+	}
+	s.ipam[cluster] = ipamRun{nodes: nodes, at: now}
+	return true
+}
+
+// ipamRun is when Calico's IPAM was last played for a cluster, and for
+// which nodes.
+type ipamRun struct {
+	nodes string
+	at    time.Time
 }

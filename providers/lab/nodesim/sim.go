@@ -10,8 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
-	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -213,51 +211,35 @@ func (s *Sim) watchdog(ctx context.Context, started *atomic.Int64) {
 	}
 }
 
-type vmState struct {
-	ref      types.ManagedObjectReference
-	on       bool
-	hasIP    bool
-	bootTime time.Time
-}
-
-// inventory reads every VM's BIOS UUID, power state, boot time and IP in
-// one call.
-func (s *Sim) inventory(ctx context.Context) (map[string]vmState, error) {
-	vms, err := s.vmView.Read(ctx, s.vc, "config.uuid", "runtime.powerState", "summary.runtime.bootTime", "guest.ipAddress")
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]vmState, len(vms))
-	for _, vm := range vms {
-		if vm.Config == nil {
-			continue
-		}
-		st := vmState{ref: vm.Reference(), on: vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn}
-		// SetGuestIP sets guest.ipAddress with the adapter's address.
-		st.hasIP = vm.Guest != nil && vm.Guest.IpAddress != ""
-		if bt := vm.Summary.Runtime.BootTime; bt != nil {
-			st.bootTime = *bt
-		}
-		out[vm.Config.Uuid] = st
-	}
-	return out, nil
-}
-
 func (s *Sim) tick(ctx context.Context) error {
 	inv, err := s.inventory(ctx)
 	if err != nil {
 		return err
 	}
+	clusters, err := s.discover(ctx)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	f := s.faults.now()
+	s.forgetRemoved(clusters)
+	errs := s.reconcileVMs(ctx, inv, f, now)
+	return errors.Join(append(errs, s.reconcileClusters(ctx, clusters, f, now)...)...)
+}
+
+// discover adds the VMs of the simulated clusters that CAPV cloned since
+// the last tick, and returns the clusters as they are now.
+func (s *Sim) discover(ctx context.Context) (map[string]labCluster, error) {
 	// Read from the manager's cache, and only read: the objects are the
 	// cache's own, not copies (copying every VSphereVM and Machine five
 	// times a second was a fifth of a tick's time in a lab of 20 clusters).
 	var vsvms infrav1.VSphereVMList
 	if err := s.mc.List(ctx, &vsvms, client.UnsafeDisableDeepCopy); err != nil {
-		return fmt.Errorf("list VSphereVMs: %w", err)
+		return nil, fmt.Errorf("list VSphereVMs: %w", err)
 	}
 	var machines clusterv1.MachineList
 	if err := s.mc.List(ctx, &machines, client.UnsafeDisableDeepCopy); err != nil {
-		return fmt.Errorf("list Machines: %w", err)
+		return nil, fmt.Errorf("list Machines: %w", err)
 	}
 	// A VSphereVM is named after its VSphereMachine, which is the
 	// Machine's infrastructure.
@@ -267,8 +249,6 @@ func (s *Sim) tick(ctx context.Context) error {
 		owner[m.Namespace+"/"+m.Spec.InfrastructureRef.Name] = m
 	}
 	clusters := s.clusters.All()
-	now := time.Now()
-	f := s.faults.now()
 	for _, v := range vsvms.Items {
 		if v.Spec.BiosUUID == "" {
 			continue // not cloned yet
@@ -286,8 +266,13 @@ func (s *Sim) tick(ctx context.Context) error {
 			s.vms[v.Name] = &simVM{name: v.Name, cluster: lc.spec.Key(), controlPlane: isCP, uuid: v.Spec.BiosUUID}
 		}
 	}
+	return clusters, nil
+}
+
+// reconcileVMs follows each VM's power state (inv, by UUID) and plays its
+// node.
+func (s *Sim) reconcileVMs(ctx context.Context, inv map[string]vmState, f faultsNow, now time.Time) []error {
 	var errs []error
-	s.forgetRemoved(clusters)
 	for name, vm := range s.vms {
 		st, exists := inv[vm.uuid]
 		vm.ref = st.ref
@@ -319,6 +304,13 @@ func (s *Sim) tick(ctx context.Context) error {
 			s.views.Remove(name)
 		}
 	}
+	return errs
+}
+
+// reconcileClusters plays each simulated cluster's etcd leadership, policy
+// webhooks and Calico IPAM.
+func (s *Sim) reconcileClusters(ctx context.Context, clusters map[string]labCluster, f faultsNow, now time.Time) []error {
+	var errs []error
 	var members map[string]string // read once, for the Calico clusters
 	for cluster, lc := range clusters {
 		if lc.workload == nil {
@@ -337,91 +329,7 @@ func (s *Sim) tick(ctx context.Context) error {
 			}
 		}
 	}
-	return errors.Join(errs...)
-}
-
-// ipamResync is how often Calico's IPAM is played for a cluster whose
-// nodes did not change (an IPPool edited): every tick, it was the
-// simulator's largest cost in a lab of 20 clusters.
-const ipamResync = time.Second
-
-// members is, by cluster, its VMs and whether each has booted (its Node
-// registered), in one string: what ipamDue compares.
-func (s *Sim) members() map[string]string {
-	names := map[string][]string{}
-	for name, vm := range s.vms {
-		names[vm.cluster] = append(names[vm.cluster], fmt.Sprintf("%s/%t", name, vm.booted))
-	}
-	out := make(map[string]string, len(names))
-	for cluster, n := range names {
-		slices.Sort(n)
-		out[cluster] = strings.Join(n, ",")
-	}
-	return out
-}
-
-// ipamDue tells whether the cluster's IPAM is to be played this tick: its
-// members (see members) changed, or ipamResync passed.
-func (s *Sim) ipamDue(cluster, nodes string, now time.Time) bool {
-	last := s.ipam[cluster]
-	if last.nodes == nodes && now.Sub(last.at) < ipamResync {
-		return false
-	}
-	s.ipam[cluster] = ipamRun{nodes: nodes, at: now}
-	return true
-}
-
-// ipamRun is when Calico's IPAM was last played for a cluster, and for
-// which nodes.
-type ipamRun struct {
-	nodes string
-	at    time.Time
-}
-
-// forgetRemoved drops what the simulator holds of clusters Renew removed:
-// their VMs, kubeadm objects, admitters and policy webhooks.
-func (s *Sim) forgetRemoved(clusters map[string]labCluster) {
-	nodes := map[string][]string{}
-	for name, vm := range s.vms {
-		if _, ok := clusters[vm.cluster]; !ok {
-			delete(s.vms, name)
-			delete(s.podsWritten, name)
-			s.views.Remove(name)
-			nodes[vm.cluster] = append(nodes[vm.cluster], name)
-		}
-	}
-	for cluster := range s.addons {
-		if _, ok := clusters[cluster]; !ok {
-			delete(s.addons, cluster)
-			delete(s.ipam, cluster)
-		}
-	}
-	for cluster, names := range nodes {
-		s.faults.forgetCluster(cluster, names)
-	}
-	s.admitters.keepOnly(clusters)
-	for key, hook := range s.webhooks {
-		cluster := strings.Join(strings.SplitN(key, "/", 3)[:2], "/")
-		if _, ok := clusters[cluster]; ok {
-			continue
-		}
-		if err := hook.close(); err != nil {
-			s.log.V(1).Info("stop policy webhook", "service", key, "error", err.Error())
-		}
-		delete(s.webhooks, key)
-	}
-}
-
-// assignIP plays DHCP. The addresses come from TEST-NET-1 (RFC 5737),
-// which no host has: CAPV ignores loopback addresses, and nothing in the
-// lab ever dials a node address.
-func (s *Sim) assignIP(vm *simVM) error {
-	s.nextIP++
-	ip := fmt.Sprintf("192.0.2.%d", 1+s.nextIP%250)
-	if err := s.setIP(vm.ref, ip); err != nil {
-		return fmt.Errorf("assign IP to %s: %w", vm.name, err)
-	}
-	return nil
+	return errs
 }
 
 // errClusterRemoved is what the simulator's background work on a cluster
