@@ -231,6 +231,12 @@ func (r *run) phase(ctx context.Context, ph scenario.Phase) error {
 		}
 		return fmt.Errorf("phase %s: %w", ph.Name, err)
 	}
+	r.reached(ph, from, at, seen, update)
+	return nil
+}
+
+// reached stamps phase ph reached at at, seen since its anchor's time from.
+func (r *run) reached(ph scenario.Phase, from, at time.Time, seen Observation, update func(func(*PhaseResult))) {
 	r.mu.Lock()
 	r.setAnchorLocked(scenario.PhaseAnchor(ph.Name), at)
 	firstInject := r.firstInject
@@ -250,5 +256,4 @@ func (r *run) phase(ctx context.Context, ph scenario.Phase) error {
 		}
 	})
 	r.tl.Record("runner", "phase/"+ph.Name, "phase-reached", details)
-	return nil
 }

@@ -65,6 +65,32 @@ type RecoverSummary struct {
 	Pending, Failed int
 }
 
+// withDefaults fills in what in leaves out: the user's journal key and
+// heads, and callbacks that do nothing.
+func (in RecoverInput) withDefaults() (RecoverInput, error) {
+	if in.Key == nil || in.Heads == "" {
+		path, err := JournalKeyPath()
+		if err != nil {
+			return in, err
+		}
+		if in.Heads == "" {
+			in.Heads = JournalHeads(path)
+		}
+		if in.Key == nil {
+			if in.Key, err = LoadJournalKey(path, false); err != nil {
+				return in, fmt.Errorf("%w: %w (the journals were written by another user or on another host: recover with that key, --journal-key FILE)", ErrUntrustedJournal, err)
+			}
+		}
+	}
+	if in.Note == nil {
+		in.Note = func(string) {}
+	}
+	if in.Report == nil {
+		in.Report = func(Recovered) {}
+	}
+	return in, nil
+}
+
 // Recover undoes the pending faults of the journals, newest first within
 // each journal as the runner does, and records each undo as done in its
 // journal. An unreadable journal is an error before anything is undone
@@ -74,28 +100,11 @@ type RecoverSummary struct {
 // Failed and stays pending.
 func Recover(ctx context.Context, in RecoverInput) (RecoverSummary, error) {
 	var sum RecoverSummary
-	key := in.Key
-	if key == nil {
-		path, err := JournalKeyPath()
-		if err != nil {
-			return sum, err
-		}
-		if key, err = LoadJournalKey(path, false); err != nil {
-			return sum, fmt.Errorf("%w: %w (the journals were written by another user or on another host: recover with that key, --journal-key FILE)", ErrUntrustedJournal, err)
-		}
+	in, err := in.withDefaults()
+	if err != nil {
+		return sum, err
 	}
-	heads := in.Heads
-	if heads == "" {
-		path, err := JournalKeyPath()
-		if err != nil {
-			return sum, err
-		}
-		heads = JournalHeads(path)
-	}
-	note := in.Note
-	if note == nil {
-		note = func(string) {}
-	}
+	key, heads, note, report := in.Key, in.Heads, in.Note, in.Report
 	forced, err := forcedLines(in.Force, in.Journals)
 	if err != nil {
 		return sum, err
@@ -133,10 +142,6 @@ func Recover(ctx context.Context, in RecoverInput) (RecoverSummary, error) {
 				return sum, fmt.Errorf("%w: %s:%d: %w; nothing was undone", ErrUntrustedJournal, path, e.Line, err)
 			}
 		}
-	}
-	report := in.Report
-	if report == nil {
-		report = func(Recovered) {}
 	}
 	for i, path := range in.Journals {
 		if len(pending[i]) == 0 {

@@ -166,21 +166,32 @@ func Run(ctx context.Context, in RunInput) (*Result, error) {
 	return r.res, nil
 }
 
+// lacksCapability ends a run whose provider lacks a capability the
+// scenario requires, before anything is touched: skipped, or an error when
+// the provider has it but was opened without what it needs (pointed at a
+// target it cannot reach as opened).
+func (r *run) lacksCapability(sc *scenario.Scenario) bool {
+	for _, c := range sc.Requirements() {
+		if providers.HasCapability(r.in.Provider, c) {
+			continue
+		}
+		err := providers.Unsupported(r.in.Provider, c)
+		r.res.Verdict, r.res.Reason = Skipped, err.Error()
+		if c == providers.CapSimulatedNodes {
+			r.res.Reason += ": " + sc.Spec.Lab.SimulatedOnly
+		}
+		if errors.Is(err, providers.ErrNotConfigured) {
+			r.res.Verdict = Error
+		}
+		return true
+	}
+	return false
+}
+
 func (r *run) execute(ctx context.Context) {
 	sc := r.in.Scenario
-	for _, c := range sc.Requirements() {
-		if !providers.HasCapability(r.in.Provider, c) {
-			err := providers.Unsupported(r.in.Provider, c)
-			r.res.Verdict, r.res.Reason = Skipped, err.Error()
-			if c == providers.CapSimulatedNodes {
-				r.res.Reason += ": " + sc.Spec.Lab.SimulatedOnly
-			}
-			if errors.Is(err, providers.ErrNotConfigured) {
-				// Pointed at a target it cannot reach as opened.
-				r.res.Verdict = Error
-			}
-			return
-		}
+	if r.lacksCapability(sc) {
+		return
 	}
 	r.timeout = sc.Spec.Timeout.Duration
 	if r.timeout == 0 {

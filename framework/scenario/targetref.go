@@ -41,41 +41,7 @@ func targetRefs(value string) (names, fields []string) {
 // params and args replaced by the names of objects[NAME], and every
 // ${target.NAME.FIELD} by that fact of each. sc itself is not changed.
 func ExpandTargetRefs(sc *Scenario, objects map[string][]providers.Object) *Scenario {
-	value := func(name, fieldName string) (string, bool) {
-		objs, ok := objects[name]
-		if !ok {
-			return "", false
-		}
-		var list []string
-		for _, o := range objs {
-			v := o.Name
-			if fieldName != "" {
-				v = o.Attributes[TargetRefFields[fieldName]]
-			}
-			// A fact the objects share (their namespace, their
-			// Cluster) is said once.
-			if fieldName == "" || !slices.Contains(list, v) {
-				list = append(list, v)
-			}
-		}
-		return strings.Join(list, ","), true
-	}
-	expand := func(m map[string]string) map[string]string {
-		if m == nil {
-			return nil
-		}
-		out := make(map[string]string, len(m))
-		for k, v := range m {
-			out[k] = targetRef.ReplaceAllStringFunc(v, func(ref string) string {
-				m := targetRef.FindStringSubmatch(ref)
-				if n, ok := value(m[1], m[2]); ok {
-					return n
-				}
-				return ref
-			})
-		}
-		return out
-	}
+	expand := func(m map[string]string) map[string]string { return expandRefs(m, objects) }
 	cond := func(c Condition) Condition {
 		c.Args = expand(c.Args)
 		return c
@@ -128,6 +94,43 @@ func expandBaseline(b *Baseline, cond func(Condition) Condition) *Baseline {
 	out := &Baseline{Require: make([]Condition, len(b.Require))}
 	for i, c := range b.Require {
 		out.Require[i] = cond(c)
+	}
+	return out
+}
+
+// expandRefs is m with each ${target.X} replaced by what objects give it.
+func expandRefs(m map[string]string, objects map[string][]providers.Object) map[string]string {
+	value := func(name, fieldName string) (string, bool) {
+		objs, ok := objects[name]
+		if !ok {
+			return "", false
+		}
+		var list []string
+		for _, o := range objs {
+			v := o.Name
+			if fieldName != "" {
+				v = o.Attributes[TargetRefFields[fieldName]]
+			}
+			// A fact the objects share (their namespace, their
+			// Cluster) is said once.
+			if fieldName == "" || !slices.Contains(list, v) {
+				list = append(list, v)
+			}
+		}
+		return strings.Join(list, ","), true
+	}
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = targetRef.ReplaceAllStringFunc(v, func(ref string) string {
+			m := targetRef.FindStringSubmatch(ref)
+			if n, ok := value(m[1], m[2]); ok {
+				return n
+			}
+			return ref
+		})
 	}
 	return out
 }

@@ -65,25 +65,6 @@ func (o UpOptions) Validate() error {
 	return errors.Join(errs...)
 }
 
-// NewestImage is the newest local image of ImageRepository.
-func NewestImage(ctx context.Context, d Docker) (string, error) {
-	out, err := d.Run(ctx, "images", "--format", "{{.Repository}}:{{.Tag}}\t{{.CreatedAt}}", ImageRepository)
-	if err != nil {
-		return "", err
-	}
-	var best, bestAt string
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		ref, at, ok := strings.Cut(line, "\t")
-		if ok && !strings.HasSuffix(ref, ":<none>") && at > bestAt {
-			best, bestAt = ref, at
-		}
-	}
-	if best == "" {
-		return "", fmt.Errorf("no %s image here: build one with hack/kind-image.sh (no registry needed), or pass --image kindest/node:v1.35.x where a registry is reachable", ImageRepository)
-	}
-	return best, nil
-}
-
 // Up creates a kind cluster, sets up its pod network and waits for its
 // Nodes to be Ready. The record is written first; on failure the caller
 // runs Down.
@@ -100,17 +81,9 @@ func Up(ctx context.Context, o UpOptions) (*Provider, *Record, error) {
 	if err := Available(ctx, o.Docker); err != nil {
 		return nil, nil, err
 	}
-	if o.Image == "" {
-		img, err := NewestImage(ctx, o.Docker)
-		if err != nil {
-			return nil, nil, err
-		}
-		o.Image = img
-	}
-	if _, err := o.Docker.Run(ctx, "image", "inspect", o.Image); err != nil {
-		if _, perr := o.Docker.Run(ctx, "pull", o.Image); perr != nil {
-			return nil, nil, fmt.Errorf("node image %s is not here and cannot be pulled (build one with hack/kind-image.sh): %w", o.Image, perr)
-		}
+	var err error
+	if o.Image, err = nodeImage(ctx, o.Docker, o.Image); err != nil {
+		return nil, nil, err
 	}
 	if clusters, err := kindcluster.NewProvider(kindcluster.ProviderWithDocker()).List(); err == nil {
 		for _, c := range clusters {

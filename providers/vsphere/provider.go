@@ -77,21 +77,10 @@ func WithLogger(l logr.Logger) Option { return func(p *Provider) { p.log = l } }
 // WithName sets the provider name recorded in results (default "vsphere").
 func WithName(name string) Option { return func(p *Provider) { p.name = name } }
 
-// New connects to the vCenter in cfg, verifies its certificate unless
-// cfg.Insecure, logs in and selects the datacenter.
-func New(ctx context.Context, cfg Config, opts ...Option) (*Provider, error) {
-	u, err := cfg.Endpoint()
-	if err != nil {
-		return nil, err
-	}
-	user, pass, err := cfg.credentials()
-	if err != nil {
-		return nil, err
-	}
-	p := &Provider{name: Name, endpoint: u, cfg: cfg, log: logr.Discard()}
-	for _, o := range opts {
-		o(p)
-	}
+// soapClient is a SOAP client of the vCenter at u that trusts what cfg
+// says: its CA file, known-hosts file or thumbprint (each file checked
+// first: a regular file of a sane size).
+func soapClient(u *url.URL, cfg Config) (*soap.Client, error) {
 	sc := soap.NewClient(u, cfg.Insecure)
 	for _, file := range []string{cfg.CAFile, cfg.KnownHostsFile} {
 		if file == "" {
@@ -113,6 +102,28 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Provider, error) {
 	}
 	if cfg.Thumbprint != "" {
 		sc.SetThumbprint(u.Host, cfg.Thumbprint)
+	}
+	return sc, nil
+}
+
+// New connects to the vCenter in cfg, verifies its certificate unless
+// cfg.Insecure, logs in and selects the datacenter.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Provider, error) {
+	u, err := cfg.Endpoint()
+	if err != nil {
+		return nil, err
+	}
+	user, pass, err := cfg.credentials()
+	if err != nil {
+		return nil, err
+	}
+	p := &Provider{name: Name, endpoint: u, cfg: cfg, log: logr.Discard()}
+	for _, o := range opts {
+		o(p)
+	}
+	sc, err := soapClient(u, cfg)
+	if err != nil {
+		return nil, err
 	}
 	// The certificate's thumbprint is recorded whichever way it was
 	// trusted, and a thumbprint given must match even when a CA already
