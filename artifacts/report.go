@@ -59,6 +59,33 @@ type reportData struct {
 	Settings []string
 }
 
+// phaseBar is phase p's bar on the chart, x placing a time on it: from
+// its anchor to when it was reached (or its budget's end, or finished).
+func phaseBar(p engine.PhaseResult, x func(time.Time) float64, finished time.Time) chartBar {
+	if p.AnchorAt == nil {
+		return chartBar{Label: p.Name, Class: "missed", X: chartLabel, Title: p.Name + ": " + p.Message}
+	}
+	b := chartBar{Label: p.Name, Class: "reached", X: x(*p.AnchorAt)}
+	stop := finished
+	if p.Budget != nil {
+		b.Budget = x(p.AnchorAt.Add(p.Budget.Duration))
+		stop = p.AnchorAt.Add(p.Budget.Duration)
+	}
+	if p.ObservedAt != nil {
+		stop = *p.ObservedAt
+		b.Title = fmt.Sprintf("%s: %s after %s", p.Name, p.ObservedAt.Sub(*p.AnchorAt).Round(time.Millisecond), p.From)
+	}
+	if !p.OK {
+		b.Class = "missed"
+		b.Title = p.Name + ": " + p.Message
+	}
+	if p.Budget != nil {
+		b.Title += fmt.Sprintf(" (budget %s)", p.Budget)
+	}
+	b.W = x(stop) - b.X
+	return b
+}
+
 // WriteReport writes a self-contained HTML report of res: the verdict, a
 // timeline chart (one bar per phase from its anchor, budget markers, the
 // injected faults and their undos on the same axis, in seconds from the
@@ -122,29 +149,7 @@ func WriteReport(w io.Writer, res *engine.Result, dumps []string, history map[st
 		add(b)
 	}
 	for _, p := range res.Phases {
-		if p.AnchorAt == nil {
-			add(chartBar{Label: p.Name, Class: "missed", X: chartLabel, Title: p.Name + ": " + p.Message})
-			continue
-		}
-		b := chartBar{Label: p.Name, Class: "reached", X: x(*p.AnchorAt)}
-		stop := res.FinishedAt
-		if p.Budget != nil {
-			b.Budget = x(p.AnchorAt.Add(p.Budget.Duration))
-			stop = p.AnchorAt.Add(p.Budget.Duration)
-		}
-		if p.ObservedAt != nil {
-			stop = *p.ObservedAt
-			b.Title = fmt.Sprintf("%s: %s after %s", p.Name, p.ObservedAt.Sub(*p.AnchorAt).Round(time.Millisecond), p.From)
-		}
-		if !p.OK {
-			b.Class = "missed"
-			b.Title = p.Name + ": " + p.Message
-		}
-		if p.Budget != nil {
-			b.Title += fmt.Sprintf(" (budget %s)", p.Budget)
-		}
-		b.W = x(stop) - b.X
-		add(b)
+		add(phaseBar(p, x, res.FinishedAt))
 	}
 	d.Height = chartTop + row*chartRow + 10
 	d.AxisY = float64(chartTop - 8)

@@ -3,6 +3,7 @@
 source "$(dirname "$0")/lib.sh"
 hack/lint.sh
 hack/verify-imports.sh
+hack/verify-size.sh
 cp go.mod /tmp/faultline-go.mod.bak && cp go.sum /tmp/faultline-go.sum.bak
 go mod tidy
 if ! diff -q go.mod /tmp/faultline-go.mod.bak >/dev/null || ! diff -q go.sum /tmp/faultline-go.sum.bak >/dev/null; then

@@ -143,6 +143,13 @@ func CheckCalicoPools(n CalicoNetwork) []Finding {
 	if len(poolNames) == 0 || len(n.Affinities) == 0 {
 		return out
 	}
+	return append(out, nodesWithoutBlock(n, nodes, blocks, poolNames)...)
+}
+
+// nodesWithoutBlock finds the nodes no block affinity names, when the
+// pools have blocks: pods there are not routed (seed 001).
+func nodesWithoutBlock(n CalicoNetwork, nodes []string, blocks *big.Int, poolNames []string) []Finding {
+	var out []Finding
 	held := map[string]bool{}
 	for _, a := range n.Affinities {
 		if str(a, "spec", "state") != "pendingDeletion" {

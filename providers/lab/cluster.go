@@ -53,22 +53,8 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infr
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: s.NamespaceOrDefault(), Labels: map[string]string{clusterv1.ClusterNameLabel: s.Name}}
 	}
-	machineTemplate := func(name string) *infrav1.VSphereMachineTemplate {
-		return &infrav1.VSphereMachineTemplate{
-			ObjectMeta: meta(name),
-			Spec: infrav1.VSphereMachineTemplateSpec{Template: infrav1.VSphereMachineTemplateResource{
-				Spec: infrav1.VSphereMachineSpec{VirtualMachineCloneSpec: infrav1.VirtualMachineCloneSpec{
-					Template: vmTemplate, CloneMode: infrav1.FullClone,
-					Server: vc.Host, Thumbprint: thumbprint,
-					Datacenter: datacenter, Datastore: datastore, ResourcePool: resourcePool, Folder: vmFolder,
-					Network: infrav1.NetworkSpec{Devices: []infrav1.NetworkDeviceSpec{{NetworkName: vmNetwork, DHCP4: ptr.To(true)}}},
-					NumCPUs: 2, MemoryMiB: 4096, DiskGiB: 20,
-				}},
-			}},
-		}
-	}
-	cpTemplate := machineTemplate(s.Name + "-control-plane")
-	workerTemplate := machineTemplate(s.Name + "-worker")
+	cpTemplate := machineTemplate(meta(s.Name+"-control-plane"), vc, thumbprint)
+	workerTemplate := machineTemplate(meta(s.Name+"-worker"), vc, thumbprint)
 
 	var kcp controlplanev1.KubeadmControlPlaneSpec
 	workerConfig := &bootstrapv1.KubeadmConfigTemplate{ObjectMeta: meta(s.Name + "-worker")}
@@ -130,29 +116,59 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infr
 		},
 	}
 	if s.Workers > 0 {
-		mdLabels := map[string]string{clusterv1.ClusterNameLabel: s.Name, clusterv1.MachineDeploymentNameLabel: s.MachineDeploymentName()}
-		objs = append(objs, &clusterv1.MachineDeployment{
-			ObjectMeta: meta(s.MachineDeploymentName()),
-			Spec: clusterv1.MachineDeploymentSpec{
-				ClusterName: s.Name,
-				Replicas:    ptr.To(int32(s.Workers)),
-				Selector:    metav1.LabelSelector{MatchLabels: mdLabels},
-				Template: clusterv1.MachineTemplateSpec{
-					ObjectMeta: clusterv1.ObjectMeta{Labels: mdLabels},
-					Spec: clusterv1.MachineSpec{
-						ClusterName: s.Name,
-						Version:     KubernetesVersion,
-						Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
-							APIGroup: bootstrapv1.GroupVersion.Group, Kind: "KubeadmConfigTemplate", Name: s.Name + "-worker",
-						}},
-						InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-							APIGroup: infrav1.GroupVersion.Group, Kind: "VSphereMachineTemplate", Name: workerTemplate.Name,
-						},
+		objs = append(objs, machineDeployment(s, meta(s.MachineDeploymentName()), workerTemplate.Name))
+	}
+	return append(objs, healthChecks(s, meta, p)...)
+}
+
+// machineTemplate is a VSphereMachineTemplate cloning vcsim's template
+// VM in the vCenter at vc.
+func machineTemplate(meta metav1.ObjectMeta, vc *url.URL, thumbprint string) *infrav1.VSphereMachineTemplate {
+	return &infrav1.VSphereMachineTemplate{
+		ObjectMeta: meta,
+		Spec: infrav1.VSphereMachineTemplateSpec{Template: infrav1.VSphereMachineTemplateResource{
+			Spec: infrav1.VSphereMachineSpec{VirtualMachineCloneSpec: infrav1.VirtualMachineCloneSpec{
+				Template: vmTemplate, CloneMode: infrav1.FullClone,
+				Server: vc.Host, Thumbprint: thumbprint,
+				Datacenter: datacenter, Datastore: datastore, ResourcePool: resourcePool, Folder: vmFolder,
+				Network: infrav1.NetworkSpec{Devices: []infrav1.NetworkDeviceSpec{{NetworkName: vmNetwork, DHCP4: ptr.To(true)}}},
+				NumCPUs: 2, MemoryMiB: 4096, DiskGiB: 20,
+			}},
+		}},
+	}
+}
+
+// machineDeployment is the workers' MachineDeployment of cluster s, from
+// their machine template.
+func machineDeployment(s ClusterSpec, meta metav1.ObjectMeta, template string) *clusterv1.MachineDeployment {
+	mdLabels := map[string]string{clusterv1.ClusterNameLabel: s.Name, clusterv1.MachineDeploymentNameLabel: s.MachineDeploymentName()}
+	return &clusterv1.MachineDeployment{
+		ObjectMeta: meta,
+		Spec: clusterv1.MachineDeploymentSpec{
+			ClusterName: s.Name,
+			Replicas:    ptr.To(int32(s.Workers)),
+			Selector:    metav1.LabelSelector{MatchLabels: mdLabels},
+			Template: clusterv1.MachineTemplateSpec{
+				ObjectMeta: clusterv1.ObjectMeta{Labels: mdLabels},
+				Spec: clusterv1.MachineSpec{
+					ClusterName: s.Name,
+					Version:     KubernetesVersion,
+					Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
+						APIGroup: bootstrapv1.GroupVersion.Group, Kind: "KubeadmConfigTemplate", Name: s.Name + "-worker",
+					}},
+					InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+						APIGroup: infrav1.GroupVersion.Group, Kind: "VSphereMachineTemplate", Name: template,
 					},
 				},
 			},
-		})
+		},
 	}
+}
+
+// healthChecks are cluster s's MachineHealthChecks, with the profile's
+// timeouts as s adjusts them.
+func healthChecks(s ClusterSpec, meta func(string) metav1.ObjectMeta, p Profile) []client.Object {
+	var objs []client.Object
 	if s.NodeStartupTimeout.Duration > 0 {
 		p.MHCNodeStartup = s.NodeStartupTimeout.Duration
 	}

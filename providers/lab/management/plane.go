@@ -200,31 +200,9 @@ func (m *Plane) setup(ctx context.Context, scheme *runtime.Scheme, manifests *ma
 	if err != nil {
 		return fmt.Errorf("create secret caching client: %w", err)
 	}
-	cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
-		SecretClient: secretReader,
-		Cache: clustercache.CacheOptions{
-			Indexes: []clustercache.CacheOptionsIndex{clustercache.NodeProviderIDIndex},
-		},
-		Client: clustercache.ClientOptions{
-			UserAgent: "faultline-lab",
-			Cache: clustercache.ClientCacheOptions{
-				// The list from Cluster API's own setup
-				// (internal/setup.ClusterCacheClientOptions): without it a
-				// remediated Machine hangs in drain on a missing index, or,
-				// when its Node is still reachable, in the wait for volumes
-				// ("continue list option is not supported by the cache").
-				DisableFor: []client.Object{
-					&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Pod{}, &appsv1.DaemonSet{},
-					&storagev1.VolumeAttachment{}, &corev1.PersistentVolume{},
-				},
-			},
-		},
-	}, concurrency(10))
+	cc, err := newClusterCache(ctx, mgr, secretReader, in.Profile)
 	if err != nil {
-		return fmt.Errorf("create ClusterCache: %w", err)
-	}
-	if s, ok := cc.(interface{ SetConnectionCreationRetryInterval(time.Duration) }); ok {
-		s.SetConnectionCreationRetryInterval(in.Profile.ConnectRetry)
+		return err
 	}
 
 	apiVersionGetter := func(gk schema.GroupKind) (string, error) {
@@ -367,3 +345,35 @@ func (m *Plane) Scheme() *runtime.Scheme { return m.mgr.GetScheme() }
 func (m *Plane) Config() *rest.Config { return m.cfg }
 
 func concurrency(n int) controller.Options { return controller.Options{MaxConcurrentReconciles: n} }
+
+// newClusterCache is Cluster API's cache of workload cluster connections,
+// set up as its own managers do.
+func newClusterCache(ctx context.Context, mgr ctrl.Manager, secretReader client.Client, p labconfig.Profile) (clustercache.ClusterCache, error) {
+	cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+		SecretClient: secretReader,
+		Cache: clustercache.CacheOptions{
+			Indexes: []clustercache.CacheOptionsIndex{clustercache.NodeProviderIDIndex},
+		},
+		Client: clustercache.ClientOptions{
+			UserAgent: "faultline-lab",
+			Cache: clustercache.ClientCacheOptions{
+				// The list from Cluster API's own setup
+				// (internal/setup.ClusterCacheClientOptions): without it a
+				// remediated Machine hangs in drain on a missing index, or,
+				// when its Node is still reachable, in the wait for volumes
+				// ("continue list option is not supported by the cache").
+				DisableFor: []client.Object{
+					&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Pod{}, &appsv1.DaemonSet{},
+					&storagev1.VolumeAttachment{}, &corev1.PersistentVolume{},
+				},
+			},
+		},
+	}, concurrency(10))
+	if err != nil {
+		return nil, fmt.Errorf("create ClusterCache: %w", err)
+	}
+	if s, ok := cc.(interface{ SetConnectionCreationRetryInterval(time.Duration) }); ok {
+		s.SetConnectionCreationRetryInterval(p.ConnectRetry)
+	}
+	return cc, nil
+}

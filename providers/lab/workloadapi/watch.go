@@ -1,6 +1,7 @@
 package workloadapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -111,6 +112,19 @@ func (x *extraAPI) watch(rw http.ResponseWriter, r *http.Request, req extraReque
 		return
 	}
 	flusher.Flush()
+	x.stream(ctx, r, req, w.events, func(t watch.EventType, o map[string]any) error {
+		if err := write(t, o); err != nil {
+			return err
+		}
+		flusher.Flush()
+		return nil
+	})
+}
+
+// stream sends the watch's events until ctx ends, the request's
+// timeoutSeconds (30 minutes by default) pass or send fails.
+func (x *extraAPI) stream(ctx context.Context, r *http.Request, req extraRequest, events <-chan watchEvent, send func(watch.EventType, map[string]any) error) {
+	gvk := req.res.gvk()
 	timeout := 30 * time.Minute
 	if s, err := strconv.Atoi(r.URL.Query().Get("timeoutSeconds")); err == nil && s > 0 {
 		timeout = time.Duration(s) * time.Second
@@ -123,7 +137,7 @@ func (x *extraAPI) watch(rw http.ResponseWriter, r *http.Request, req extraReque
 			return
 		case <-done.C:
 			return
-		case ev := <-w.events:
+		case ev := <-events:
 			if req.namespace != "" && ev.Object.GetNamespace() != req.namespace {
 				continue
 			}
@@ -133,10 +147,9 @@ func (x *extraAPI) watch(rw http.ResponseWriter, r *http.Request, req extraReque
 			}
 			u := &unstructured.Unstructured{Object: obj}
 			u.SetGroupVersionKind(gvk)
-			if write(ev.Type, u.Object) != nil {
+			if send(ev.Type, u.Object) != nil {
 				return
 			}
-			flusher.Flush()
 		}
 	}
 }
