@@ -32,3 +32,14 @@ if [[ "${want}" != "$(cat providers/lab/management/manifests/VERSIONS)" ]]; then
   echo "providers/lab/management/manifests are not from the versions in go.mod: run hack/lab-manifests.sh" >&2
   exit 1
 fi
+# docs/architecture.md names every package go list knows.
+missing=0
+for pkg in $(go list ./... | sed "s#^$(go list -m)/\?##"); do
+  [[ -z "${pkg}" || "${pkg}" == hack/* ]] && continue
+  name="${pkg}"
+  if ! grep -q "${name}" docs/architecture.md; then
+    echo "docs/architecture.md does not name package ${pkg}" >&2
+    missing=1
+  fi
+done
+(( missing == 0 ))

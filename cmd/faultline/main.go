@@ -1,9 +1,3 @@
-// Command faultline runs disaster scenarios against Cluster API managed
-// vSphere clusters, the embedded lab and kind clusters.
-//
-// Process-wide state is set here and nowhere in the libraries: PATH (the
-// kind docker shim, below), and the libraries' loggers when a lab starts
-// (lab.RouteLibraryLogs).
 package main
 
 import (
