@@ -4,7 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sort"
+	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -172,4 +177,22 @@ func sortFindings(findings []check.Finding) {
 		return 2
 	}
 	sort.SliceStable(findings, func(i, j int) bool { return r(findings[i].Severity) < r(findings[j].Severity) })
+}
+
+// KeepReport creates or replaces the ConfigMap report (namespace/name) of
+// the cluster m names with data and the time it was checked, through a
+// client that may write (the check itself reads through a read-only one).
+func KeepReport(ctx context.Context, m ManagementConfig, report string, data map[string]string) error {
+	ns, name, _ := strings.Cut(report, "/")
+	c, _, _, err := ManagementClient(m, "--kubeconfig")
+	if err != nil {
+		return err
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app.kubernetes.io/name": "faultline"}}}
+	_, err = controllerutil.CreateOrUpdate(ctx, c, cm, func() error {
+		cm.Data = data
+		cm.Data["checkedAt"] = time.Now().UTC().Format(time.RFC3339)
+		return nil
+	})
+	return err
 }

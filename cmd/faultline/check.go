@@ -16,9 +16,6 @@ import (
 	"github.com/faultline-dev/faultline/session"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/check"
@@ -271,20 +268,9 @@ func (o *checkOptions) keepReport(checked []session.CheckedCluster) error {
 
 // keepData creates or replaces the report ConfigMap with data.
 func (o *checkOptions) keepData(data map[string]string) error {
-	ns, name, _ := strings.Cut(o.reportCM, "/")
-	c, _, _, err := session.ManagementClient(o.cluster.config(), "--kubeconfig")
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app.kubernetes.io/name": "faultline"}}}
-	_, err = controllerutil.CreateOrUpdate(ctx, c, cm, func() error {
-		cm.Data = data
-		cm.Data["checkedAt"] = time.Now().UTC().Format(time.RFC3339)
-		return nil
-	})
-	return err
+	return session.KeepReport(ctx, o.cluster.config(), o.reportCM, data)
 }
 
 func truncate(s string, n int) string {
