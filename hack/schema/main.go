@@ -50,7 +50,7 @@ const durationPattern = `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 // generate is the schema of scenario.Scenario; root is the repository,
 // whose sources give the descriptions.
 func generate(root string) (schema, error) {
-	docs, err := fieldDocs(filepath.Join(root, "framework/scenario"), filepath.Join(root, "providers"))
+	docs, err := fieldDocs(filepath.Join(root, "framework/scenario"), filepath.Join(root, "providers"), filepath.Join(root, "providers/lab/labconfig"))
 	if err != nil {
 		return nil, err
 	}
