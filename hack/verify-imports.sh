@@ -18,6 +18,7 @@ providers/kind              artifacts cmd framework providers/lab session provid
 providers/lab               artifacts cmd framework session providers/fake scenarios suites
 providers/lab/management    artifacts cmd framework internal providers/ scenarios session suites +providers/lab/labconfig
 providers/lab/nodesim       artifacts cmd framework internal providers/ scenarios session suites +providers/lab/labconfig +providers/lab/workloadapi +providers/lab/vcsim
+providers/lab/workloadapi/workloadapitest  artifacts cmd framework internal providers/ scenarios session suites +providers/lab/workloadapi
 providers/lab/workloadapi   artifacts cmd framework internal providers/ scenarios session suites +providers/lab/labconfig
 providers/lab/vcsim         artifacts cmd framework internal providers/capi providers/kind providers/lab providers/fake scenarios session suites +providers/lab/labconfig
 providers/lab/labconfig     artifacts cmd framework internal providers/ scenarios session suites

@@ -1,15 +1,10 @@
 package nightly
 
 import (
-	"os"
 	"testing"
 
-	"github.com/faultline-dev/faultline/providers/lab"
+	"github.com/faultline-dev/faultline/providers/lab/labtest"
 )
 
-// TestMain lets the labs these tests start run their kube-apiserver and
-// etcd through this test binary (lab.RunShim).
-func TestMain(m *testing.M) {
-	lab.RunShim()
-	os.Exit(m.Run())
-}
+// TestMain runs the labs' kube-apiserver and etcd through this binary.
+func TestMain(m *testing.M) { labtest.Main(m) }

@@ -82,3 +82,11 @@ func Start(t *testing.T, specs ...lab.ClusterSpec) *lab.Lab {
 	t.Logf("lab ready in %s", time.Since(start).Round(time.Millisecond))
 	return l
 }
+
+// Main is TestMain of a test package that starts labs: the lab's
+// kube-apiserver and etcd run through the test binary (lab.RunShim), then
+// the tests.
+func Main(m *testing.M) {
+	lab.RunShim()
+	os.Exit(m.Run())
+}

@@ -3,69 +3,20 @@ package nodesim
 import (
 	"context"
 	"github.com/faultline-dev/faultline/providers/lab/workloadapi"
+	"github.com/faultline-dev/faultline/providers/lab/workloadapi/workloadapitest"
 	"net"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/rest"
-	certutil "k8s.io/client-go/util/cert"
-	"sigs.k8s.io/cluster-api/util/certs"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-// workloadAPI starts one in-memory workload cluster behind its loopback
-// endpoint, and returns a client of it through that endpoint; its dry-run
-// creates go through *admitter once set, when admitter is not nil.
-func workloadAPI(t *testing.T, ctx context.Context, admitter **workloadapi.Admitter) (*workloadapi.Server, *rest.Config, client.Client) {
-	t.Helper()
-	mem, err := workloadapi.NewStore(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rg := "default/t"
-	mem.AddResourceGroup(rg)
-	var admit func(context.Context) (*workloadapi.Admitter, error)
-	if admitter != nil {
-		admit = func(context.Context) (*workloadapi.Admitter, error) { return *admitter, nil }
-	}
-	w, err := workloadapi.New(mem, rg, logr.Discard(), admit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Close() })
-	caKey, err := certs.NewPrivateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: "cluster-ca"}, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.AddAPIServer("kube-apiserver-cp", ca, caKey); err != nil {
-		t.Fatal(err)
-	}
-	cfg := &rest.Config{Host: "https://" + w.Addr().String(), TLSClientConfig: rest.TLSClientConfig{CAData: certs.EncodeCertPEM(ca)}}
-	s := runtime.NewScheme()
-	_ = corev1.AddToScheme(s)
-	_ = admissionregv1.AddToScheme(s)
-	_ = storagev1.AddToScheme(s)
-	_ = policyv1.AddToScheme(s)
-	c, err := client.New(cfg, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w, cfg, c
-}
 
 func policyConfig(caBundle []byte) *admissionregv1.ValidatingWebhookConfiguration {
 	fail, none := admissionregv1.Fail, admissionregv1.SideEffectClassNone
@@ -122,7 +73,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	w, cfg, c := workloadAPI(t, ctx, nil)
+	w, cfg, c := workloadapitest.Start(t, ctx, nil)
 	refused, err := closedPort()
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"github.com/faultline-dev/faultline/providers/lab/workloadapi"
+	"github.com/faultline-dev/faultline/providers/lab/workloadapi/workloadapitest"
 	"sort"
 	"strings"
 	"testing"
@@ -29,7 +30,7 @@ func TestCalicoSeed001(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var a *workloadapi.Admitter
-	w, cfg, c := workloadAPI(t, ctx, &a)
+	w, cfg, c := workloadapitest.Start(t, ctx, &a)
 	clusters := labconfig.NewMap[labCluster]()
 	clusters.Set("t", labCluster{spec: labconfig.ClusterSpec{Name: "t", LabSpec: labconfig.LabSpec{ControlPlanes: 1, Network: labconfig.LabNetwork{PodCIDR: "10.202.146.0/24", NodeCIDRMaskSize: 25, CalicoBlockSize: 26}}}})
 	s := &Sim{config: config{clusters: clusters}}
