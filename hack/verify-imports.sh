@@ -45,6 +45,10 @@ forbidden() { # PACKAGE: the forbidden list of its most specific row
   done <<<"${rules}"
   echo "${best}"
 }
+listing="$(go list -f '{{.ImportPath}} {{join .Imports " "}}' ./...)" || {
+  echo "go list failed: the imports cannot be checked" >&2
+  exit 1
+}
 bad=0
 while read -r pkg imports; do
   pkg="${pkg#"${module}"}"; pkg="${pkg#/}"
@@ -61,5 +65,5 @@ while read -r pkg imports; do
       fi
     done
   done
-done < <(go list -f '{{.ImportPath}} {{join .Imports " "}}' ./...)
+done <<<"${listing}"
 exit "${bad}"
