@@ -47,6 +47,12 @@ func (r *run) watch(ctx context.Context, w watchSpec, see func(Observation, time
 	for {
 		obs, evalErr := evaluate(wctx, r.in.Provider, cond, objs, r.res.StartedAt)
 		now := time.Now()
+		if !deadline.IsZero() && now.After(deadline) && ctx.Err() == nil {
+			// A reading that came back after the window closed (a slow
+			// read on a loaded machine) says nothing about the window:
+			// counted, a phase would be reached past its budget.
+			return lastErr, errWindowOver
+		}
 		switch {
 		case errors.Is(evalErr, providers.ErrNotAuthenticated):
 			// Refused credentials do not come back by waiting.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,5 +68,44 @@ func TestPhaseMissedWithReadingCutByItsBudget(t *testing.T) {
 	res, _ := run(t, context.Background(), sc, rateLimited{fake.New("vm-a")})
 	if res.Verdict != engine.Fail || !strings.Contains(res.Reason, "phase node-ready not reached within its budget 600ms") || strings.Contains(res.Reason, "rate limiter") {
 		t.Fatalf("verdict %s: %s; want a failure naming the phase", res.Verdict, res.Reason)
+	}
+}
+
+// lateReads is a provider whose first power-state read of a powered-off
+// VM comes back only once its context has ended: a read that finished
+// after the window it was taken for closed.
+type lateReads struct {
+	*fake.Provider
+	armed *atomic.Bool
+}
+
+func (p lateReads) PowerState(ctx context.Context, o providers.Object) (providers.PowerState, error) {
+	if p.VM(o.Name).State == providers.PoweredOff && p.armed.CompareAndSwap(true, false) {
+		<-ctx.Done()
+		return p.Provider.PowerState(context.WithoutCancel(ctx), o)
+	}
+	return p.Provider.PowerState(ctx, o)
+}
+
+// A phase is reached only by a reading that came back within its budget:
+// one that came back after it does not count (it did, reached "1.04s after
+// inject" with a budget of 1s, on a loaded CI machine).
+func TestPhaseIgnoresReadingsAfterItsBudget(t *testing.T) {
+	t.Parallel()
+	s := parseScenario(t, "[VMPower]", "", `
+    - name: victim
+      select: {vm: vm-a}`, `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: see-off
+      observe:
+        phases:
+          - {name: vm-off, when: {probe: vm-powered-off, target: victim}, within: 300ms}
+`)
+	armed := &atomic.Bool{}
+	armed.Store(true)
+	res, _ := run(t, context.Background(), s, lateReads{Provider: fake.New("vm-a"), armed: armed})
+	if res.Verdict != engine.Fail || len(res.Phases) != 1 || res.Phases[0].OK || !strings.Contains(res.Phases[0].Message, "not reached within its budget 300ms") {
+		t.Fatalf("verdict %s (%s), phases %+v: want vm-off missed, its only reading late", res.Verdict, res.Reason, res.Phases)
 	}
 }
