@@ -3,8 +3,11 @@ package session_test
 import (
 	"context"
 	"fmt"
+	"github.com/faultline-dev/faultline/providers/capi"
+	"github.com/faultline-dev/faultline/providers/vsphere"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
@@ -54,4 +57,28 @@ func Example() {
 	// vm-power-cycle pass
 	// vm-off true
 	// vm-on true
+}
+
+// A run changes a loaded scenario in one place: here its timeout and the
+// Cluster its targets stay in, as --timeout and --cluster do.
+func ExampleAdjust() {
+	sc, err := scenario.Load("../scenarios/power-off-worker.yaml", nil, engine.Vocabulary)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := session.Adjust(sc, session.Adjustments{Timeout: 10 * time.Minute, Scope: "prod/payments"}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(sc.Spec.Timeout, sc.Spec.Targets[0].Select.Cluster)
+	// Output: 10m0s prod/payments
+}
+
+// The command that undoes what a journal left pending names what the
+// journal's provider record needs allowed again.
+func ExampleRecoverCommand() {
+	vc := vsphere.Record{URL: "https://vc.example.com/sdk"}
+	fmt.Println(session.RecoverCommand("_artifacts/run/journal.jsonl", capi.Record{Context: "prod", VCenter: &vc}.Ref()))
+	// Output: faultline recover _artifacts/run/journal.jsonl --allow-vcenter vc.example.com --allow-context prod
 }
