@@ -822,14 +822,7 @@ func TestRunErrsWhenNotConfigured(t *testing.T) {
 // anchor is the first's time.
 func TestRunPhaseAnchoredOnPhaseWakes(t *testing.T) {
 	t.Parallel()
-	s := parseScenario(t, "[VMPower]", "", `
-    - name: victim
-      select: {vm: vm-a}`, `
-    - name: off
-      inject: {fault: vm.power-off, target: victim}
-    - name: see-off
-      observe:
-        phases:
+	s := powerOffObserved(t, `
           - {name: vm-off, when: {probe: vm-powered-off, target: victim}, within: 5s}
           - {name: still-off, when: {probe: vm-powered-off, target: victim}, within: 5s, from: "phase:vm-off"}
 `)
@@ -844,4 +837,18 @@ func TestRunPhaseAnchoredOnPhaseWakes(t *testing.T) {
 	if first.ObservedAt == nil || second.AnchorAt == nil || !second.AnchorAt.Equal(*first.ObservedAt) {
 		t.Errorf("still-off anchored at %v, want vm-off's time %v", second.AnchorAt, first.ObservedAt)
 	}
+}
+
+// powerOffObserved is a scenario that powers vm-a off and watches phases
+// (YAML list items) in one observe step.
+func powerOffObserved(t *testing.T, phases string) *scenario.Scenario {
+	t.Helper()
+	return parseScenario(t, "[VMPower]", "", `
+    - name: victim
+      select: {vm: vm-a}`, `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: see-off
+      observe:
+        phases:`+phases)
 }

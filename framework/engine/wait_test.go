@@ -92,14 +92,7 @@ func (p lateReads) PowerState(ctx context.Context, o providers.Object) (provider
 // inject" with a budget of 1s, on a loaded CI machine).
 func TestPhaseIgnoresReadingsAfterItsBudget(t *testing.T) {
 	t.Parallel()
-	s := parseScenario(t, "[VMPower]", "", `
-    - name: victim
-      select: {vm: vm-a}`, `
-    - name: off
-      inject: {fault: vm.power-off, target: victim}
-    - name: see-off
-      observe:
-        phases:
+	s := powerOffObserved(t, `
           - {name: vm-off, when: {probe: vm-powered-off, target: victim}, within: 300ms}
 `)
 	armed := &atomic.Bool{}
