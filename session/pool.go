@@ -59,10 +59,10 @@ func (p *Pool) Acquire(ctx context.Context, sc *scenario.Scenario) (*Session, fu
 	keep := func(context.Context) error { return nil }
 	l := sc.Spec.Lab
 	switch {
-	case len(LabClusters(sc)) == 0 && p.warm != nil && l != nil:
-		// The engine skips it, touching nothing: no cluster for it.
-		return p.warm, keep, nil
 	case len(LabClusters(sc)) == 0, sc.OwnCluster():
+		// With no cluster to start (no spec.lab, or one the engine skips:
+		// simulated only, on real nodes) a vCenter simulator alone, which
+		// has no simulated nodes whatever the warm lab has.
 		return p.own(ctx, LabClusters(sc)...)
 	case p.warm == nil:
 		if err := p.Start(ctx, *l); err != nil {

@@ -109,7 +109,8 @@ func TestOpenUnknownProvider(t *testing.T) {
 
 // A pool opens a lab of its own for a scenario that asks for one, and a
 // vCenter simulator alone for one without spec.lab or one the engine will
-// skip (simulated only, on real nodes), each released on its own.
+// skip (simulated only, on real nodes), each released on its own, warm
+// lab or not.
 func TestPoolOwnSessions(t *testing.T) {
 	var opened [][]lab.ClusterSpec
 	p := &session.Pool{Open: func(_ context.Context, clusters ...lab.ClusterSpec) (*session.Session, error) {
@@ -130,5 +131,13 @@ func TestPoolOwnSessions(t *testing.T) {
 	}
 	if len(opened) != 3 || len(opened[0]) != 0 || len(opened[1]) != 1 || len(opened[2]) != 0 || p.Lab() != nil {
 		t.Errorf("opened %v, warm lab %v: want a vCenter alone, one cluster, a vCenter alone, and no warm lab", opened, p.Lab())
+	}
+	// With a warm lab too: the skipped scenario must not land on a warm
+	// lab of simulated nodes, where it would run.
+	if err := p.Start(context.Background(), *load(t, "power-off-worker").Spec.Lab); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := p.Acquire(context.Background(), skipped); err != nil || len(opened) != 5 || len(opened[4]) != 0 {
+		t.Errorf("a skipped scenario beside a warm lab: %v, opened %v; want a vCenter alone", err, opened)
 	}
 }
