@@ -14,18 +14,7 @@ capv="$(go mod download -json "sigs.k8s.io/cluster-api-provider-vsphere@${capv_v
 
 out=providers/lab/management/manifests
 rm -rf "${out}"
-mkdir -p "${out}"/{core,bootstrap,controlplane,infrastructure}/crd
-
-copy() { # copy <from-dir> <provider>
-  cp "$1"/crd/bases/*.yaml "${out}/$2/crd/"
-  cp "$1"/webhook/manifests.yaml "${out}/$2/webhooks.yaml"
-}
-copy "${capi}/config" core
-copy "${capi}/bootstrap/kubeadm/config" bootstrap
-copy "${capi}/controlplane/kubeadm/config" controlplane
-cp "${capv}"/config/default/crd/bases/*.yaml "${out}/infrastructure/crd/"
-cp "${capv}"/config/govmomi/webhook/manifests.yaml "${out}/infrastructure/webhooks.yaml"
-chmod -R u+w "${out}"
+copy_manifests "${capi}" "${capv}" "${out}"
 
 printf 'sigs.k8s.io/cluster-api %s\nsigs.k8s.io/cluster-api-provider-vsphere %s\n' "${capi_version}" "${capv_version}" >"${out}/VERSIONS"
 echo "copied manifests of cluster-api ${capi_version} and cluster-api-provider-vsphere ${capv_version} into ${out}"

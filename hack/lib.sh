@@ -43,3 +43,23 @@ kube_ldflags() {
   minor="${minor%%.*}"
   echo "-s -w -X ${pkg}.gitVersion=v$1 -X ${pkg}.gitMajor=1 -X ${pkg}.gitMinor=${minor} -X ${pkg}.gitTreeState=clean"
 }
+
+# copy_manifests CAPI_DIR CAPV_DIR OUT copies the CRDs and webhook
+# configurations of Cluster API (core, CABPK, KCP) and CAPV (govmomi mode)
+# from two module sources into OUT/{core,bootstrap,controlplane,
+# infrastructure}/{crd/,webhooks.yaml}, the layout the lab reads. From
+# Cluster API v1.14 the core's are under core/config.
+copy_manifests() {
+  local capi="$1" capv="$2" out="$3" core="$1/config"
+  [[ -d "${capi}/core/config/crd" ]] && core="${capi}/core/config"
+  mkdir -p "${out}"/{core,bootstrap,controlplane,infrastructure}/crd
+  local pair from to
+  for pair in "${core}:core" "${capi}/bootstrap/kubeadm/config:bootstrap" "${capi}/controlplane/kubeadm/config:controlplane"; do
+    from="${pair%:*}" to="${pair##*:}"
+    cp "${from}"/crd/bases/*.yaml "${out}/${to}/crd/"
+    cp "${from}"/webhook/manifests.yaml "${out}/${to}/webhooks.yaml"
+  done
+  cp "${capv}"/config/default/crd/bases/*.yaml "${out}/infrastructure/crd/"
+  cp "${capv}"/config/govmomi/webhook/manifests.yaml "${out}/infrastructure/webhooks.yaml"
+  chmod -R u+w "${out}"
+}

@@ -8,7 +8,9 @@
 # pays each build once; a stack already built is left as it is. It prints
 # the folder last. What the proxy serves and how each release builds is in
 # ../shared/notes/releases.md (issue "Any release"): this is its first
-# step, the lab does not run these binaries yet.
+# manifests/ beside the binaries holds the release's CRDs and webhook
+# configurations (copy_manifests in lib.sh), which the lab installs
+# before it starts them (providers/lab/management, release.go).
 source "$(dirname "$0")/lib.sh"
 if [[ $# -ne 2 || "$1" != v* || "$2" != v* ]]; then
   echo "usage: hack/release-managers.sh CAPI_VERSION CAPV_VERSION (e.g. v1.12.5 v1.15.2)" >&2
@@ -17,7 +19,15 @@ fi
 capi="$1" capv="$2"
 root="${FAULTLINE_RELEASES:-${XDG_CACHE_HOME:-${HOME}/.cache}/faultline/releases}"
 out="${root}/capi-${capi}+capv-${capv}"
+module_dir() { go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'; }
+manifests() { # manifests DIR copies the stack's manifests into DIR/manifests
+  rm -rf "$1/manifests"
+  copy_manifests "$(module_dir "sigs.k8s.io/cluster-api@${capi}")" \
+    "$(module_dir "sigs.k8s.io/cluster-api-provider-vsphere@${capv}")" "$1/manifests"
+}
 if [[ -f "${out}/VERSIONS" ]]; then
+  # A stack built before its manifests were kept gets them now.
+  [[ -d "${out}/manifests" ]] || manifests "${out}"
   echo "${out}"
   exit 0
 fi
@@ -40,7 +50,7 @@ stamp() {
 # it is built there.
 module_copy() {
   local src
-  src="$(go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  src="$(module_dir "$1")"
   if [[ -z "${src}" ]]; then
     echo "release-managers: the module proxy does not serve $1" >&2
     exit 1
@@ -81,6 +91,7 @@ module_copy "sigs.k8s.io/cluster-api-provider-vsphere@${capv}" "${work}/capv"
 echo "release-managers: building CAPV ${capv}" >&2
 (cd "${work}/capv" && go build -ldflags "$(stamp sigs.k8s.io/cluster-api-provider-vsphere/pkg/version "${capv}")" -o "${work}/bin/capv-manager" .)
 echo "release-managers: CAPV ${capv} built in $((SECONDS - started)) s" >&2
+manifests "${work}/bin"
 printf 'sigs.k8s.io/cluster-api %s\nsigs.k8s.io/cluster-api-provider-vsphere %s\n' "${capi}" "${capv}" >"${work}/bin/VERSIONS"
 mkdir -p "${root}"
 rm -rf "${out}.tmp"

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/providers/lab"
 )
 
 // Adjustments are what a run changes in a loaded scenario before the
@@ -19,6 +20,9 @@ type Adjustments struct {
 	// Nodes replaces spec.lab.nodes (a run's --nodes, a suite's
 	// lab.nodes).
 	Nodes string
+	// Release replaces spec.lab.release (a run's --release, a suite's
+	// E2E_RELEASE).
+	Release lab.Release
 }
 
 // Adjust applies a to sc: the one place a run changes a scenario. An
@@ -40,6 +44,16 @@ func Adjust(sc *scenario.Scenario, a Adjustments) error {
 		}
 	default:
 		return fmt.Errorf("nodes %q: expected %s or %s", a.Nodes, scenario.NodesSimulated, scenario.NodesContainers)
+	}
+	if !a.Release.IsZero() {
+		if _, err := a.Release.Resolve(); err != nil {
+			return fmt.Errorf("release %w", err)
+		}
+		if sc.Spec.Lab != nil {
+			l := *sc.Spec.Lab
+			l.Release = a.Release
+			sc.Spec.Lab = &l
+		}
 	}
 	if a.Scope != "" {
 		return sc.ScopeTo(a.Scope)

@@ -228,11 +228,26 @@ func (s *Session) openLab(ctx context.Context, cfg Config) error {
 		return &ConfigError{Err: err}
 	}
 	p := cfg.Lab.Profile
+	in := lab.Input{Assets: cfg.Lab.Assets, Dir: cfg.Lab.Dir, Profile: p, Clusters: cfg.Lab.Clusters, Log: cfg.Lab.Log}
+	stack, err := in.Stack()
+	if err != nil {
+		return &ConfigError{Err: err}
+	}
+	if !stack.Compiled {
+		// Built once per machine, minutes cold.
+		out := cfg.Out
+		if out == nil {
+			out = io.Discard
+		}
+		if _, err := lab.BuildStack(ctx, stack, out); err != nil {
+			return err
+		}
+	}
 	started := time.Now()
 	for _, c := range cfg.Lab.Clusters {
-		s.say(cfg, "lab: starting cluster %s (%s, %s time profile)\n", c.Name, c.Shape(), p.Name)
+		s.say(cfg, "lab: starting cluster %s (%s, %s time profile, stack %s)\n", c.Name, c.Shape(), p.Name, stack)
 	}
-	l, err := lab.Start(ctx, lab.Input{Assets: cfg.Lab.Assets, Dir: cfg.Lab.Dir, Profile: p, Clusters: cfg.Lab.Clusters, Log: cfg.Lab.Log})
+	l, err := lab.Start(ctx, in)
 	if err != nil {
 		return err
 	}

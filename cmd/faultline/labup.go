@@ -66,7 +66,7 @@ another shell. Everything listens on 127.0.0.1.`,
 				in.Clusters = append(in.Clusters, lab.ClusterSpec{
 					Name: fmt.Sprintf("lab-%d", i),
 					LabSpec: scenario.LabSpec{
-						ControlPlanes: controlPlanes, Workers: workers, Nodes: flags.nodes,
+						ControlPlanes: controlPlanes, Workers: workers, Nodes: flags.nodes, Release: flags.releaseFlag(),
 						WorkerMHC: ptr.To(!noWorkerMHC), ControlPlaneMHC: ptr.To(cpMHC),
 					},
 				})

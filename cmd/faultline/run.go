@@ -197,7 +197,7 @@ func (o *runOptions) adjust(scs []*scenario.Scenario, many bool) error {
 		if want := sc.Metadata.Labels["provider"]; want != "" && want != o.provider && !many {
 			return usageErr("scenario %s runs on provider %s (its label provider: %s), not %s: pass --provider %s", sc.Metadata.Name, want, want, o.provider, want)
 		}
-		if err := session.Adjust(sc, session.Adjustments{Timeout: o.timeout, Scope: o.scope, Nodes: o.lab.nodes}); err != nil {
+		if err := session.Adjust(sc, session.Adjustments{Timeout: o.timeout, Scope: o.scope, Nodes: o.lab.nodes, Release: o.lab.releaseFlag()}); err != nil {
 			return usageErr("--cluster: %v", err)
 		}
 	}

@@ -19,7 +19,10 @@ const (
 	maxNodes = 20000
 )
 
-var durationType = reflect.TypeOf(Duration{})
+var (
+	durationType = reflect.TypeOf(Duration{})
+	releaseType  = reflect.TypeOf(Release{})
+)
 
 // decoder maps a YAML node tree onto the scenario types, strictly: unknown
 // fields, wrong types and bare-number durations are errors that carry the
@@ -69,6 +72,11 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value, depth int) 
 	}
 	if v.Type() == durationType {
 		d.decodeDuration(n, path, v)
+		return
+	}
+	if v.Type() == releaseType && n.Kind == yaml.ScalarNode {
+		// `release: v1.12` names a stack.
+		v.Set(reflect.ValueOf(Release{Stack: n.Value}))
 		return
 	}
 	switch v.Kind() {

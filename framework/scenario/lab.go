@@ -16,6 +16,7 @@ type (
 	LabTriggerIf   = labconfig.LabTriggerIf
 	LabNetwork     = labconfig.LabNetwork
 	Duration       = labconfig.Duration
+	Release        = labconfig.Release
 )
 
 // The CNIs a lab cluster can run, and what its VMs are.

@@ -66,6 +66,9 @@ func (in Input) Validate() error {
 		}
 		seen[c.Name] = true
 	}
+	if _, err := in.Stack(); err != nil {
+		errs = append(errs, err)
+	}
 	if real > 1 {
 		errs = append(errs, fmt.Errorf("%d clusters with real nodes: a lab runs one (it has one control-plane endpoint)", real))
 	}
@@ -73,6 +76,24 @@ func (in Input) Validate() error {
 		errs = append(errs, fmt.Errorf("profile is required: one of %s", strings.Join(labconfig.ProfileNames(), ", ")))
 	}
 	return errors.Join(errs...)
+}
+
+// Stack is the release the lab's management plane runs, its clusters'
+// (spec.lab.release); they must agree: a lab has one management plane.
+func (in Input) Stack() (labconfig.Stack, error) {
+	if len(in.Clusters) == 0 {
+		return labconfig.DefaultStack(), nil
+	}
+	stack, err := in.Clusters[0].Release.Resolve()
+	if err != nil {
+		return stack, fmt.Errorf("cluster %s: release %w", in.Clusters[0].Name, err)
+	}
+	for _, c := range in.Clusters[1:] {
+		if !c.Release.SameStack(in.Clusters[0].Release) {
+			return stack, fmt.Errorf("cluster %s: release %q, but cluster %s's is %q: a lab runs one stack", c.Name, c.Release, in.Clusters[0].Name, in.Clusters[0].Release)
+		}
+	}
+	return stack, nil
 }
 
 // Lab is the embedded Cluster API lab: a real management cluster with the

@@ -48,9 +48,12 @@ func (l *Lab) startVCenter(ctx context.Context) error {
 // startManagement starts the management plane, with CAPV logging in to
 // vcsim.
 func (l *Lab) startManagement(ctx context.Context, assets string) error {
-	var err error
+	stack, err := l.in.Stack()
+	if err != nil {
+		return err
+	}
 	l.mgmt, err = management.Start(ctx, management.Input{
-		Assets: assets, Dir: l.dir, Profile: l.in.Profile,
+		Assets: assets, Dir: l.dir, Profile: l.in.Profile, Stack: stack,
 		VCUser: l.sim.Config().Username, VCPass: l.sim.Config().Password,
 		Log: l.in.Log.WithName("controllers"),
 	})

@@ -49,7 +49,7 @@ func (c ClusterSpec) Serves(s LabSpec) bool {
 	return c.ControlPlanes == s.ControlPlanes && c.Workers >= s.Workers && c.CNIName() == s.CNIName() && c.RealNodes() == s.RealNodes() &&
 		cpod == wpod && cnode == wnode && cblock == wblock && c.NodeStartupTimeout == s.NodeStartupTimeout &&
 		c.HasWorkerMHC() == s.HasWorkerMHC() && (s.ControlPlaneMHC == nil || c.HasControlPlaneMHC() == s.HasControlPlaneMHC()) &&
-		c.TriggerIf() == s.TriggerIf()
+		c.TriggerIf() == s.TriggerIf() && c.Release.SameStack(s.Release)
 }
 
 // Validate checks the name and the shape.

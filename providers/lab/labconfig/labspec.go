@@ -60,6 +60,10 @@ type LabSpec struct {
 	// Remediation.TriggerIf's two fields, accepted as aliases.
 	MaxUnhealthy   string `yaml:"maxUnhealthy"`
 	UnhealthyRange string `yaml:"unhealthyRange"`
+	// Release is the Cluster API and CAPV stack the lab's management
+	// plane runs (a stack's name, or clusterAPI and capv); empty, the
+	// default stack. A run's --release replaces it.
+	Release Release `yaml:"release"`
 }
 
 // LabRemediation is the remediation of the lab's MachineHealthChecks.
@@ -123,6 +127,7 @@ func (l LabSpec) Validate(fld *field.Path) field.ErrorList {
 		invalid(fld.Child("nodeStartupTimeout"), l.NodeStartupTimeout.String(), "got %s, expected at least 10s: a control plane needs that long to join", l.NodeStartupTimeout)
 	}
 	errs = append(errs, l.validateRemediation(fld)...)
+	errs = append(errs, l.Release.Validate(fld.Child("release"))...)
 	net := fld.Child("network")
 	podBits := 16
 	if n := l.Network.PodCIDR; n != "" {

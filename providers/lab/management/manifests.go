@@ -27,51 +27,70 @@ var manifestFS embed.FS
 // is also the Cluster API provider type, which decides the contract labels.
 var providerDirs = []string{"core", "bootstrap", "controlplane", "infrastructure"}
 
-// contractLabels are what clusterctl's kustomize layer adds to provider CRDs:
-// without them Cluster API cannot tell which API version of an
-// infrastructure, bootstrap or control-plane kind honours its contract
-// ("cannot find any versions matching contract versions").
-var contractLabels = map[string]string{
-	"cluster.x-k8s.io/v1beta1": "v1beta1",
-	"cluster.x-k8s.io/v1beta2": "v1beta2",
+// addContractLabels adds what clusterctl's kustomize layer adds to a
+// provider's CRDs: without them Cluster API cannot tell which API version
+// of an infrastructure, bootstrap or control-plane kind honours its
+// contract ("cannot find any versions matching contract versions"). Each
+// contract's label names the CRD's version of the same name where the
+// CRD serves it, as the providers' kustomizations do (CAPV v1.15, which
+// serves v1beta1 only, honours contract v1beta1 alone).
+func addContractLabels(crd *apiextensionsv1.CustomResourceDefinition) {
+	for _, v := range crd.Spec.Versions {
+		if !v.Served || (v.Name != "v1beta1" && v.Name != "v1beta2") {
+			continue
+		}
+		if crd.Labels == nil {
+			crd.Labels = map[string]string{}
+		}
+		crd.Labels["cluster.x-k8s.io/"+v.Name] = v.Name
+	}
 }
 
 // manifests is what the management cluster is started with.
 type manifests struct {
-	crds       []*apiextensionsv1.CustomResourceDefinition
+	crds []*apiextensionsv1.CustomResourceDefinition
+	// provider is each CRD's provider folder, by index.
+	provider   []string
 	mutating   []*admissionv1.MutatingWebhookConfiguration
 	validating []*admissionv1.ValidatingWebhookConfiguration
 }
 
-func loadManifests() (*manifests, error) {
+// embeddedManifests are the compiled release's manifests.
+func embeddedManifests() (*manifests, error) {
+	sub, err := fs.Sub(manifestFS, "manifests")
+	if err != nil {
+		return nil, err
+	}
+	return loadManifests(sub, "embedded")
+}
+
+// loadManifests reads the manifests in fsys (laid out as hack/lab-manifests.sh
+// writes them); where names fsys in errors.
+func loadManifests(fsys fs.FS, where string) (*manifests, error) {
 	m := &manifests{}
 	for _, dir := range providerDirs {
-		crdDir := path.Join("manifests", dir, "crd")
-		entries, err := fs.ReadDir(manifestFS, crdDir)
+		crdDir := path.Join(dir, "crd")
+		entries, err := fs.ReadDir(fsys, crdDir)
 		if err != nil {
-			return nil, fmt.Errorf("read embedded %s: %w (run hack/lab-manifests.sh)", crdDir, err)
+			return nil, fmt.Errorf("read %s %s: %w", where, crdDir, err)
 		}
 		for _, e := range entries {
 			file := path.Join(crdDir, e.Name())
-			b, err := manifestFS.ReadFile(file)
+			b, err := fs.ReadFile(fsys, file)
 			if err != nil {
-				return nil, fmt.Errorf("read embedded %s: %w", file, err)
+				return nil, fmt.Errorf("read %s %s: %w", where, file, err)
 			}
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			if err := yaml.UnmarshalStrict(b, crd); err != nil {
-				return nil, fmt.Errorf("decode embedded %s: %w", file, err)
+				return nil, fmt.Errorf("decode %s %s: %w", where, file, err)
 			}
 			if dir != "core" {
-				if crd.Labels == nil {
-					crd.Labels = map[string]string{}
-				}
-				for k, v := range contractLabels {
-					crd.Labels[k] = v
-				}
+				addContractLabels(crd)
 			}
 			m.crds = append(m.crds, crd)
+			m.provider = append(m.provider, dir)
 		}
-		if err := m.addWebhooks(dir); err != nil {
+		if err := m.addWebhooks(fsys, where, dir); err != nil {
 			return nil, err
 		}
 	}
@@ -81,11 +100,11 @@ func loadManifests() (*manifests, error) {
 // addWebhooks reads one provider's webhook configurations. Every provider
 // names them mutating-/validating-webhook-configuration, so they are
 // renamed per provider, as Cluster API's own envtest does.
-func (m *manifests) addWebhooks(dir string) error {
-	file := path.Join("manifests", dir, "webhooks.yaml")
-	b, err := manifestFS.ReadFile(file)
+func (m *manifests) addWebhooks(fsys fs.FS, where, dir string) error {
+	file := path.Join(dir, "webhooks.yaml")
+	b, err := fs.ReadFile(fsys, file)
 	if err != nil {
-		return fmt.Errorf("read embedded %s: %w", file, err)
+		return fmt.Errorf("read %s %s: %w", where, file, err)
 	}
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
 	for {
@@ -94,7 +113,7 @@ func (m *manifests) addWebhooks(dir string) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("read embedded %s: %w", file, err)
+			return fmt.Errorf("read %s %s: %w", where, file, err)
 		}
 		if len(bytes.TrimSpace(doc)) == 0 {
 			continue
@@ -103,25 +122,25 @@ func (m *manifests) addWebhooks(dir string) error {
 			Kind string `json:"kind"`
 		}
 		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			return fmt.Errorf("decode embedded %s: %w", file, err)
+			return fmt.Errorf("decode %s %s: %w", where, file, err)
 		}
 		switch meta.Kind {
 		case "MutatingWebhookConfiguration":
 			c := &admissionv1.MutatingWebhookConfiguration{}
 			if err := yaml.Unmarshal(doc, c); err != nil {
-				return fmt.Errorf("decode embedded %s: %w", file, err)
+				return fmt.Errorf("decode %s %s: %w", where, file, err)
 			}
 			c.Name = dir + "-" + c.Name
 			m.mutating = append(m.mutating, c)
 		case "ValidatingWebhookConfiguration":
 			c := &admissionv1.ValidatingWebhookConfiguration{}
 			if err := yaml.Unmarshal(doc, c); err != nil {
-				return fmt.Errorf("decode embedded %s: %w", file, err)
+				return fmt.Errorf("decode %s %s: %w", where, file, err)
 			}
 			c.Name = dir + "-" + c.Name
 			m.validating = append(m.validating, c)
 		default:
-			return fmt.Errorf("embedded %s: unexpected kind %q", file, meta.Kind)
+			return fmt.Errorf("%s %s: unexpected kind %q", where, file, meta.Kind)
 		}
 	}
 }

@@ -44,6 +44,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -72,14 +73,23 @@ func newScheme() (*runtime.Scheme, error) {
 
 // Plane is the lab's management cluster: a real kube-apiserver and etcd
 // (envtest) with the Cluster API and CAPV controllers and webhooks of one
-// controller-runtime manager.
+// stack, run in this process as one controller-runtime manager (the
+// compiled stack) or as the stack's own manager binaries, one process
+// each (processes.go).
 type Plane struct {
-	env     *envtest.Environment
-	cfg     *rest.Config
-	mgr     ctrl.Manager
-	stopped chan struct{}
-	cancel  context.CancelFunc
-	mgrErr  error
+	env    *envtest.Environment
+	cfg    *rest.Config
+	scheme *runtime.Scheme
+	stack  labconfig.Stack
+	// mgr runs the controllers in this process, or, for a stack of
+	// processes, only the lab's own cache of the management cluster.
+	mgr cluster.Cluster
+	// client is the lab's client when it is not mgr's (versioned.go).
+	client   client.Client
+	managers []*manager
+	stopped  chan struct{}
+	cancel   context.CancelFunc
+	mgrErr   error
 }
 
 // Input is what Start needs.
@@ -88,6 +98,9 @@ type Input struct {
 	// the lab's folder, which keeps their data.
 	Assets, Dir string
 	Profile     labconfig.Profile
+	// Stack is the release the controllers are (the zero Stack is the
+	// default); a stack not compiled in must be built (Build).
+	Stack labconfig.Stack
 	// VCUser and VCPass are CAPV's vCenter credentials.
 	VCUser, VCPass string
 	Log            logr.Logger
@@ -96,66 +109,112 @@ type Input struct {
 // stopTimeout bounds the stop of the lab's kube-apiserver and etcd.
 const stopTimeout = time.Second
 
-// Start starts envtest, installs the CRDs and webhooks, and runs every
-// controller until Stop.
+// Start starts envtest, installs the stack's CRDs and webhooks, and runs
+// its controllers until Stop.
 func Start(ctx context.Context, in Input) (*Plane, error) {
+	if in.Stack == (labconfig.Stack{}) {
+		in.Stack = labconfig.DefaultStack()
+	}
 	scheme, err := newScheme()
 	if err != nil {
 		return nil, err
 	}
-	if err := setGates(in.Profile); err != nil {
-		return nil, err
-	}
-	manifests, err := loadManifests()
+	m := &Plane{scheme: scheme, stack: in.Stack, stopped: make(chan struct{})}
+	mf, err := m.manifests(in)
 	if err != nil {
 		return nil, err
 	}
 	env := &envtest.Environment{
-		Scheme:                scheme,
-		BinaryAssetsDirectory: in.Assets,
-		CRDInstallOptions: envtest.CRDInstallOptions{
-			CRDs:   manifests.crds,
-			Scheme: scheme,
-		},
-		WebhookInstallOptions: envtest.WebhookInstallOptions{
-			MutatingWebhooks:    manifests.mutating,
-			ValidatingWebhooks:  manifests.validating,
+		Scheme:                   scheme,
+		BinaryAssetsDirectory:    in.Assets,
+		CRDInstallOptions:        envtest.CRDInstallOptions{CRDs: mf.crds},
+		ControlPlaneStartTimeout: 2 * time.Minute,
+	}
+	if in.Stack.Compiled {
+		// envtest points the CRDs' conversions and the webhooks at this
+		// process's webhook server.
+		env.CRDInstallOptions.Scheme = scheme
+		env.WebhookInstallOptions = envtest.WebhookInstallOptions{
+			MutatingWebhooks:    mf.mutating,
+			ValidatingWebhooks:  mf.validating,
 			LocalServingHost:    "127.0.0.1",
 			LocalServingCertDir: filepath.Join(in.Dir, "webhook-certs"),
-		},
-		ControlPlaneStartTimeout: 2 * time.Minute,
-		ControlPlaneStopTimeout:  30 * time.Second,
+		}
 	}
-	// etcd and kube-apiserver keep their data under the lab folder, so a
-	// crashed lab leaves one folder to remove, and its processes can be
-	// found by that folder on their command lines (faultline lab down).
-	// A lab's data is thrown away: a client's watch must not hold its
-	// stop (kube-apiserver drains watches for as long as they last), so
-	// each is killed after stopTimeout.
+	if err := placeControlPlane(env, in); err != nil {
+		return nil, err
+	}
+	m.env = env
+	if m.cfg, err = env.Start(); err != nil {
+		return nil, fmt.Errorf("start the management cluster (kube-apiserver and etcd from %s): %w", in.Assets, err)
+	}
+	if in.Stack.Compiled {
+		err = m.setup(ctx, scheme, mf, in)
+	} else {
+		err = errors.Join(m.startManagers(ctx, in, mf), m.startClient(ctx, in))
+	}
+	if err != nil {
+		return nil, errors.Join(err, m.Stop())
+	}
+	return m, nil
+}
+
+// manifests are the stack's CRDs and webhook configurations: the compiled
+// stack's embedded, another's from its build, pointed at its managers.
+func (m *Plane) manifests(in Input) (*manifests, error) {
+	if in.Stack.Compiled {
+		if err := setGates(in.Profile); err != nil {
+			return nil, err
+		}
+		return embeddedManifests()
+	}
+	dir, err := StackDir(in.Stack)
+	if err != nil {
+		return nil, err
+	}
+	if ok, err := Built(in.Stack); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, fmt.Errorf("stack %s is not built in %s: run `faultline lab releases --build %s` (or hack/release-managers.sh %s %s)",
+			in.Stack, dir, in.Stack.Name, in.Stack.ClusterAPI, in.Stack.CAPV)
+	}
+	mf, err := loadManifests(os.DirFS(filepath.Join(dir, "manifests")), dir)
+	if err != nil {
+		return nil, err
+	}
+	if m.managers, err = newManagers(dir); err != nil {
+		return nil, err
+	}
+	ca, err := servingCert(filepath.Join(in.Dir, "managers"))
+	if err != nil {
+		return nil, err
+	}
+	return mf, mf.pointAt(m.managers, ca)
+}
+
+// placeControlPlane keeps etcd's and kube-apiserver's data under the lab
+// folder, so a crashed lab leaves one folder to remove, and starts both
+// through shims, so they die with this process (shim.go) and `faultline
+// lab down` finds them. A lab's data is thrown away: a client's watch
+// must not hold its stop (kube-apiserver drains watches for as long as
+// they last), so each is killed after stopTimeout.
+func placeControlPlane(env *envtest.Environment, in Input) error {
 	env.ControlPlaneStopTimeout = stopTimeout // envtest sets each one's from it
 	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(in.Dir, "etcd")}
 	env.ControlPlane.APIServer = &envtest.APIServer{CertDir: filepath.Join(in.Dir, "apiserver")}
-	// Both die with this process (shim.go).
+	var err error
 	if env.ControlPlane.Etcd.Path, err = shim(filepath.Join(in.Dir, "bin"), filepath.Join(in.Assets, "etcd")); err != nil {
-		return nil, err
+		return err
 	}
 	if env.ControlPlane.APIServer.Path, err = shim(filepath.Join(in.Dir, "bin"), filepath.Join(in.Assets, "kube-apiserver")); err != nil {
-		return nil, err
+		return err
 	}
 	for _, d := range []string{env.ControlPlane.Etcd.DataDir, env.ControlPlane.APIServer.CertDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("create lab folder: %w", err)
+			return fmt.Errorf("create lab folder: %w", err)
 		}
 	}
-	cfg, err := env.Start()
-	if err != nil {
-		return nil, fmt.Errorf("start the management cluster (kube-apiserver and etcd from %s): %w", in.Assets, err)
-	}
-	m := &Plane{env: env, cfg: cfg, stopped: make(chan struct{})}
-	if err := m.setup(ctx, scheme, manifests, in); err != nil {
-		return nil, errors.Join(err, env.Stop())
-	}
-	return m, nil
+	return nil
 }
 
 func (m *Plane) setup(ctx context.Context, scheme *runtime.Scheme, manifests *manifests, in Input) error {
@@ -314,6 +373,9 @@ func (m *Plane) run(ctx context.Context) error {
 // Stop stops the controllers, then the API server and etcd.
 func (m *Plane) Stop() error {
 	var errs []error
+	for _, mg := range m.managers {
+		errs = append(errs, mg.stop(managerStopGrace))
+	}
 	if m.cancel != nil {
 		m.cancel()
 		select {
@@ -334,12 +396,18 @@ func (m *Plane) Stop() error {
 	return errors.Join(errs...)
 }
 
-// Client is the management cluster's client, the manager's (reads from
-// its cache).
-func (m *Plane) Client() client.Client { return m.mgr.GetClient() }
+// Client is the lab's client of the management cluster: it reads from a
+// cache, and reads and writes the compiled release's API versions on
+// every stack.
+func (m *Plane) Client() client.Client {
+	if m.client != nil {
+		return m.client
+	}
+	return m.mgr.GetClient()
+}
 
-// Scheme is every API the management cluster serves.
-func (m *Plane) Scheme() *runtime.Scheme { return m.mgr.GetScheme() }
+// Scheme is every API version the lab knows.
+func (m *Plane) Scheme() *runtime.Scheme { return m.scheme }
 
 // Config reaches the management cluster's kube-apiserver as its admin.
 func (m *Plane) Config() *rest.Config { return m.cfg }

@@ -1,0 +1,120 @@
+package management
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/faultline-dev/faultline/hack"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
+)
+
+// ReleasesEnv names the folder of built stacks, which otherwise is
+// faultline/releases in the user's cache folder.
+const ReleasesEnv = "FAULTLINE_RELEASES"
+
+// managerNames are a stack's manager binaries, as release-managers.sh
+// names them.
+var managerNames = []string{"capi-manager", "kcp-manager", "cabpk-manager", "capv-manager"}
+
+// ReleasesDir is the folder that holds built stacks, one folder each.
+func ReleasesDir() (string, error) {
+	if d := os.Getenv(ReleasesEnv); d != "" {
+		return d, nil
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("the cache of built releases: %w (set $%s)", err, ReleasesEnv)
+	}
+	return filepath.Join(cache, "faultline", "releases"), nil
+}
+
+// StackDir is where stack's managers and manifests are, built or not.
+func StackDir(stack labconfig.Stack) (string, error) {
+	root, err := ReleasesDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, stack.Key()), nil
+}
+
+// Built tells whether stack's managers and manifests are in its folder.
+// The compiled stack needs no build.
+func Built(stack labconfig.Stack) (bool, error) {
+	if stack.Compiled {
+		return true, nil
+	}
+	dir, err := StackDir(stack)
+	if err != nil {
+		return false, err
+	}
+	for _, f := range append([]string{"VERSIONS", "manifests"}, managerNames...) {
+		if _, err := os.Stat(filepath.Join(dir, f)); errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		} else if err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// Build builds stack's managers from their module sources through the Go
+// module proxy, unless they are built, and returns their folder. It runs
+// release-managers.sh (embedded) with the go command on PATH, writing each
+// line of its progress to progress: a cold build takes minutes.
+func Build(ctx context.Context, stack labconfig.Stack, progress io.Writer) (string, error) {
+	dir, err := StackDir(stack)
+	if err != nil {
+		return "", err
+	}
+	if ok, err := Built(stack); err != nil || ok {
+		return dir, err
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		return "", fmt.Errorf("stack %s is not built in %s and building it needs the go command: %w", stack, dir, err)
+	}
+	work, err := os.MkdirTemp("", "faultline-release-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(work)
+	scripts := filepath.Join(work, "hack")
+	if err := os.MkdirAll(scripts, 0o700); err != nil {
+		return "", err
+	}
+	for name, text := range map[string]string{"lib.sh": hack.Lib, "release-managers.sh": hack.ReleaseManagers} {
+		if err := os.WriteFile(filepath.Join(scripts, name), []byte(text), 0o700); err != nil {
+			return "", err
+		}
+	}
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(scripts, "release-managers.sh"), stack.ClusterAPI, stack.CAPV)
+	cmd.Env = append(os.Environ(), ReleasesEnv+"="+filepath.Dir(dir))
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = io.Discard, pw
+	var tail []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s := bufio.NewScanner(pr)
+		for s.Scan() {
+			fmt.Fprintf(progress, "release %s: %s\n", stack.Name, s.Text())
+			tail = append(tail, s.Text())
+			if len(tail) > 20 {
+				tail = tail[1:]
+			}
+		}
+	}()
+	err = cmd.Run()
+	pw.Close()
+	<-done
+	if err != nil {
+		return "", fmt.Errorf("build stack %s: %w\n%s", stack, err, strings.Join(tail, "\n"))
+	}
+	return dir, nil
+}
