@@ -4,6 +4,8 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/faultline-dev/faultline/framework/engine"
@@ -27,7 +29,33 @@ type JUnitSuite struct {
 	Errors   int         `xml:"errors,attr"`
 	Skipped  int         `xml:"skipped,attr"`
 	Time     string      `xml:"time,attr,omitempty"`
-	Cases    []JUnitCase `xml:"testcase"`
+	// Properties say what ran: the lab's profile and release.
+	Properties []JUnitProperty `xml:"properties>property,omitempty"`
+	Cases      []JUnitCase     `xml:"testcase"`
+}
+
+// JUnitProperty is a suite's name=value property.
+type JUnitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+// runProperties are the properties of res's suite: its provider, the
+// lab's time profile, and the release that ran with each manager's
+// reported version.
+func runProperties(res *engine.Result) []JUnitProperty {
+	props := []JUnitProperty{{"provider", res.Provider}}
+	if res.Profile != "" {
+		props = append(props, JUnitProperty{"profile", res.Profile})
+	}
+	if r := res.Release; r != nil {
+		props = append(props, JUnitProperty{"release", r.Stack},
+			JUnitProperty{"release.clusterAPI", r.ClusterAPI}, JUnitProperty{"release.capv", r.CAPV})
+		for _, m := range slices.Sorted(maps.Keys(r.Managers)) {
+			props = append(props, JUnitProperty{"release.manager." + m, r.Managers[m]})
+		}
+	}
+	return props
 }
 
 // JUnitCase is one test case: a failure, an error, a skip, or a pass.
@@ -73,7 +101,7 @@ func WriteJUnit(w io.Writer, doc JUnitSuites) error {
 func ResultsJUnit(results []*engine.Result) JUnitSuites {
 	var doc JUnitSuites
 	for _, res := range results {
-		s := JUnitSuite{Name: res.Scenario, Time: fmt.Sprintf("%.3f", res.FinishedAt.Sub(res.StartedAt).Seconds())}
+		s := JUnitSuite{Name: res.Scenario, Time: fmt.Sprintf("%.3f", res.FinishedAt.Sub(res.StartedAt).Seconds()), Properties: runProperties(res)}
 		class := "faultline." + res.Provider + "." + res.Scenario
 		blamed := false
 		// check is a case for a phase or an assertion, failed when !ok.

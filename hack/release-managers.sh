@@ -25,7 +25,7 @@ manifests() { # manifests DIR copies the stack's manifests into DIR/manifests
   copy_manifests "$(module_dir "sigs.k8s.io/cluster-api@${capi}")" \
     "$(module_dir "sigs.k8s.io/cluster-api-provider-vsphere@${capv}")" "$1/manifests"
 }
-if [[ -f "${out}/VERSIONS" ]]; then
+if grep -qs '^webhooks 127.0.0.1$' "${out}/VERSIONS"; then
   # A stack built before its manifests were kept gets them now.
   [[ -d "${out}/manifests" ]] || manifests "${out}"
   echo "${out}"
@@ -59,42 +59,59 @@ module_copy() {
   chmod -R u+w "$2"
 }
 
+# webhooks_on_loopback MODULE_DIR makes the module copied into MODULE_DIR
+# build with a copy of its controller-runtime (the version it builds with,
+# through a replace directive) whose webhook server listens on 127.0.0.1
+# when no host is set. The managers take a webhook port but no host, and
+# faultline's servers listen on 127.0.0.1 only; this is the one change
+# made to a release, and it touches no controller.
+webhooks_on_loopback() {
+  local crdir copy="$1.controller-runtime"
+  crdir="$(cd "$1" && go mod download sigs.k8s.io/controller-runtime && go list -m -f '{{.Dir}}' sigs.k8s.io/controller-runtime)"
+  cp -r "${crdir}" "${copy}"
+  chmod -R u+w "${copy}"
+  sed -i 's/net\.JoinHostPort(s\.Options\.Host, /net.JoinHostPort(faultlineLoopback(s.Options.Host), /g' "${copy}/pkg/webhook/server.go"
+  if ! grep -q 'tls.Listen("tcp", net.JoinHostPort(faultlineLoopback(' "${copy}/pkg/webhook/server.go"; then
+    echo "release-managers: controller-runtime's webhook server (${crdir}) no longer listens where faultline places it on 127.0.0.1" >&2
+    exit 1
+  fi
+  printf '\n// faultlineLoopback is added by faultline'"'"'s release-managers.sh.\nfunc faultlineLoopback(h string) string {\n\tif h == "" {\n\t\treturn "127.0.0.1"\n\t}\n\treturn h\n}\n' >>"${copy}/pkg/webhook/server.go"
+  (cd "$1" && go mod edit -replace "sigs.k8s.io/controller-runtime=${copy}")
+}
+
 capi_flags="$(stamp sigs.k8s.io/cluster-api/version "${capi}")"
 minor="${capi#v1.}"; minor="${minor%%.*}"
 started=$SECONDS
+# Each module is built inside a copy of it, so that its own replace
+# directives apply (go install pkg@version refuses them). From v1.14 the
+# core manager is ./core and the module replaces its api module with
+# ./api, which its zip does not hold: that one is copied out too and the
+# replace pointed at the copy.
+module_copy "sigs.k8s.io/cluster-api@${capi}" "${work}/capi"
+core=.
 if (( minor >= 14 )); then
-  # From v1.14 the core manager is ./core and the module replaces its api
-  # module with ./api, which its zip does not hold: both are copied out and
-  # the replace pointed at the copy.
-  module_copy "sigs.k8s.io/cluster-api@${capi}" "${work}/capi"
+  core=./core
   module_copy "sigs.k8s.io/cluster-api/api@${capi}" "${work}/capi-api"
-  (cd "${work}/capi" && go mod edit -replace "sigs.k8s.io/cluster-api/api=${work}/capi-api" &&
-    echo "release-managers: building Cluster API ${capi} core, KCP and CABPK" >&2 &&
-    go build -ldflags "${capi_flags}" -o "${work}/bin/capi-manager" ./core &&
-    go build -ldflags "${capi_flags}" -o "${work}/bin/kcp-manager" ./controlplane/kubeadm &&
-    go build -ldflags "${capi_flags}" -o "${work}/bin/cabpk-manager" ./bootstrap/kubeadm)
-else
-  # Up to v1.13 the three managers install from the module as it is (the
-  # two kubeadm ones are both named kubeadm: one GOBIN each).
-  for m in core:sigs.k8s.io/cluster-api kcp:sigs.k8s.io/cluster-api/controlplane/kubeadm cabpk:sigs.k8s.io/cluster-api/bootstrap/kubeadm; do
-    name="${m%%:*}" pkg="${m#*:}"
-    echo "release-managers: building ${pkg}@${capi}" >&2
-    GOBIN="${work}/gobin-${name}" go install -ldflags "${capi_flags}" "${pkg}@${capi}"
-    mv "${work}/gobin-${name}"/* "${work}/bin/${name/core/capi}-manager"
-  done
+  (cd "${work}/capi" && go mod edit -replace "sigs.k8s.io/cluster-api/api=${work}/capi-api")
 fi
+webhooks_on_loopback "${work}/capi"
+echo "release-managers: building Cluster API ${capi} core, KCP and CABPK" >&2
+(cd "${work}/capi" &&
+  go build -ldflags "${capi_flags}" -o "${work}/bin/capi-manager" "${core}" &&
+  go build -ldflags "${capi_flags}" -o "${work}/bin/kcp-manager" ./controlplane/kubeadm &&
+  go build -ldflags "${capi_flags}" -o "${work}/bin/cabpk-manager" ./bootstrap/kubeadm)
 echo "release-managers: Cluster API ${capi} built in $((SECONDS - started)) s" >&2
 started=$SECONDS
-# CAPV's replace directives (its Cluster API, vm-operator) refuse
-# `go install pkg@version`: it is built inside a copy of its module.
 module_copy "sigs.k8s.io/cluster-api-provider-vsphere@${capv}" "${work}/capv"
+webhooks_on_loopback "${work}/capv"
 echo "release-managers: building CAPV ${capv}" >&2
 (cd "${work}/capv" && go build -ldflags "$(stamp sigs.k8s.io/cluster-api-provider-vsphere/pkg/version "${capv}")" -o "${work}/bin/capv-manager" .)
 echo "release-managers: CAPV ${capv} built in $((SECONDS - started)) s" >&2
 manifests "${work}/bin"
-printf 'sigs.k8s.io/cluster-api %s\nsigs.k8s.io/cluster-api-provider-vsphere %s\n' "${capi}" "${capv}" >"${work}/bin/VERSIONS"
+printf 'sigs.k8s.io/cluster-api %s\nsigs.k8s.io/cluster-api-provider-vsphere %s\nwebhooks 127.0.0.1\n' "${capi}" "${capv}" >"${work}/bin/VERSIONS"
 mkdir -p "${root}"
 rm -rf "${out}.tmp"
 mv "${work}/bin" "${out}.tmp"
+rm -rf "${out}" # a build of an earlier form of this script
 mv "${out}.tmp" "${out}"
 echo "${out}"

@@ -20,8 +20,10 @@ type ExecuteInput struct {
 	Dir string
 	// Run is the run; Execute sets its Journal and Timeline.
 	Run engine.RunInput
-	// Profile is recorded in the result (the lab's time profile).
+	// Profile and Release are recorded in the result (the lab's time
+	// profile and stack: Session.Profile, Session.Release()).
 	Profile string
+	Release *engine.Release
 	Log     logr.Logger
 	// History, when set, receives the result of a run that is not dry;
 	// the report shows each phase against it, and with Gate a passing run whose phase regressed
@@ -60,7 +62,7 @@ func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.Profile = in.Profile
+	res.Profile, res.Release = in.Profile, in.Release
 	if p, err := lab.ProfileNamed(in.Profile); err == nil {
 		res.ProfileSettings = p.Knobs()
 	}

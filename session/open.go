@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/kind"
@@ -175,6 +176,15 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 
 func configErr(format string, args ...any) error {
 	return &ConfigError{Err: fmt.Errorf(format, args...)}
+}
+
+// Release is the stack the session's lab runs, nil without a lab.
+func (s *Session) Release() *engine.Release {
+	if s.Lab == nil {
+		return nil
+	}
+	st := s.Lab.Stack()
+	return &engine.Release{Stack: st.Name, ClusterAPI: st.ClusterAPI, CAPV: st.CAPV, InProcess: st.Compiled, Managers: s.Lab.ManagerVersions()}
 }
 
 // Session is an open provider and what it takes to close it.

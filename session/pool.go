@@ -35,6 +35,9 @@ type Pool struct {
 	used  bool
 }
 
+// Warm is the warm lab's session, nil before the first.
+func (p *Pool) Warm() *Session { return p.warm }
+
 // Lab is the warm lab, nil before the first.
 func (p *Pool) Lab() *lab.Lab {
 	if p.warm == nil {
@@ -64,6 +67,14 @@ func (p *Pool) Acquire(ctx context.Context, sc *scenario.Scenario) (*Session, fu
 		// simulated only, on real nodes) a vCenter simulator alone, which
 		// has no simulated nodes whatever the warm lab has.
 		return p.own(ctx, LabClusters(sc)...)
+	case p.warm != nil && !p.first.Release.SameStack(l.Release):
+		// A lab runs one stack: the next scenarios are likely on this
+		// one too, so it becomes the warm lab.
+		p.say("lab: %s runs on release %s, the warm lab on %s; starting a lab of that release\n", sc.Metadata.Name, releaseName(l.Release), releaseName(p.first.Release))
+		if err := p.Close(ctx); err != nil {
+			p.say("lab: stop: %v\n", err)
+		}
+		fallthrough
 	case p.warm == nil:
 		if err := p.Start(ctx, *l); err != nil {
 			return nil, nil, err
@@ -107,7 +118,8 @@ func (p *Pool) Acquire(ctx context.Context, sc *scenario.Scenario) (*Session, fu
 // nothing where next would not get a fresh cluster; one it could not
 // start is made by Acquire.
 func (p *Pool) Prepare(ctx context.Context, next *scenario.Scenario) {
-	if p.warm == nil || next == nil || next.Spec.Lab == nil || next.OwnCluster() || next.Spec.Lab.RealNodes() || p.firstServes(*next.Spec.Lab) {
+	if p.warm == nil || next == nil || next.Spec.Lab == nil || next.OwnCluster() || next.Spec.Lab.RealNodes() || p.firstServes(*next.Spec.Lab) ||
+		!p.first.Release.SameStack(next.Spec.Lab.Release) {
 		return
 	}
 	if spec, err := p.warm.Lab.PrepareNext(ctx, lab.ClusterName, *next.Spec.Lab); err != nil {
@@ -123,6 +135,14 @@ func (p *Pool) Close(ctx context.Context) error {
 	err := p.warm.Close(ctx)
 	p.warm = nil
 	return err
+}
+
+// releaseName names the stack r resolves to for people.
+func releaseName(r lab.Release) string {
+	if s, err := r.Resolve(); err == nil {
+		return s.Name
+	}
+	return r.String()
 }
 
 // firstServes tells whether a scenario of shape s runs on the warm lab's

@@ -213,6 +213,6 @@ reach it, including its CA file.`,
 	}
 	vcsim.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback address to listen on")
 	vcsim.Flags().StringVar(&envFile, "env-file", "", "also write the GOVC_* settings to this file")
-	cmd.AddCommand(vcsim, newLabUpCommand(), newLabDownCommand())
+	cmd.AddCommand(vcsim, newLabUpCommand(), newLabDownCommand(), newLabReleasesCommand())
 	return cmd
 }

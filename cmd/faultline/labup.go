@@ -114,7 +114,7 @@ func runLabUp(ctx context.Context, cfg session.LabConfig, stdout, stderr io.Writ
 		return infraErr(err)
 	}
 	vc := l.Sim().Config()
-	fmt.Fprintf(stdout, "lab up in %s (%s time profile), folder %s\n", time.Since(started).Round(100*time.Millisecond), cfg.Profile.Name, l.Dir())
+	fmt.Fprintf(stdout, "lab up in %s (%s time profile, release %s), folder %s\n", time.Since(started).Round(100*time.Millisecond), cfg.Profile.Name, l.Stack(), l.Dir())
 	fmt.Fprintf(stdout, "management kubeconfig: %s (context %s)\n", paths[0], kc.CurrentContext)
 	for i, c := range cfg.Clusters {
 		fmt.Fprintf(stdout, "workload cluster %s (--cluster %s) kubeconfig: %s\n", c.Name, c.Key(), paths[i+1])

@@ -437,7 +437,7 @@ func TestIntegrationRunPowerOffWorker(t *testing.T) {
 		t.Fatalf("exit %d\nstderr: %s", code, errOut.String())
 	}
 	for _, want := range []string{
-		"scenario power-off-worker on lab (compressed time profile): PASS",
+		"scenario power-off-worker on lab (compressed time profile, release v1.13): PASS",
 		"phase   node-not-ready", "phase   machine-unhealthy", "phase   replacement-running",
 	} {
 		if !strings.Contains(out.String(), want) {

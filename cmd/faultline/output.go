@@ -20,7 +20,11 @@ import (
 func printResult(w io.Writer, res *engine.Result) {
 	on := res.Provider
 	if res.Profile != "" {
-		on += " (" + res.Profile + " time profile)"
+		on += " (" + res.Profile + " time profile"
+		if r := res.Release; r != nil {
+			on += ", release " + r.Stack
+		}
+		on += ")"
 	}
 	fmt.Fprintf(w, "scenario %s on %s: %s", res.Scenario, on, strings.ToUpper(string(res.Verdict)))
 	if res.Reason != "" {

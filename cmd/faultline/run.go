@@ -308,7 +308,7 @@ func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir stri
 	}
 	progress := newProgressPrinter(stderr)
 	res, err := session.Execute(ctx, session.ExecuteInput{
-		Dir: dir, Profile: sess.Profile, Log: log, History: history, Gate: o.gate,
+		Dir: dir, Profile: sess.Profile, Release: sess.Release(), Log: log, History: history, Gate: o.gate,
 		Run: engine.RunInput{
 			Scenario: sc, Provider: sess.Provider, Parameters: sets, Retain: o.retain,
 			Progress: progress.print, OnEvent: progress.event, Log: log,

@@ -27,6 +27,19 @@ const (
 	Skipped Verdict = "skipped"
 )
 
+// Release is the Cluster API and CAPV stack a lab ran.
+type Release struct {
+	Stack      string `json:"stack"`
+	ClusterAPI string `json:"clusterAPI"`
+	CAPV       string `json:"capv"`
+	// InProcess says the controllers ran in faultline's own process (the
+	// release it links); otherwise each manager ran as a process of its
+	// own.
+	InProcess bool `json:"inProcess,omitempty"`
+	// Managers are the versions the managers reported, by binary.
+	Managers map[string]string `json:"managers,omitempty"`
+}
+
 // Result is the outcome of one run. Its JSON form is faultline's stable
 // output (--output json, result.json); fields are only ever added.
 type Result struct {
@@ -38,6 +51,9 @@ type Result struct {
 	// ProfileSettings are the profile's timings and the feature gates it
 	// sets (gate.NAME), as the lab ran with them.
 	ProfileSettings map[string]string `json:"profileSettings,omitempty"`
+	// Release is the Cluster API and CAPV release the lab's management
+	// plane ran; empty on real infrastructure.
+	Release *Release `json:"release,omitempty"`
 	Verdict         Verdict           `json:"verdict"`
 	Reason          string            `json:"reason,omitempty"`
 	StartedAt       time.Time         `json:"startedAt"`

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/providers/lab"
 )
 
 // Environment variables the suites read, as `make test-e2e` sets them.
@@ -21,6 +22,8 @@ const (
 	EnvProvider = "PROVIDER"
 	// EnvNodes overrides lab.nodes: simulated or containers.
 	EnvNodes = "NODES"
+	// EnvRelease overrides lab.release: the stack the lab runs.
+	EnvRelease = "E2E_RELEASE"
 	// EnvScenarios adds scenario files and folders (comma-separated) to
 	// the config's scenarios.paths; EnvCatalogue "false" leaves the
 	// catalogue out.
@@ -78,12 +81,27 @@ type LabConfig struct {
 	// scenarios' spec.lab.nodes say: simulated, or containers (the
 	// real-node tier); $NODES overrides it.
 	Nodes string `json:"nodes"`
+	// Release, when set, is the stack every lab runs, whatever the
+	// scenarios' spec.lab.release say (a stack's name or
+	// CAPI_VERSION+CAPV_VERSION); $E2E_RELEASE overrides it.
+	Release string `json:"release"`
 }
 
-// spec is s on the nodes the config chose.
+// release is the config's release, zero when it names none.
+func (l LabConfig) release() scenario.Release {
+	if l.Release == "" {
+		return scenario.Release{}
+	}
+	return lab.ParseRelease(l.Release)
+}
+
+// spec is s on the nodes and the stack the config chose.
 func (l LabConfig) spec(s scenario.LabSpec) scenario.LabSpec {
 	if l.Nodes != "" {
 		s.Nodes = l.Nodes
+	}
+	if r := l.release(); !r.IsZero() {
+		s.Release = r
 	}
 	return s
 }
@@ -139,7 +157,13 @@ func LoadConfig(path string) (*Config, error) {
 	if n := os.Getenv(EnvNodes); n != "" {
 		c.Lab.Nodes = n
 	}
+	if r := os.Getenv(EnvRelease); r != "" {
+		c.Lab.Release = r
+	}
 	var errs []string
+	if _, err := c.Lab.release().Resolve(); err != nil {
+		errs = append(errs, fmt.Sprintf("lab.release: %v", err))
+	}
 	switch c.Lab.Nodes {
 	case "", scenario.NodesSimulated, scenario.NodesContainers:
 	default:

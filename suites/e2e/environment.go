@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/kind"
@@ -107,6 +108,14 @@ func (e *Environment) Teardown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// Release is the stack the shared lab runs, nil elsewhere.
+func (e *Environment) Release() *engine.Release {
+	if e.pool != nil && e.pool.Warm() != nil {
+		return e.pool.Warm().Release()
+	}
+	return nil
+}
+
 // Profile is the lab's time profile, "" elsewhere.
 func (e *Environment) Profile() string {
 	if e.pool != nil && e.pool.Lab() != nil {
@@ -136,7 +145,7 @@ func (e *Environment) ProviderFor(ctx context.Context, sc *scenario.Scenario) (p
 	if e.pool == nil {
 		return e.shared, func(context.Context) error { return nil }, nil
 	}
-	if err := session.Adjust(sc, session.Adjustments{Nodes: e.Config.Lab.Nodes}); err != nil {
+	if err := session.Adjust(sc, session.Adjustments{Nodes: e.Config.Lab.Nodes, Release: e.Config.Lab.release()}); err != nil {
 		return nil, nil, err
 	}
 	s, release, err := e.pool.Acquire(ctx, sc)
@@ -194,6 +203,8 @@ func (e *Environment) openLab(ctx context.Context, clusters ...lab.ClusterSpec) 
 		Provider: session.ProviderLab,
 		Lab:      session.LabConfig{Clusters: clusters, Profile: p, Wait: wait, Log: labLog},
 		Log:      e.log,
+		// A stack's first use builds it, for minutes: its progress shows.
+		Out: os.Stderr,
 	})
 }
 

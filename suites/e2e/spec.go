@@ -98,7 +98,7 @@ func ScenarioSpec(ctx context.Context, inputGetter func() ScenarioSpecInput) {
 		dir := filepath.Join(input.ArtifactFolder, input.Scenario)
 		Expect(os.MkdirAll(input.ArtifactFolder, 0o750)).To(Succeed())
 		res, err := session.Execute(rctx, session.ExecuteInput{
-			Dir: dir, Profile: input.Environment.Profile(), Log: input.Environment.log,
+			Dir: dir, Profile: input.Environment.Profile(), Release: input.Environment.Release(), Log: input.Environment.log,
 			Run: engine.RunInput{Scenario: sc, Provider: provider, Parameters: params, Log: logr.Discard()},
 		})
 		Expect(err).NotTo(HaveOccurred(), "run %s", input.Scenario)

@@ -19,6 +19,10 @@ import (
 // faultline/releases in the user's cache folder.
 const ReleasesEnv = "FAULTLINE_RELEASES"
 
+// builtMark is the line release-managers.sh ends VERSIONS with: its
+// managers' webhook servers listen on 127.0.0.1.
+const builtMark = "webhooks 127.0.0.1"
+
 // managerNames are a stack's manager binaries, as release-managers.sh
 // names them.
 var managerNames = []string{"capi-manager", "kcp-manager", "cabpk-manager", "capv-manager"}
@@ -54,7 +58,17 @@ func Built(stack labconfig.Stack) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	for _, f := range append([]string{"VERSIONS", "manifests"}, managerNames...) {
+	versions, err := os.ReadFile(filepath.Join(dir, "VERSIONS"))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	// A build whose webhooks listen on every interface is built again.
+	if !strings.Contains(string(versions), "\n"+builtMark+"\n") {
+		return false, nil
+	}
+	for _, f := range append([]string{"manifests"}, managerNames...) {
 		if _, err := os.Stat(filepath.Join(dir, f)); errors.Is(err, os.ErrNotExist) {
 			return false, nil
 		} else if err != nil {
