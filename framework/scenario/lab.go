@@ -30,6 +30,10 @@ const (
 // D returns a Duration of d.
 func D(d time.Duration) Duration { return labconfig.D(d) }
 
+// Stacks are the Cluster API and CAPV stacks spec.lab.release can name
+// (labconfig.Stacks).
+func Stacks() []labconfig.Stack { return labconfig.Stacks }
+
 // Requirements are the capabilities the scenario needs: spec.requires,
 // and SimulatedNodes when spec.lab.simulatedOnly says it cannot run on
 // real nodes.

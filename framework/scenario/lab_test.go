@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
 )
 
@@ -36,5 +37,29 @@ func TestLabSpecValidate(t *testing.T) {
 				t.Errorf("Validate: %v\nwant it to contain: %s", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestParseLabRelease: spec.lab.release names a stack, by name or by both
+// versions; an unknown one is placed at its line and lists the stacks.
+func TestParseLabRelease(t *testing.T) {
+	t.Parallel()
+	other := scenario.Stacks()[1]
+	parse := func(release string) (*scenario.Scenario, error) {
+		src := strings.Replace(valid, "spec:\n", "spec:\n  lab:\n    controlPlanes: 1\n    release: "+release+"\n", 1)
+		return scenario.Parse("t.yaml", []byte(src), nil, engine.Vocabulary)
+	}
+	for _, release := range []string{other.Name, "{clusterAPI: " + other.ClusterAPI + ", capv: " + other.CAPV + "}"} {
+		s, err := parse(release)
+		if err != nil {
+			t.Fatalf("release %s: %v", release, err)
+		}
+		if got, err := s.Spec.Lab.Release.Resolve(); err != nil || got != other {
+			t.Errorf("release %s: resolves to %v, %v", release, got, err)
+		}
+	}
+	_, err := parse("v1.9")
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:8") || !strings.Contains(err.Error(), "spec.lab.release") || !strings.Contains(err.Error(), other.String()) {
+		t.Errorf("unknown release: %v", err)
 	}
 }

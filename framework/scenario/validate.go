@@ -39,7 +39,14 @@ func validate(s *Scenario, vocab Vocabulary) []FieldError {
 }
 
 func (v *validator) errf(path, format string, args ...any) {
-	v.errs = append(v.errs, FieldError{File: v.s.Source, Pos: v.pos(path), Field: path, Msg: fmt.Sprintf(format, shown(args)...)})
+	v.err(path, fmt.Sprintf(format, shown(args)...))
+}
+
+// err adds msg as it is: a message that already cut what it repeats from
+// the file (labconfig.Shown), whose own words, such as the list of what
+// is expected, must not be cut.
+func (v *validator) err(path, msg string) {
+	v.errs = append(v.errs, FieldError{File: v.s.Source, Pos: v.pos(path), Field: path, Msg: msg})
 }
 
 // pos finds the position of path or of its nearest recorded parent, so that
@@ -105,7 +112,7 @@ func (v *validator) spec() {
 	}
 	if sp.Lab != nil {
 		for _, e := range sp.Lab.Validate(field.NewPath("spec", "lab")) {
-			v.errf(e.Field, "%s", e.Detail)
+			v.err(e.Field, e.Detail)
 		}
 	}
 	names := map[string]bool{}

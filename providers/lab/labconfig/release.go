@@ -88,15 +88,17 @@ func (r Release) Resolve() (Stack, error) {
 }
 
 func (r Release) describe() string {
+	// What the file said is cut (Shown); the list of stacks is not.
+	say := func(format string, args ...any) string { return fmt.Sprintf(format, Shown(args)...) }
 	switch {
 	case r.Stack != "" && (r.ClusterAPI != "" || r.CAPV != ""):
-		return fmt.Sprintf("stack %q with versions: name a stack or give clusterAPI and capv, not both", r.Stack)
+		return say("stack %q with versions: name a stack or give clusterAPI and capv, not both", r.Stack)
 	case r.Stack != "":
-		return fmt.Sprintf("no stack is named %q", r.Stack)
+		return say("no stack is named %q", r.Stack)
 	case r.ClusterAPI == "" || r.CAPV == "":
-		return fmt.Sprintf("Cluster API %q with CAPV %q: both versions are needed", r.ClusterAPI, r.CAPV)
+		return say("Cluster API %q with CAPV %q: both versions are needed", r.ClusterAPI, r.CAPV)
 	}
-	return fmt.Sprintf("Cluster API %s with CAPV %s is not a stack the lab runs (CAPV pins the Cluster API it is built against)", r.ClusterAPI, r.CAPV)
+	return say("Cluster API %s with CAPV %s is not a stack the lab runs (CAPV pins the Cluster API it is built against)", r.ClusterAPI, r.CAPV)
 }
 
 // supported lists the stacks for an error.

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/providers/lab"
+	"github.com/faultline-dev/faultline/providers/lab/labtest"
+)
+
+// TestIntegrationRunOtherRelease runs power-off-worker and delete-cp-vm on
+// a stack other than the compiled one, as that release's own manager
+// processes (built on first use into the cache of built releases), and
+// checks that each result names the release and the versions its managers
+// reported.
+func TestIntegrationRunOtherRelease(t *testing.T) {
+	labtest.Require(t)
+	stack := lab.Stacks()[1]
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	code := execute([]string{"run", "power-off-worker", "delete-cp-vm", "--release", stack.Name, "--artifacts", dir}, &out, &errOut)
+	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, name := range []string{"power-off-worker", "delete-cp-vm"} {
+		if want := "scenario " + name + " on lab (compressed time profile, release " + stack.Name + "): PASS"; !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, name, "result.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res engine.Result
+		if err := json.Unmarshal(b, &res); err != nil {
+			t.Fatal(err)
+		}
+		r := res.Release
+		if r == nil || r.Stack != stack.Name || r.ClusterAPI != stack.ClusterAPI || r.CAPV != stack.CAPV || r.InProcess {
+			t.Fatalf("%s: result.json release %+v, want stack %s as processes", name, r, stack)
+		}
+		want := map[string]string{"capi-manager": stack.ClusterAPI, "kcp-manager": stack.ClusterAPI, "cabpk-manager": stack.ClusterAPI, "capv-manager": stack.CAPV}
+		for m, v := range want {
+			if r.Managers[m] != v {
+				t.Errorf("%s: %s reported version %q, want %q (the build stamps it)", name, m, r.Managers[m], v)
+			}
+		}
+	}
+}
+
+// TestRunRefusesUnknownRelease: an unknown stack or an incoherent pair is
+// a usage error that lists the supported stacks.
+func TestRunRefusesUnknownRelease(t *testing.T) {
+	for _, release := range []string{"v1.9", "v1.13.4+v1.15.2", "v1.12.5+"} {
+		var out, errOut bytes.Buffer
+		code := execute([]string{"run", "power-off-worker", "--release", release, "--dry-run"}, &out, &errOut)
+		if code != exitUsage {
+			t.Errorf("--release %s: exit %d, want %d\n%s", release, code, exitUsage, errOut.String())
+		}
+		for _, s := range lab.Stacks() {
+			if !strings.Contains(errOut.String(), s.String()) {
+				t.Errorf("--release %s: the error does not list %s:\n%s", release, s, errOut.String())
+			}
+		}
+	}
+}
