@@ -27,7 +27,7 @@ kind_log="$(mktemp)"
 go test -count=1 -timeout 45m -v -run '^TestIntegrationKind$' ./providers/kind/ >"${kind_log}" 2>&1 &
 kind_pid=$!
 lab=0
-FAULTLINE_REQUIRE_LAB=1 go test -count=1 -p 1 -timeout 45m -run 'TestIntegration' -skip 'TestIntegrationRealNode' ./providers/lab/... ./cmd/faultline/ ./suites/examples/ || lab=$?
+FAULTLINE_REQUIRE_LAB=1 go test -count=1 -p 1 -timeout 45m -run 'TestIntegration' -skip 'TestIntegrationRealNode' ./providers/lab/... ./providers/capi/... ./cmd/faultline/ ./suites/examples/ || lab=$?
 # A team's own suite in its own module (suites/examples/team): its
 # scenario file through faultline's Ginkgo suite, catalogue left out.
 (cd suites/examples/team && FAULTLINE_E2E=1 E2E_CONFIG="$(pwd)/e2e.yaml" go test -count=1 -timeout 15m ./...) || lab=$?

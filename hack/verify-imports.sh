@@ -16,7 +16,9 @@ providers/vsphere           artifacts cmd framework providers/capi providers/kin
 providers/capi              artifacts cmd framework providers/kind providers/lab session providers/fake scenarios suites
 providers/kind              artifacts cmd framework providers/lab session providers/fake scenarios suites
 providers/lab               artifacts cmd framework session providers/fake scenarios suites
-providers/lab/management    artifacts cmd framework internal providers/ scenarios session suites +providers/lab/labconfig
+providers/lab/management    artifacts cmd framework internal providers/ scenarios session suites +providers/lab/labconfig +providers/capi/versioned
+providers/capi/versioned    artifacts cmd framework internal providers/ scenarios session suites
+hack                        artifacts cmd framework internal providers scenarios session suites
 providers/lab/nodesim       artifacts cmd framework internal providers/ scenarios session suites +providers/lab/labconfig +providers/lab/workloadapi +providers/lab/vcsim
 providers/lab/workloadapi/workloadapitest  artifacts cmd framework internal providers/ scenarios session suites +providers/lab/workloadapi
 providers/lab/workloadapi   artifacts cmd framework internal providers/ scenarios session suites +providers/lab/labconfig

@@ -16,10 +16,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	controlplanev1beta1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta1"
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/faultline-dev/faultline/internal/regularfile"
+
+	"github.com/faultline-dev/faultline/providers/capi/versioned"
 )
 
 // KubeconfigError is a kubeconfig that cannot be used: missing, unreadable,
@@ -160,12 +164,22 @@ func clientFor(cfg *rest.Config) (client.WithWatch, error) {
 	// (as for the workload clusters' clients).
 	cfg.QPS, cfg.Burst = 50, 100
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, controlplanev1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, clusterv1.AddToScheme, controlplanev1.AddToScheme,
+		clusterv1beta1.AddToScheme, controlplanev1beta1.AddToScheme,
+	} {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}
 	}
-	return client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	// Cluster API serves v1beta2 from v1.11; on an older management
+	// cluster the provider reads v1beta1, converted to v1beta2 by the
+	// compiled release's conversions, so probes keep one vocabulary.
+	return versioned.New(c, cfg)
 }
 
 // IsKubeconfigError tells whether err is a KubeconfigError.

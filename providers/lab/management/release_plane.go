@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/yaml"
 
+	"github.com/faultline-dev/faultline/providers/capi/versioned"
 	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 )
 
@@ -180,8 +181,7 @@ func (m *Plane) startClient(ctx context.Context, in Input) error {
 		return fmt.Errorf("management cluster client: %w", err)
 	}
 	m.mgr = cl
-	m.client, err = newVersionedClient(ctx, cl.GetClient(), m.cfg, m.scheme)
-	if err != nil {
+	if m.client, err = versioned.New(cl.GetClient(), m.cfg); err != nil {
 		return err
 	}
 	return m.run(ctx)
