@@ -3,7 +3,9 @@
 # (default 3), one at a time, `faultline run` from a cold lab. Prints per
 # run and as medians: lab start to all Machines Running, the scenario's own
 # wall time, the whole process's, and peak RSS of faultline +
-# kube-apiserver + etcd (sampled every 200 ms from /proc). Then the goals
+# kube-apiserver + etcd (+ a stack's managers; sampled every 200 ms from
+# /proc). The same for power-off-worker on every other Cluster API + CAPV
+# stack (BENCH_RELEASES=0 skips it). Then the goals
 # of issue 17 with their ratios: those two, every lab scenario of the
 # catalogue through one `run` (one warm lab, a fresh cluster per scenario;
 # BENCH_CATALOGUE=0 skips it) and a lab of 20 clusters x 10 machines
@@ -44,36 +46,69 @@ seconds() { awk '{ s = 0; d = $0; if (d ~ /m/) { split(d, a, "m"); s = a[1] * 60
 
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
-printf '%-18s %4s %14s %14s %14s %14s %s\n' scenario run "lab start s" "scenario s" "process s" "peak RSS MiB" verdict
+# run_once LABEL RUN ARGS...: one `faultline run ARGS...` from a cold lab;
+# prints its row and sets start, wall, proc and peak (MiB).
+run_once() {
+  local label="$1" i="$2" log began pid r verdict
+  shift 2
+  log="$(mktemp)"
+  began="$(date +%s.%N)"
+  setsid bin/faultline run "$@" --artifacts "$(mktemp -d)" >"${log}" 2>&1 &
+  pid=$!
+  peak=0
+  while kill -0 "${pid}" 2>/dev/null; do
+    r="$(rss_tree "${pid}")"
+    ((r > peak)) && peak=${r}
+    sleep 0.2 # sampling interval, not synchronisation
+  done
+  wait "${pid}" || true
+  peak=$((peak / 1024))
+  proc="$(awk -v a="${began}" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')"
+  start="$(sed -n 's/^lab: all Machines Running in \([0-9.ms]*\)$/\1/p' "${log}" | seconds)"
+  wall="$(sed -n 's/^scenario .*: [A-Z]* in \([0-9.ms]*\)$/\1/p' "${log}" | seconds)"
+  verdict="$(sed -n 's/^scenario .*: \([A-Z]*\) in .*/\1/p' "${log}")"
+  printf '%-24s %4d %14s %14s %14s %14d %s\n' "${label}" "${i}" "${start:-?}" "${wall:-?}" "${proc}" "${peak}" "${verdict:-see ${log}}"
+  start="${start:-0}" wall="${wall:-0}"
+}
+
+# runs LABEL ARGS...: RUNS of run_once, then their medians; sets
+# med_start and med_proc.
+runs() {
+  local label="$1" starts=() walls=() peaks=() procs=()
+  shift
+  for i in $(seq 1 "${runs}"); do
+    run_once "${label}" "${i}" "$@"
+    starts+=("${start}") walls+=("${wall}") peaks+=("${peak}") procs+=("${proc}")
+  done
+  med_start="$(printf '%s\n' "${starts[@]}" | median)" med_proc="$(printf '%s\n' "${procs[@]}" | median)"
+  printf '%-24s %4s %14s %14s %14s %14s\n' "${label}" median \
+    "${med_start}" "$(printf '%s\n' "${walls[@]}" | median)" "${med_proc}" "$(printf '%s\n' "${peaks[@]}" | median)"
+}
+
+printf '%-24s %4s %14s %14s %14s %14s %s\n' scenario run "lab start s" "scenario s" "process s" "peak RSS MiB" verdict
 # RUNS=0 skips the simulated tier (to measure the real-node tier alone).
 scenarios=(power-off-worker delete-cp-vm)
 ((runs > 0)) || scenarios=()
 for scenario in "${scenarios[@]}"; do
-  starts=() walls=() peaks=() procs=()
-  for i in $(seq 1 "${runs}"); do
-    log="$(mktemp)"
-    began="$(date +%s.%N)"
-    setsid bin/faultline run "${scenario}" --artifacts "$(mktemp -d)" >"${log}" 2>&1 &
-    pid=$!
-    peak=0
-    while kill -0 "${pid}" 2>/dev/null; do
-      r="$(rss_tree "${pid}")"
-      ((r > peak)) && peak=${r}
-      sleep 0.2 # sampling interval, not synchronisation
-    done
-    wait "${pid}" || true
-    proc="$(awk -v a="${began}" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')"
-    start="$(sed -n 's/^lab: all Machines Running in \([0-9.ms]*\)$/\1/p' "${log}" | seconds)"
-    wall="$(sed -n 's/^scenario .*: [A-Z]* in \([0-9.ms]*\)$/\1/p' "${log}" | seconds)"
-    verdict="$(sed -n 's/^scenario .*: \([A-Z]*\) in .*/\1/p' "${log}")"
-    printf '%-18s %4d %14s %14s %14s %14d %s\n' "${scenario}" "${i}" "${start:-?}" "${wall:-?}" "${proc}" $((peak / 1024)) "${verdict:-see ${log}}"
-    starts+=("${start:-0}") walls+=("${wall:-0}") peaks+=($((peak / 1024))) procs+=("${proc}")
-  done
-  printf '%-18s %4s %14s %14s %14s %14s\n' "${scenario}" median \
-    "$(printf '%s\n' "${starts[@]}" | median)" "$(printf '%s\n' "${walls[@]}" | median)" "$(printf '%s\n' "${procs[@]}" | median)" "$(printf '%s\n' "${peaks[@]}" | median)"
+  runs "${scenario}" "${scenario}"
   [[ "${scenario}" == power-off-worker ]] || continue
-  goal_start="$(printf '%s\n' "${starts[@]}" | median)" goal_proc="$(printf '%s\n' "${procs[@]}" | median)"
+  goal_start="${med_start}" goal_proc="${med_proc}"
 done
+
+# Per Cluster API + CAPV stack (faultline lab releases): lab start and
+# power-off-worker, each stack's managers as processes but the compiled
+# one's (the row above; v1.13-processes is the same release as its own
+# binaries, so the two ways of running controllers compare in one run).
+# A stack not built is built first, outside the measure. BENCH_RELEASES=0
+# skips it.
+if ((runs > 0)) && [[ "${BENCH_RELEASES:-1}" != 0 ]]; then
+  echo
+  printf '%-24s %4s %14s %14s %14s %14s %s\n' "power-off-worker on" run "lab start s" "scenario s" "process s" "peak RSS MiB" verdict
+  for stack in $(bin/faultline lab releases | awk 'NR > 2 { print $1 }'); do
+    bin/faultline lab releases --build "${stack}" >/dev/null
+    runs "release ${stack}" power-off-worker --release "${stack}"
+  done
+fi
 
 # The goals of issue 17 ("Fast and visible"), each against its figure.
 goal() { # goal NAME VALUE GOAL UNIT

@@ -2,6 +2,10 @@
 # Runs a Ginkgo suite (make test-e2e). Settings, all optional:
 #   PROVIDER            lab (default), kind or vsphere
 #   SUITE               nightly (default), preupgrade or incidents
+#   RELEASE             the Cluster API and CAPV stack the lab runs (E2E_RELEASE;
+#                       'faultline lab releases' lists them; default the
+#                       compiled one); all runs the suite once per stack,
+#                       each into ARTIFACTS/release-NAME
 #   NODES               the lab's nodes: simulated (default) or containers
 #                       (the real-node tier: kind node containers booted
 #                       by real kubeadm; needs docker, hack/docker.sh, and
@@ -32,4 +36,17 @@ mkdir -p "${ARTIFACTS}"
 args=(-ginkgo.v -ginkgo.junit-report="${ARTIFACTS}/junit.${suite}.xml")
 [[ -n "${GINKGO_LABEL_FILTER:-}" ]] && args+=(-ginkgo.label-filter="${GINKGO_LABEL_FILTER}")
 [[ -n "${GINKGO_FOCUS:-}" ]] && args+=(-ginkgo.focus="${GINKGO_FOCUS}")
+if [[ "${RELEASE:-}" == all ]]; then
+  # The stacks, as 'faultline lab releases' names them.
+  stacks="$(go run ./cmd/faultline lab releases | awk 'NR > 1 { print $1 }')"
+  rc=0
+  for stack in ${stacks}; do
+    echo "=== ${suite} suite on release ${stack}"
+    mkdir -p "${ARTIFACTS}/release-${stack}"
+    ARTIFACTS="${ARTIFACTS}/release-${stack}" E2E_RELEASE="${stack}" go test -v -count=1 -timeout 3h "./suites/${suite}" -args -ginkgo.v \
+      -ginkgo.junit-report="${ARTIFACTS}/release-${stack}/junit.${suite}.xml" "${args[@]:2}" || rc=$?
+  done
+  exit "${rc}"
+fi
+[[ -n "${RELEASE:-}" ]] && export E2E_RELEASE="${RELEASE}"
 go test -v -count=1 -timeout 3h "./suites/${suite}" -args "${args[@]}"

@@ -24,9 +24,13 @@ type Stack struct {
 // Stacks are the stacks a lab can run, the default first. What the module
 // proxy serves and which pairs are coherent is measured in the notes on
 // releases (CAPV v1.16.1 pins Cluster API v1.13.1, v1.15.2 pins v1.12).
+// The compiled release also runs as its own binaries (v1.13-processes):
+// what the in-process lab measures can be checked against the real
+// managers, and the two ways compared (make bench).
 var Stacks = []Stack{
 	{Name: "v1.13", ClusterAPI: "v1.13.4", CAPV: "v1.16.1", Compiled: true},
 	{Name: "v1.12", ClusterAPI: "v1.12.5", CAPV: "v1.15.2"},
+	{Name: "v1.13-processes", ClusterAPI: "v1.13.4", CAPV: "v1.16.1"},
 }
 
 // DefaultStack is the stack a lab runs when none is named.
