@@ -23,12 +23,12 @@ type JUnitSuites struct {
 
 // JUnitSuite is one suite; Time is in seconds.
 type JUnitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     string      `xml:"time,attr,omitempty"`
+	Name     string `xml:"name,attr"`
+	Tests    int    `xml:"tests,attr"`
+	Failures int    `xml:"failures,attr"`
+	Errors   int    `xml:"errors,attr"`
+	Skipped  int    `xml:"skipped,attr"`
+	Time     string `xml:"time,attr,omitempty"`
 	// Properties say what ran: the lab's profile and release.
 	Properties []JUnitProperty `xml:"properties>property,omitempty"`
 	Cases      []JUnitCase     `xml:"testcase"`

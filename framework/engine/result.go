@@ -53,16 +53,16 @@ type Result struct {
 	ProfileSettings map[string]string `json:"profileSettings,omitempty"`
 	// Release is the Cluster API and CAPV release the lab's management
 	// plane ran; empty on real infrastructure.
-	Release *Release `json:"release,omitempty"`
-	Verdict         Verdict           `json:"verdict"`
-	Reason          string            `json:"reason,omitempty"`
-	StartedAt       time.Time         `json:"startedAt"`
-	FinishedAt      time.Time         `json:"finishedAt"`
-	Parameters      map[string]string `json:"parameters,omitempty"`
-	Targets         []TargetResult    `json:"targets"`
-	Phases          []PhaseResult     `json:"phases"`
-	Assertions      []AssertionResult `json:"assertions"`
-	Faults          []FaultResult     `json:"faults"`
+	Release    *Release          `json:"release,omitempty"`
+	Verdict    Verdict           `json:"verdict"`
+	Reason     string            `json:"reason,omitempty"`
+	StartedAt  time.Time         `json:"startedAt"`
+	FinishedAt time.Time         `json:"finishedAt"`
+	Parameters map[string]string `json:"parameters,omitempty"`
+	Targets    []TargetResult    `json:"targets"`
+	Phases     []PhaseResult     `json:"phases"`
+	Assertions []AssertionResult `json:"assertions"`
+	Faults     []FaultResult     `json:"faults"`
 	// Planned is what a dry run would inject, step by step.
 	Planned []PlannedFault `json:"planned,omitempty"`
 }

@@ -152,7 +152,7 @@ func createWorker(ctx context.Context, t *testing.T, c client.Client, providerID
 			&clusterv1beta1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c1", Namespace: "ns"}},
 			&clusterv1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "worker-0", Namespace: "ns", Labels: labels},
 				Spec: clusterv1beta1.MachineSpec{ClusterName: "c1", ProviderID: &providerID,
-					Bootstrap: clusterv1beta1.Bootstrap{DataSecretName: ptr.To("boot")},
+					Bootstrap:         clusterv1beta1.Bootstrap{DataSecretName: ptr.To("boot")},
 					InfrastructureRef: corev1.ObjectReference{APIVersion: "infrastructure.cluster.x-k8s.io/v1beta1", Kind: "VSphereMachine", Name: "worker-0"}}},
 		}
 	} else {
@@ -160,7 +160,7 @@ func createWorker(ctx context.Context, t *testing.T, c client.Client, providerID
 			&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c1", Namespace: "ns"}, Spec: clusterv1.ClusterSpec{Paused: ptr.To(true)}},
 			&clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "worker-0", Namespace: "ns", Labels: labels},
 				Spec: clusterv1.MachineSpec{ClusterName: "c1", ProviderID: providerID,
-					Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("boot")},
+					Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To("boot")},
 					InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "VSphereMachine", Name: "worker-0"}}},
 		}
 	}
