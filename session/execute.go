@@ -65,6 +65,11 @@ func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 	res.Profile, res.Release = in.Profile, in.Release
 	if p, err := lab.ProfileNamed(in.Profile); err == nil {
 		res.ProfileSettings = p.Knobs()
+		if in.Release != nil {
+			if s, err := lab.ParseRelease(in.Release.Stack).Resolve(); err == nil {
+				res.ProfileSettings = p.KnobsOn(s)
+			}
+		}
 	}
 	var stats map[string]artifacts.PhaseStats
 	if in.History != nil && !run.DryRun {

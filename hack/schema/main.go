@@ -98,6 +98,20 @@ func (g *generator) of(t reflect.Type, key string) schema {
 		return orRef(schema{"type": "string", "pattern": durationPattern, "description": "a duration with units, such as 30s, 5m or 1h30m (at most 24h)"})
 	case t == reflect.TypeOf(providers.Capability("")):
 		return orRef(schema{"type": "string", "enum": g.capabilities})
+	case t == reflect.TypeOf(scenario.Release{}):
+		// A stack's name, or the struct (its versions).
+		var names []string
+		for _, st := range scenario.Stacks() {
+			names = append(names, st.Name)
+		}
+		props := schema{}
+		for _, f := range []string{"stack", "clusterAPI", "capv"} {
+			props[f] = schema{"type": "string"}
+		}
+		return schema{"anyOf": []schema{
+			{"type": "string", "enum": names},
+			{"type": "object", "properties": props, "additionalProperties": false},
+		}}
 	}
 	switch t.Kind() {
 	case reflect.String:

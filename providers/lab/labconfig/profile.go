@@ -125,3 +125,19 @@ func (p Profile) Knobs() map[string]string {
 	}
 	return out
 }
+
+// upstreamConnectRetry is Cluster API's ClusterCache connection retry,
+// which its managers take no flag for.
+const upstreamConnectRetry = 30 * time.Second
+
+// KnobsOn is Knobs as a lab of stack runs them: a stack of manager
+// processes keeps the settings its managers take no flag for at the
+// release's own values.
+func (p Profile) KnobsOn(s Stack) map[string]string {
+	out := p.Knobs()
+	if !s.Compiled {
+		out["connectRetry"] = upstreamConnectRetry.String() + " (the release's: its managers take no flag for it)"
+		out["remoteConnectionGrace"] = (p.RemoteGrace / 2).String()
+	}
+	return out
+}
