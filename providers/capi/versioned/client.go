@@ -136,22 +136,31 @@ func (c *Client) served(ctx context.Context, obj runtime.Object) (runtime.Object
 	return c.Scheme().New(old.WithKind(gvk.Kind))
 }
 
-// down converts the lab's obj into spoke, the served version's.
-func down(obj, spoke runtime.Object) error {
+// pair is obj, in the client's version (a conversion hub), and spoke, in
+// the served one (convertible to and from it).
+func pair(obj, spoke runtime.Object) (conversion.Hub, conversion.Convertible, error) {
 	hub, ok := obj.(conversion.Hub)
 	conv, ok2 := spoke.(conversion.Convertible)
 	if !ok || !ok2 {
-		return fmt.Errorf("%T has no conversion to %T", obj, spoke)
+		return nil, nil, fmt.Errorf("%T has no conversion to %T", obj, spoke)
+	}
+	return hub, conv, nil
+}
+
+// down converts obj into spoke, the served version's.
+func down(obj, spoke runtime.Object) error {
+	hub, conv, err := pair(obj, spoke)
+	if err != nil {
+		return err
 	}
 	return conv.ConvertFrom(hub)
 }
 
-// up converts spoke, as the cluster served it, into the lab's obj.
+// up converts spoke, as the cluster served it, into obj.
 func up(spoke, obj runtime.Object) error {
-	hub, ok := obj.(conversion.Hub)
-	conv, ok2 := spoke.(conversion.Convertible)
-	if !ok || !ok2 {
-		return fmt.Errorf("%T has no conversion to %T", spoke, obj)
+	hub, conv, err := pair(obj, spoke)
+	if err != nil {
+		return err
 	}
 	return conv.ConvertTo(hub)
 }
