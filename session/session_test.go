@@ -141,3 +141,36 @@ func TestPoolOwnSessions(t *testing.T) {
 		t.Errorf("a skipped scenario beside a warm lab: %v, opened %v; want a vCenter alone", err, opened)
 	}
 }
+
+// TestPoolRestartsForAnotherRelease: a lab runs one stack, so a scenario
+// of another release gets a warm lab of its release in place of the warm
+// one (which the scenarios after it of that release then share), and so
+// does one of the default release after it.
+func TestPoolRestartsForAnotherRelease(t *testing.T) {
+	var opened [][]lab.ClusterSpec
+	p := &session.Pool{Open: func(_ context.Context, clusters ...lab.ClusterSpec) (*session.Session, error) {
+		opened = append(opened, clusters)
+		return &session.Session{}, nil
+	}}
+	other := lab.Stacks()[1]
+	onOther := func() *scenario.Scenario {
+		sc := load(t, "power-off-worker")
+		if err := session.Adjust(sc, session.Adjustments{Release: lab.ParseRelease(other.Name)}); err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	for _, sc := range []*scenario.Scenario{load(t, "power-off-worker"), onOther(), load(t, "power-off-worker")} {
+		if _, _, err := p.Acquire(context.Background(), sc); err != nil {
+			t.Fatalf("Acquire(%s): %v", sc.Metadata.Name, err)
+		}
+	}
+	if len(opened) != 3 {
+		t.Fatalf("opened %d labs, want 3 (the default stack's, %s's, the default's)", len(opened), other.Name)
+	}
+	for i, want := range []lab.Stack{lab.Stacks()[0], other, lab.Stacks()[0]} {
+		if s, err := opened[i][0].Release.Resolve(); err != nil || s != want {
+			t.Errorf("lab %d runs %v (%v), want %s", i, s, err, want)
+		}
+	}
+}
