@@ -138,4 +138,3 @@ func placeControlPlane(env *envtest.Environment, in Input) error {
 	}
 	return nil
 }
-
