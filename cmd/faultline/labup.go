@@ -91,7 +91,8 @@ another shell. Everything listens on 127.0.0.1.`,
 
 func runLabUp(ctx context.Context, cfg session.LabConfig, stdout, stderr io.Writer) error {
 	started := time.Now()
-	sess, err := session.Open(ctx, session.Config{Provider: session.ProviderLab, Lab: cfg})
+	// Out shows the lab's start, and a stack's build on its first use.
+	sess, err := session.Open(ctx, session.Config{Provider: session.ProviderLab, Lab: cfg, Out: stderr})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // interrupted while starting

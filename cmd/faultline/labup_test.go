@@ -18,6 +18,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
 )
 
@@ -25,12 +26,19 @@ import (
 // reads Machines through the kubeconfig it prints, and checks that a plain
 // `lab down` leaves it alone while it runs, that `lab down NAME` stops it,
 // and that after SIGKILL its kube-apiserver and etcd are gone within 5 s
-// and a plain `lab down` removes its folder.
+// and a plain `lab down` removes its folder; the same after SIGKILL for a
+// lab of another release, whose four manager processes die with it too.
 func TestIntegrationLabUpDown(t *testing.T) {
 	labtest.Require(t)
 	bin := buildFaultline(t)
 	cache := t.TempDir()
-	env := append(os.Environ(), "XDG_CACHE_HOME="+cache)
+	// The lab records go to a cache of the test's own; the built
+	// releases stay where they are.
+	stackDir, err := lab.StackDir(lab.Stacks()[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "XDG_CACHE_HOME="+cache, "FAULTLINE_RELEASES="+filepath.Dir(stackDir))
 	down := func(t *testing.T, args ...string) string {
 		cmd := exec.Command(bin, append([]string{"lab", "down"}, args...)...)
 		cmd.Env = env
@@ -40,9 +48,13 @@ func TestIntegrationLabUpDown(t *testing.T) {
 		}
 		return string(out)
 	}
-	for _, how := range []string{"lab-down", "sigkill"} {
+	for _, how := range []string{"lab-down", "sigkill", "sigkill-release"} {
 		t.Run(how, func(t *testing.T) {
-			up := exec.Command(bin, "lab", "up", "--control-planes", "1", "--workers", "1")
+			args := []string{"lab", "up", "--control-planes", "1", "--workers", "1"}
+			if how == "sigkill-release" {
+				args = append(args, "--release", lab.Stacks()[1].Name)
+			}
+			up := exec.Command(bin, args...)
 			up.Env = env
 			stdout, err := up.StdoutPipe()
 			if err != nil {
@@ -137,7 +149,13 @@ func TestIntegrationLabUpDown(t *testing.T) {
 				t.Fatalf("lab down stopped a live lab it was not given: %v", err)
 			default:
 			}
-			if how == "sigkill" {
+			if strings.HasPrefix(how, "sigkill") {
+				if how == "sigkill-release" {
+					// Its managers run, and name the lab folder.
+					if n := len(processesNaming(filepath.Join(dir, "managers"))); n != 4 {
+						t.Errorf("%d processes name the managers' folder, want the 4 managers", n)
+					}
+				}
 				_ = up.Process.Signal(syscall.SIGKILL)
 				<-exited
 				// kube-apiserver and etcd die with it (parentdeath.go).
