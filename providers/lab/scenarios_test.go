@@ -96,6 +96,13 @@ func TestIntegrationLabScenarios(t *testing.T) {
 	// restores the object Cluster API's controller also writes.
 	t.Run("object-apply-two-workers", func(t *testing.T) {
 		ctx := context.Background()
+		// The run before left its last replacement worker being made
+		// (it fails on purpose, mid-loop): this one needs both workers.
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		if err := l.WaitReady(wctx); err != nil {
+			t.Fatal(err)
+		}
 		key := client.ObjectKey{Namespace: lab.Namespace, Name: "lab-control-plane"}
 		before := &clusterv1.MachineHealthCheck{}
 		if err := l.Client().Get(ctx, key, before); err != nil {
