@@ -69,3 +69,13 @@ func TestRunRefusesUnknownRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseOnlyOnTheLab: --release chooses the lab's stack; with another
+// provider it would do nothing, so it is refused.
+func TestReleaseOnlyOnTheLab(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := execute([]string{"run", "power-off-worker", "--provider", "vsphere", "--release", lab.Stacks()[1].Name, "--dry-run"}, &out, &errOut)
+	if code != exitUsage || !strings.Contains(errOut.String(), "--release sets how the lab runs; it does nothing with --provider vsphere") {
+		t.Errorf("exit %d: %s", code, errOut.String())
+	}
+}

@@ -79,7 +79,7 @@ in --allow-vcenter.`,
 			if o.scope != "" && (o.provider == session.ProviderKind || (o.provider == session.ProviderVSphere && o.cluster.kubeconfig == "")) {
 				return usageErr("--cluster names a Cluster API cluster; --provider %s has none (use --provider capi or lab)", o.provider)
 			}
-			for _, f := range []string{"profile", "nodes"} {
+			for _, f := range []string{"profile", "nodes", "release"} {
 				if cmd.Flags().Changed(f) && o.provider != session.ProviderLab {
 					return usageErr("--%s sets how the lab runs; it does nothing with --provider %s", f, o.provider)
 				}
