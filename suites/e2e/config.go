@@ -163,6 +163,8 @@ func LoadConfig(path string) (*Config, error) {
 	var errs []string
 	if _, err := c.Lab.release().Resolve(); err != nil {
 		errs = append(errs, fmt.Sprintf("lab.release: %v", err))
+	} else if c.Lab.Release != "" && c.Provider != session.ProviderLab {
+		errs = append(errs, fmt.Sprintf("lab.release (or $%s) %q: the lab's stack; provider %s runs its cluster's own release", EnvRelease, c.Lab.Release, c.Provider))
 	}
 	switch c.Lab.Nodes {
 	case "", scenario.NodesSimulated, scenario.NodesContainers:

@@ -13,6 +13,7 @@ func TestLoadConfig(t *testing.T) {
 	t.Setenv(EnvConfig, "")
 	t.Setenv(EnvProvider, "")
 	t.Setenv(EnvNodes, "")
+	t.Setenv(EnvRelease, "")
 	for _, f := range []string{"lab.yaml", "vsphere.yaml", "kind.yaml"} {
 		c, err := LoadConfig(filepath.Join("..", "config", f))
 		if err != nil {
@@ -38,6 +39,8 @@ func TestLoadConfig(t *testing.T) {
 		"provider: lab\nintervals: {default/wait-lab: [1m, 1s], default/wait-baseline: [1m, 1s]}\n":                               "intervals.default/scenario: required",
 		"provider: lab\nlab: {cluster: {controlPlanes: 3, wokers: 2}}\n":                                                          `unknown field "wokers"`,
 		"provider: lab\nlab: {nodes: vms}\n": `lab.nodes: got "vms", expected simulated or containers`,
+		"provider: lab\nlab: {release: v1.9}\n": `lab.release: no stack is named "v1.9": expected one of v1.13 (Cluster API v1.13.4, CAPV v1.16.1)`,
+		"provider: kind\nkind: {name: k, existing: true}\nlab: {release: v1.12}\n": `lab.release (or $E2E_RELEASE) "v1.12": the lab's stack; provider kind runs its cluster's own release`,
 	} {
 		p := filepath.Join(dir, "c.yaml")
 		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
@@ -56,5 +59,10 @@ func TestLoadConfig(t *testing.T) {
 	c, err := LoadConfig("../config/lab.yaml")
 	if err != nil || c.Lab.Nodes != "containers" || !c.Lab.spec(c.Lab.Cluster).RealNodes() {
 		t.Errorf("NODES overrides: %+v %v", c, err)
+	}
+	t.Setenv(EnvRelease, "v1.12")
+	c, err = LoadConfig("../config/lab.yaml")
+	if err != nil || c.Lab.spec(c.Lab.Cluster).Release.Stack != "v1.12" {
+		t.Errorf("E2E_RELEASE overrides: %+v %v", c, err)
 	}
 }
