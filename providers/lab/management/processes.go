@@ -39,10 +39,7 @@ type manager struct {
 // each serves.
 func newManagers(dir string) ([]*manager, error) {
 	var ms []*manager
-	for _, m := range []struct{ name, provider string }{
-		{"capi-manager", "core"}, {"kcp-manager", "controlplane"},
-		{"cabpk-manager", "bootstrap"}, {"capv-manager", "infrastructure"},
-	} {
+	for _, m := range managerBinaries {
 		ports, err := freePorts(3)
 		if err != nil {
 			return nil, err

@@ -23,9 +23,13 @@ const ReleasesEnv = "FAULTLINE_RELEASES"
 // managers' webhook servers listen on 127.0.0.1.
 const builtMark = "webhooks 127.0.0.1"
 
-// managerNames are a stack's manager binaries, as release-managers.sh
-// names them.
-var managerNames = []string{"capi-manager", "kcp-manager", "cabpk-manager", "capv-manager"}
+// managerBinaries are a stack's manager binaries, as release-managers.sh
+// names them, with the manifests' folder whose webhooks and conversions
+// each serves.
+var managerBinaries = []struct{ name, provider string }{
+	{"capi-manager", "core"}, {"kcp-manager", "controlplane"},
+	{"cabpk-manager", "bootstrap"}, {"capv-manager", "infrastructure"},
+}
 
 // ReleasesDir is the folder that holds built stacks, one folder each.
 func ReleasesDir() (string, error) {
@@ -68,7 +72,11 @@ func Built(stack labconfig.Stack) (bool, error) {
 	if !strings.Contains(string(versions), "\n"+builtMark+"\n") {
 		return false, nil
 	}
-	for _, f := range append([]string{"manifests"}, managerNames...) {
+	files := []string{"manifests"}
+	for _, m := range managerBinaries {
+		files = append(files, m.name)
+	}
+	for _, f := range files {
 		if _, err := os.Stat(filepath.Join(dir, f)); errors.Is(err, os.ErrNotExist) {
 			return false, nil
 		} else if err != nil {
