@@ -54,6 +54,10 @@ func runProperties(res *engine.Result) []JUnitProperty {
 		for _, m := range slices.Sorted(maps.Keys(r.Managers)) {
 			props = append(props, JUnitProperty{"release.manager." + m, r.Managers[m]})
 		}
+		if u := r.UpgradedTo; u != nil {
+			props = append(props, JUnitProperty{"release.upgradedTo", u.Stack},
+				JUnitProperty{"release.upgradedTo.clusterAPI", u.ClusterAPI}, JUnitProperty{"release.upgradedTo.capv", u.CAPV})
+		}
 	}
 	return props
 }

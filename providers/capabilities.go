@@ -29,6 +29,8 @@ const (
 	// CapSimulatedNodes is SimulatedNodes': a scenario whose spec.lab says
 	// it cannot run on real nodes (simulatedOnly) requires it.
 	CapSimulatedNodes Capability = "SimulatedNodes"
+	// CapManagementUpgrade is ManagementUpgrade's.
+	CapManagementUpgrade Capability = "ManagementUpgrade"
 )
 
 // capabilities ties each capability to the test of its interface: the one
@@ -48,6 +50,7 @@ var capabilities = []struct {
 	{CapObjectWrites, implements[ObjectWriter]},
 	{CapNodes, func(p Provider) bool { return implements[Nodes](p) || implements[ClusterAPI](p) }},
 	{CapSimulatedNodes, implements[SimulatedNodes]},
+	{CapManagementUpgrade, implements[ManagementUpgrade]},
 }
 
 func implements[T any](p Provider) bool {

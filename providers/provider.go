@@ -86,6 +86,11 @@ const (
 	AttrOwnerKind Attribute = "ownerKind"
 	AttrOwner     Attribute = "owner"
 	AttrSiblings  Attribute = "siblings"
+	// AttrOwnerGeneration is the owner's metadata.generation and
+	// AttrVersion the Machine's Kubernetes version (spec.version) when it
+	// was resolved: "no Machine rolled out" compares against them.
+	AttrOwnerGeneration Attribute = "ownerGeneration"
+	AttrVersion         Attribute = "version"
 	// AttrUUID is a VM's BIOS UUID, the one in a CAPV providerID.
 	AttrUUID Attribute = "uuid"
 	// AttrIP is a node's address when it was resolved.

@@ -63,6 +63,11 @@ func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 		return nil, err
 	}
 	res.Profile, res.Release = in.Profile, in.Release
+	if lp, ok := run.Provider.(*lab.Provider); ok && res.Release != nil {
+		if now := labRelease(lp.Lab()); now.Stack != res.Release.Stack {
+			res.Release.UpgradedTo = now
+		}
+	}
 	if p, err := lab.ProfileNamed(in.Profile); err == nil {
 		res.ProfileSettings = p.Knobs()
 		if in.Release != nil {

@@ -183,8 +183,13 @@ func (s *Session) Release() *engine.Release {
 	if s.Lab == nil {
 		return nil
 	}
-	st := s.Lab.Stack()
-	return &engine.Release{Stack: st.Name, ClusterAPI: st.ClusterAPI, CAPV: st.CAPV, InProcess: st.Compiled, Managers: s.Lab.ManagerVersions()}
+	return labRelease(s.Lab)
+}
+
+// labRelease is the release l runs now.
+func labRelease(l *lab.Lab) *engine.Release {
+	st := l.Stack()
+	return &engine.Release{Stack: st.Name, ClusterAPI: st.ClusterAPI, CAPV: st.CAPV, InProcess: st.Compiled, Managers: l.ManagerVersions()}
 }
 
 // Session is an open provider and what it takes to close it.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers/lab"
 )
@@ -62,10 +63,12 @@ func (p *Pool) Acquire(ctx context.Context, sc *scenario.Scenario) (*Session, fu
 	keep := func(context.Context) error { return nil }
 	l := sc.Spec.Lab
 	switch {
-	case len(LabClusters(sc)) == 0, sc.OwnCluster():
+	case len(LabClusters(sc)) == 0, sc.OwnCluster(), UpgradesManagement(sc):
 		// With no cluster to start (no spec.lab, or one the engine skips:
 		// simulated only, on real nodes) a vCenter simulator alone, which
-		// has no simulated nodes whatever the warm lab has.
+		// has no simulated nodes whatever the warm lab has. A scenario
+		// that upgrades the management plane leaves it on another
+		// release: it gets a lab of its own.
 		return p.own(ctx, LabClusters(sc)...)
 	case p.warm != nil && !p.first.Release.SameStack(l.Release):
 		// A lab runs one stack: the next scenarios are likely on this
@@ -118,7 +121,7 @@ func (p *Pool) Acquire(ctx context.Context, sc *scenario.Scenario) (*Session, fu
 // nothing where next would not get a fresh cluster; one it could not
 // start is made by Acquire.
 func (p *Pool) Prepare(ctx context.Context, next *scenario.Scenario) {
-	if p.warm == nil || next == nil || next.Spec.Lab == nil || next.OwnCluster() || next.Spec.Lab.RealNodes() || p.firstServes(*next.Spec.Lab) ||
+	if p.warm == nil || next == nil || next.Spec.Lab == nil || next.OwnCluster() || UpgradesManagement(next) || next.Spec.Lab.RealNodes() || p.firstServes(*next.Spec.Lab) ||
 		!p.first.Release.SameStack(next.Spec.Lab.Release) {
 		return
 	}
@@ -135,6 +138,18 @@ func (p *Pool) Close(ctx context.Context) error {
 	err := p.warm.Close(ctx)
 	p.warm = nil
 	return err
+}
+
+// UpgradesManagement tells whether sc upgrades the management plane
+// (engine.FaultUpgradeManagement), which leaves its lab on another
+// release.
+func UpgradesManagement(sc *scenario.Scenario) bool {
+	for _, st := range sc.Spec.Steps {
+		if st.Inject != nil && st.Inject.Fault == engine.FaultUpgradeManagement {
+			return true
+		}
+	}
+	return false
 }
 
 // releaseName names the stack r resolves to for people.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/providers/lab"
@@ -77,5 +78,61 @@ func TestReleaseOnlyOnTheLab(t *testing.T) {
 	code := execute([]string{"run", "power-off-worker", "--provider", "vsphere", "--release", lab.Stacks()[1].Name, "--dry-run"}, &out, &errOut)
 	if code != exitUsage || !strings.Contains(errOut.String(), "--release sets how the lab runs; it does nothing with --provider vsphere") {
 		t.Errorf("exit %d: %s", code, errOut.String())
+	}
+}
+
+// TestIntegrationUpgradeManagement runs the catalogue's
+// upgrade-management-during-remediation: a lab on the v1.12 stack loses
+// a worker, its management plane goes to v1.13 in place once the Node is
+// NotReady, and the new release remediates the worker while no other
+// Machine is rolled out. The result names both releases, the upgrade's
+// stages are on the timeline, and the worker was found unhealthy only
+// after the upgrade had ended.
+func TestIntegrationUpgradeManagement(t *testing.T) {
+	labtest.Require(t)
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	code := execute([]string{"run", "upgrade-management-during-remediation", "--artifacts", dir}, &out, &errOut)
+	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if want := "release v1.12 upgraded to v1.13): PASS"; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q", want)
+	}
+	var res engine.Result
+	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &res)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Release
+	if r == nil || r.Stack != "v1.12" || r.Managers["capi-manager"] != "v1.12.5" || r.UpgradedTo == nil || r.UpgradedTo.Stack != "v1.13" || r.UpgradedTo.ClusterAPI != "v1.13.4" {
+		t.Fatalf("result.json release %+v, want v1.12 (managers v1.12.5) upgraded to v1.13", r)
+	}
+	var upgraded time.Time
+	for _, f := range res.Faults {
+		if f.Kind == engine.FaultUpgradeManagement && f.InjectedAt != nil {
+			upgraded = *f.InjectedAt
+		}
+	}
+	if upgraded.IsZero() {
+		t.Fatalf("no upgrade.management fault injected: %+v", res.Faults)
+	}
+	for _, p := range res.Phases {
+		if p.Name == "machine-unhealthy" && (p.ObservedAt == nil || p.ObservedAt.Before(upgraded)) {
+			t.Errorf("machine-unhealthy at %v, before the upgrade ended at %v: the old release remediated", p.ObservedAt, upgraded)
+		}
+	}
+	tl, err := os.ReadFile(filepath.Join(dir, "timeline.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stage := range []string{"stopping the v1.12 managers", "installing the v1.13 CRDs", "starting the v1.13 controllers"} {
+		if !strings.Contains(string(tl), stage) {
+			t.Errorf("timeline lacks the stage %q", stage)
+		}
 	}
 }

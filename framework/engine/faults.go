@@ -47,6 +47,12 @@ type faultDef struct {
 	// the management cluster (an object written there belongs to no
 	// Machine); it is applied once.
 	standalone bool
+	// once: the fault acts on the management cluster as a whole and is
+	// given no target (an upgrade of its controllers).
+	once bool
+	// perCluster: the fault acts on the Cluster of its target's objects,
+	// once for each Cluster (a rollout).
+	perCluster bool
 }
 
 // vmPowerFault is a fault of a VM's power; it takes down the etcd member
@@ -65,7 +71,7 @@ func powerOnUndo(obj providers.Object, _ map[string]string) UndoAction {
 }
 
 // faultCatalogue lists every fault a scenario can inject.
-var faultCatalogue = mergeMaps(nodeAndVMFaults, objectFaults)
+var faultCatalogue = mergeMaps(nodeAndVMFaults, objectFaults, upgradeFaults)
 
 // undoCatalogue runs journaled undo actions. Each undo is idempotent, so a
 // recovery may replay one that had already run before a crash.

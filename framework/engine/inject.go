@@ -62,7 +62,7 @@ func (r *run) inject(ctx context.Context, step string, in scenario.Inject) error
 		r.faults = append(r.faults, f)
 		r.mu.Unlock()
 		r.tl.Record("journal", obj.String(), "fault-journaled", map[string]string{"fault": in.Fault, "id": id, "undo": undo.Action})
-		err := def.inject(ctx, r.in.Provider, obj, params)
+		err := def.inject(r.withStages(ctx, in.Fault, id, obj), r.in.Provider, obj, params)
 		now := time.Now()
 		if err != nil {
 			r.tl.Record(r.in.Provider.Name(), obj.String(), "fault-failed", map[string]string{"fault": in.Fault, "id": id, "error": err.Error()})
@@ -89,6 +89,30 @@ func (r *run) inject(ctx context.Context, step string, in scenario.Inject) error
 		r.mu.Unlock()
 	}
 	return nil
+}
+
+// stagesKey carries a fault's stage reporter (stageReporter).
+type stagesKey struct{}
+
+// withStages gives a long fault (an upgrade) a way to report its stages:
+// each is a timeline event and a progress line.
+func (r *run) withStages(ctx context.Context, fault, id string, obj providers.Object) context.Context {
+	start := time.Now()
+	return context.WithValue(ctx, stagesKey{}, func(stage string) {
+		r.tl.Record(r.in.Provider.Name(), obj.String(), "fault-stage", map[string]string{"fault": fault, "id": id, "stage": stage})
+		if r.in.Progress != nil {
+			r.in.Progress(Progress{Waiting: fault + ": " + stage, Elapsed: time.Since(start)})
+		}
+	})
+}
+
+// stageReporter is the stage reporter withStages put in ctx, or one that
+// drops them.
+func stageReporter(ctx context.Context) func(string) {
+	if f, ok := ctx.Value(stagesKey{}).(func(string)); ok {
+		return f
+	}
+	return func(string) {}
 }
 
 // undoStep undoes one inject step's faults, or all pending ones.
@@ -272,10 +296,12 @@ func (r *run) collectFaults() {
 // each.
 func (r *run) faultObjects(in scenario.Inject) []providers.Object {
 	objects := r.objects[in.Target]
-	switch {
+	switch def := faultCatalogue[in.Fault]; {
 	case in.Target == "":
-		return []providers.Object{managementScope} // a standalone object fault
-	case faultCatalogue[in.Fault].standalone:
+		return []providers.Object{managementScope} // a standalone object fault, or an upgrade
+	case def.perCluster:
+		return oneForEachCluster(objects, "workload")
+	case def.standalone:
 		// An object fault's target only picks the cluster its objects
 		// land in: one manifest is one set of objects, however many
 		// Machines the target holds.

@@ -72,7 +72,7 @@ func nicConnected(want bool) func(context.Context, providers.Provider, providers
 }
 
 // probeCatalogue lists every named probe a condition can use.
-var probeCatalogue = mergeMaps(vmProbes, clusterAPIProbes, objectProbes, checkProbes, writeProbes, nodeProbes)
+var probeCatalogue = mergeMaps(vmProbes, clusterAPIProbes, objectProbes, checkProbes, writeProbes, nodeProbes, rolloutProbes)
 
 // nodeProbes are the named probes over what runs on a Machine's node.
 var nodeProbes = map[string]probeDef{

@@ -38,6 +38,9 @@ type Release struct {
 	InProcess bool `json:"inProcess,omitempty"`
 	// Managers are the versions the managers reported, by binary.
 	Managers map[string]string `json:"managers,omitempty"`
+	// UpgradedTo is the release running when the run ended, when an
+	// upgrade.management step replaced this one.
+	UpgradedTo *Release `json:"upgradedTo,omitempty"`
 }
 
 // Result is the outcome of one run. Its JSON form is faultline's stable

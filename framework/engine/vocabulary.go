@@ -9,7 +9,7 @@ var Vocabulary = scenario.Vocabulary{Faults: faultWords(), Probes: probeWords()}
 func faultWords() map[string]scenario.Word {
 	out := make(map[string]scenario.Word, len(faultCatalogue))
 	for k, d := range faultCatalogue {
-		out[k] = scenario.Word{Capability: d.capability, Args: d.params, Summary: d.summary, Check: d.check, TakesEtcd: d.takesEtcd, Standalone: d.standalone}
+		out[k] = scenario.Word{Capability: d.capability, Args: d.params, Summary: d.summary, Check: d.check, TakesEtcd: d.takesEtcd, Standalone: d.standalone, Untargeted: d.once}
 	}
 	return out
 }

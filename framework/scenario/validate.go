@@ -211,6 +211,10 @@ func (v *validator) baseline(path string, b Baseline) {
 func (v *validator) inject(path string, in Inject) {
 	v.word(path, "fault", in.Fault, v.vocab.Faults)
 	switch def := v.vocab.Faults[in.Fault]; {
+	case def.Untargeted:
+		if in.Target != "" {
+			v.errf(path+".target", "%s acts on the management cluster as a whole and takes no target", in.Fault)
+		}
 	case in.Target == "" && def.Standalone && in.Params["cluster"] != "management":
 		v.errf(path+".target", "required: the target whose workload cluster the objects are in; without a target, set params.cluster: management")
 	case in.Target != "" || !def.Standalone:

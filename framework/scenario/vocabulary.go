@@ -27,6 +27,9 @@ type Word struct {
 	// Standalone, for a fault, says it may be given no target when its
 	// params set cluster: management.
 	Standalone bool
+	// Untargeted, for a fault, says it acts on the management cluster as
+	// a whole (an upgrade of its controllers) and takes no target.
+	Untargeted bool
 }
 
 // ArgError is a problem with one param or arg of a word, found when the

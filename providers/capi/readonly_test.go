@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/faultline-dev/faultline/providers"
@@ -20,7 +21,7 @@ import (
 func TestReadOnly(t *testing.T) {
 	ctx := context.Background()
 	s := runtime.NewScheme()
-	if err := clusterv1.AddToScheme(s); err != nil {
+	if err := errors.Join(clusterv1.AddToScheme(s), controlplanev1.AddToScheme(s)); err != nil {
 		t.Fatal(err)
 	}
 	m := machine("m1", cp, "Running")

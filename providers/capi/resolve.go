@@ -7,8 +7,10 @@ import (
 	"strconv"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/faultline-dev/faultline/providers"
@@ -38,15 +40,25 @@ func (p *Provider) Resolve(ctx context.Context, sel providers.Selector) ([]provi
 		return nil, fmt.Errorf("list Machines: %w", err)
 	}
 	var out []providers.Object
+	generations := map[string]string{}
 	for i := range list.Items {
 		m := &list.Items[i]
 		ok, err := p.matches(ctx, m, sel)
 		if err != nil {
 			return nil, err
 		}
-		if ok && m.DeletionTimestamp.IsZero() {
-			out = append(out, p.object(m, list.Items))
+		if !ok || !m.DeletionTimestamp.IsZero() {
+			continue
 		}
+		obj := p.object(m, list.Items)
+		key := obj.Attributes[providers.AttrOwnerKind] + "/" + obj.Attributes[providers.AttrOwner]
+		if _, ok := generations[key]; !ok {
+			if generations[key], err = p.ownerGeneration(ctx, m.Namespace, obj.Attributes[providers.AttrOwnerKind], obj.Attributes[providers.AttrOwner]); err != nil {
+				return nil, err
+			}
+		}
+		obj.Attributes[providers.AttrOwnerGeneration] = generations[key]
+		out = append(out, obj)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -109,7 +121,7 @@ func (p *Provider) object(m *clusterv1.Machine, all []clusterv1.Machine) provide
 		Attributes: map[providers.Attribute]string{
 			providers.AttrNamespace: m.Namespace, providers.AttrCluster: m.Spec.ClusterName, providers.AttrProviderID: m.Spec.ProviderID,
 			providers.AttrOwnerKind: kind, providers.AttrOwner: owner, providers.AttrSiblings: strings.Join(siblings, ","),
-			providers.AttrNode: nodeName(m), providers.AttrRole: role,
+			providers.AttrNode: nodeName(m), providers.AttrRole: role, providers.AttrVersion: m.Spec.Version,
 		},
 	}
 	if role == providers.RoleControlPlane {
@@ -118,6 +130,27 @@ func (p *Provider) object(m *clusterv1.Machine, all []clusterv1.Machine) provide
 		obj.Attributes[providers.AttrEtcdMembers] = strconv.Itoa(len(siblings))
 	}
 	return obj
+}
+
+// ownerGeneration is the metadata.generation of a Machine's owner, ""
+// for a MachineSet of no MachineDeployment or an owner gone.
+func (p *Provider) ownerGeneration(ctx context.Context, ns, kind, name string) (string, error) {
+	var o client.Object
+	switch kind {
+	case "KubeadmControlPlane":
+		o = &controlplanev1.KubeadmControlPlane{}
+	case "MachineDeployment":
+		o = &clusterv1.MachineDeployment{}
+	default:
+		return "", nil
+	}
+	if err := p.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, o); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("get %s %s/%s: %w", kind, ns, name, err)
+	}
+	return strconv.FormatInt(o.GetGeneration(), 10), nil
 }
 
 // ownerOf names the object that keeps a Machine's replica count: the

@@ -25,6 +25,9 @@ func (l *Lab) Provider() *Provider { return l.provider }
 // Provider is the lab's provider; see Lab.Provider.
 type Provider struct {
 	*capi.Provider
+	// lab is the lab it is the provider of (its management plane's
+	// upgrades).
+	lab   *Lab
 	nodes *nodesim.Sim
 	// real runs the cluster whose nodes are containers; its node faults
 	// run in the containers, as kind's do.
@@ -37,6 +40,7 @@ var (
 	_ providers.EtcdLeadership      = (*Provider)(nil)
 	_ providers.CapabilityCondition = (*Provider)(nil)
 	_ providers.SimulatedNodes      = (*Provider)(nil)
+	_ providers.ManagementUpgrade   = (*Provider)(nil)
 )
 
 // SimulatesNodes implements providers.SimulatedNodes; a lab with real

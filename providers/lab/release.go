@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	"github.com/faultline-dev/faultline/providers/lab/labconfig"
@@ -39,3 +40,35 @@ func (l *Lab) Stack() Stack { return l.mgmt.Stack() }
 // ManagerVersions are the versions the lab's managers report, by binary
 // (management.Plane.ManagerVersions).
 func (l *Lab) ManagerVersions() map[string]string { return l.mgmt.ManagerVersions() }
+
+// UpgradeManagement implements providers.ManagementUpgrade: the lab's
+// management plane moves to release in place (management.Plane.Upgrade),
+// built first when it is not (minutes, once per machine).
+func (p *Provider) UpgradeManagement(ctx context.Context, release string, progress func(string)) error {
+	l := p.lab
+	stack, err := labconfig.ParseRelease(release).Resolve()
+	if err != nil {
+		return fmt.Errorf("release %w", err)
+	}
+	if !stack.Compiled {
+		if ok, err := management.Built(stack); err != nil {
+			return err
+		} else if !ok {
+			progress(fmt.Sprintf("building %s's managers (once per machine)", stack))
+			if _, err := management.Build(ctx, stack, io.Discard); err != nil {
+				return err
+			}
+		}
+	}
+	return l.mgmt.Upgrade(ctx, l.managementInput(stack), progress)
+}
+
+// Lab is the lab p is the provider of.
+func (p *Provider) Lab() *Lab { return p.lab }
+
+// ManagementRelease implements providers.ManagementUpgrade.
+func (p *Provider) ManagementRelease() string { return p.lab.Stack().Name }
+
+// Upgrades are the stacks the lab's management plane ran before an
+// upgrade, oldest first, with their managers' versions.
+func (l *Lab) Upgrades() []management.Upgraded { return l.mgmt.Upgrades() }

@@ -52,12 +52,20 @@ func (l *Lab) startManagement(ctx context.Context, assets string) error {
 	if err != nil {
 		return err
 	}
-	l.mgmt, err = management.Start(ctx, management.Input{
-		Assets: assets, Dir: l.dir, Profile: l.in.Profile, Stack: stack,
+	in := l.managementInput(stack)
+	in.Assets = assets
+	l.mgmt, err = management.Start(ctx, in)
+	return err
+}
+
+// managementInput is what the management plane of stack needs, CAPV
+// logging in to vcsim.
+func (l *Lab) managementInput(stack Stack) management.Input {
+	return management.Input{
+		Dir: l.dir, Profile: l.in.Profile, Stack: stack,
 		VCUser: l.sim.Config().Username, VCPass: l.sim.Config().Password,
 		Log: l.in.Log.WithName("controllers"),
-	})
-	return err
+	}
 }
 
 // startNodeSimulator starts the store of the simulated clusters; they
@@ -126,7 +134,7 @@ func (l *Lab) runNodes(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("management cluster client: %w", err)
 	}
-	l.provider = &Provider{Provider: capi.New(wc, capi.WithName(Name), capi.WithVCenter(l.vc), capi.WithLogger(l.in.Log)), nodes: l.nodes, real: l.real}
+	l.provider = &Provider{Provider: capi.New(wc, capi.WithName(Name), capi.WithVCenter(l.vc), capi.WithLogger(l.in.Log)), lab: l, nodes: l.nodes, real: l.real}
 	if l.real == nil {
 		return nil
 	}

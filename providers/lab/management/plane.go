@@ -35,6 +35,7 @@ import (
 	cabpkwebhooks "sigs.k8s.io/cluster-api/bootstrap/kubeadm/webhooks"
 	capicontrollers "sigs.k8s.io/cluster-api/controllers"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/controllers/crdmigrator"
 	kcpcontrollers "sigs.k8s.io/cluster-api/controlplane/kubeadm/controllers"
 	kcpwebhooks "sigs.k8s.io/cluster-api/controlplane/kubeadm/webhooks"
 	capiwebhooks "sigs.k8s.io/cluster-api/webhooks"
@@ -84,9 +85,18 @@ type Plane struct {
 	// client is the lab's client when it is not mgr's (versioned.go).
 	client   client.Client
 	managers []*manager
-	stopped  chan struct{}
-	cancel   context.CancelFunc
-	mgrErr   error
+	// runs are the controller managers and caches running in this
+	// process, in start order: mgr, then an upgrade's controllers.
+	runs []*run
+	// upgrades are the stacks it ran before (Upgrade).
+	upgrades []Upgraded
+}
+
+// A run is a controller manager or cache running in this process.
+type run struct {
+	cancel  context.CancelFunc
+	stopped chan struct{}
+	err     error
 }
 
 func (m *Plane) setup(ctx context.Context, scheme *runtime.Scheme, manifests *manifests, in Input) error {
@@ -120,7 +130,9 @@ func (m *Plane) setup(ctx context.Context, scheme *runtime.Scheme, manifests *ma
 	if err != nil {
 		return fmt.Errorf("create controller manager: %w", err)
 	}
-	m.mgr = mgr
+	if m.mgr == nil {
+		m.mgr = mgr
+	}
 	if err := index.AddDefaultIndexes(ctx, mgr); err != nil {
 		return fmt.Errorf("add Cluster API indexes: %w", err)
 	}
@@ -157,7 +169,7 @@ func (m *Plane) setup(ctx context.Context, scheme *runtime.Scheme, manifests *ma
 	return errors.Join(
 		m.addWebhooks(mgr, cc),
 		m.addControllers(ctx, mgr, cc, secretReader, in),
-		m.run(ctx),
+		m.run(ctx, mgr),
 	)
 }
 
@@ -223,20 +235,52 @@ func (m *Plane) addControllers(ctx context.Context, mgr ctrl.Manager, cc cluster
 		capvcontrollers.AddMachineControllerToManager(ctx, capv, mgr, false, concurrency(10)),
 		capvcontrollers.AddVMControllerToManager(ctx, capv, mgr, cc, concurrency(10)),
 		capvcontrollers.AddVsphereClusterIdentityControllerToManager(ctx, capv, mgr, concurrency(10)),
+		(&crdmigrator.CRDMigrator{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: crdMigrations,
+		}).SetupWithManager(ctx, mgr, concurrency(1)),
 	)
 }
 
-// run starts the manager and waits for its caches.
-func (m *Plane) run(ctx context.Context) error {
+// crdMigrations are the objects the four managers' CRD migrators move to
+// their CRDs' storage versions after an upgrade, as each main.go lists
+// them (ClusterClass, MachinePool and ExtensionConfig left out with
+// their gates).
+var crdMigrations = map[client.Object]crdmigrator.ByObjectConfig{
+	&clusterv1.Cluster{}:                          {UseCache: true, UseStatusForStorageVersionMigration: true},
+	&clusterv1.MachineDeployment{}:                {UseCache: true, UseStatusForStorageVersionMigration: true},
+	&clusterv1.MachineDrainRule{}:                 {UseCache: true},
+	&clusterv1.MachineHealthCheck{}:               {UseCache: true, UseStatusForStorageVersionMigration: true},
+	&clusterv1.Machine{}:                          {UseCache: true, UseStatusForStorageVersionMigration: true},
+	&clusterv1.MachineSet{}:                       {UseCache: true, UseStatusForStorageVersionMigration: true},
+	&ipamv1.IPAddress{}:                           {UseCache: false},
+	&ipamv1.IPAddressClaim{}:                      {UseCache: false, UseStatusForStorageVersionMigration: true},
+	&controlplanev1.KubeadmControlPlane{}:         {UseCache: true, UseStatusForStorageVersionMigration: true},
+	&controlplanev1.KubeadmControlPlaneTemplate{}: {UseCache: false},
+	&bootstrapv1.KubeadmConfig{}:                  {UseCache: true, UseStatusForStorageVersionMigration: true},
+	&bootstrapv1.KubeadmConfigTemplate{}:          {UseCache: false},
+	&infrav1.VSphereCluster{}:                     {UseCache: true, UseStatusForStorageVersionMigration: true},
+	&infrav1.VSphereClusterTemplate{}:             {UseCache: false},
+	&infrav1.VSphereMachine{}:                     {UseCache: true, UseStatusForStorageVersionMigration: true},
+	&infrav1.VSphereMachineTemplate{}:             {UseCache: true},
+	&infrav1.VSphereVM{}:                          {UseCache: true, UseStatusForStorageVersionMigration: true},
+	&infrav1.VSphereClusterIdentity{}:             {UseCache: true, UseStatusForStorageVersionMigration: true},
+	&infrav1.VSphereDeploymentZone{}:              {UseCache: true, UseStatusForStorageVersionMigration: true},
+	&infrav1.VSphereFailureDomain{}:               {UseCache: true},
+}
+
+// run starts c (a controller manager or a cache) until Stop and waits for
+// its caches.
+func (m *Plane) run(ctx context.Context, c cluster.Cluster) error {
 	mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	m.cancel = cancel
+	r := &run{cancel: cancel, stopped: make(chan struct{})}
+	m.runs = append(m.runs, r)
 	go func() {
-		defer close(m.stopped)
-		m.mgrErr = m.mgr.Start(mctx)
+		defer close(r.stopped)
+		r.err = c.Start(mctx)
 	}()
 	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
 	defer wcancel()
-	if !m.mgr.GetCache().WaitForCacheSync(wctx) {
+	if !c.GetCache().WaitForCacheSync(wctx) {
 		return fmt.Errorf("controller caches did not sync within a minute")
 	}
 	return nil
@@ -244,21 +288,11 @@ func (m *Plane) run(ctx context.Context) error {
 
 // Stop stops the controllers, then the API server and etcd.
 func (m *Plane) Stop() error {
-	var errs []error
-	for _, mg := range m.managers {
-		errs = append(errs, mg.stop(managerStopGrace))
+	errs := []error{stopAll(m.managers)}
+	for i := len(m.runs) - 1; i >= 0; i-- {
+		errs = append(errs, m.runs[i].stop())
 	}
-	if m.cancel != nil {
-		m.cancel()
-		select {
-		case <-m.stopped:
-			if m.mgrErr != nil {
-				errs = append(errs, fmt.Errorf("controller manager: %w", m.mgrErr))
-			}
-		case <-time.After(30 * time.Second):
-			errs = append(errs, errors.New("controller manager did not stop within 30s"))
-		}
-	}
+	m.runs = nil
 	// A process that outlived stopTimeout (kube-apiserver draining a
 	// client's watch) was killed, as meant: envtest says so with a
 	// "timeout waiting for process" error, which is not one here.
@@ -266,6 +300,20 @@ func (m *Plane) Stop() error {
 		errs = append(errs, fmt.Errorf("stop the management cluster: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// stop cancels r and waits for it to end.
+func (r *run) stop() error {
+	r.cancel()
+	select {
+	case <-r.stopped:
+		if r.err != nil {
+			return fmt.Errorf("controller manager: %w", r.err)
+		}
+		return nil
+	case <-time.After(30 * time.Second):
+		return errors.New("controller manager did not stop within 30s")
+	}
 }
 
 // Client is the lab's client of the management cluster: it reads from a

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -23,8 +24,10 @@ import (
 // lets them be placed (see webhookPort).
 type manager struct {
 	// name is the binary's (capi-manager), provider the manifests' folder
-	// whose webhooks and conversions it serves, bin the stack's folder.
-	name, provider, bin string
+	// whose webhooks and conversions it serves, bin the stack's folder;
+	// instance names its shim link and log in the lab: the binary's, or
+	// after an upgrade also the stack's (capi-manager.v1.13-processes).
+	name, provider, bin, instance string
 	// webhookPort, healthPort and metricsPort are its loopback ports.
 	// The upstream binaries take a webhook port but no host, so their
 	// webhook server listens on every interface of the host.
@@ -36,15 +39,15 @@ type manager struct {
 }
 
 // newManagers are the four of the stack built in dir, with the provider
-// each serves.
-func newManagers(dir string) ([]*manager, error) {
+// each serves; suffix, when set, ends their instance names.
+func newManagers(dir, suffix string) ([]*manager, error) {
 	var ms []*manager
 	for _, m := range managerBinaries {
 		ports, err := freePorts(3)
 		if err != nil {
 			return nil, err
 		}
-		ms = append(ms, &manager{name: m.name, provider: m.provider, bin: dir, webhookPort: ports[0], healthPort: ports[1], metricsPort: ports[2]})
+		ms = append(ms, &manager{name: m.name, provider: m.provider, bin: dir, instance: m.name + suffix, webhookPort: ports[0], healthPort: ports[1], metricsPort: ports[2]})
 	}
 	return ms, nil
 }
@@ -114,11 +117,11 @@ func loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.It
 // start starts m through a shim in shimDir (it dies with this process
 // and `faultline lab down` finds it), its output in logDir.
 func (m *manager) start(shimDir, logDir string, args []string) error {
-	link, err := shim(shimDir, filepath.Join(m.bin, m.name))
+	link, err := shimAs(shimDir, filepath.Join(m.bin, m.name), m.instance)
 	if err != nil {
 		return err
 	}
-	m.log = filepath.Join(logDir, m.name+".log")
+	m.log = filepath.Join(logDir, m.instance+".log")
 	out, err := os.OpenFile(m.log, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
@@ -182,6 +185,17 @@ func (m *manager) stop(grace time.Duration) error {
 	}
 	<-m.exited
 	return nil
+}
+
+// stopAll stops ms side by side, as a Deployment's pods are.
+func stopAll(ms []*manager) error {
+	errs := make([]error, len(ms))
+	var wg sync.WaitGroup
+	for i, mg := range ms {
+		wg.Go(func() { errs[i] = mg.stop(managerStopGrace) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // versionLine is how the managers print their version at start: Cluster

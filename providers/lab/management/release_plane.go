@@ -12,6 +12,7 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -148,23 +149,40 @@ func (mf *manifests) pointAt(ms []*manager, caBundle []byte) error {
 	return errors.Join(errs...)
 }
 
-// createWebhooks installs the stack's webhook configurations.
+// createWebhooks installs the stack's webhook configurations, replacing
+// those of the same name (an upgrade's).
 func (m *Plane) createWebhooks(ctx context.Context, mf *manifests) error {
 	c, err := client.New(m.cfg, client.Options{Scheme: m.scheme})
 	if err != nil {
 		return fmt.Errorf("management cluster client: %w", err)
 	}
+	var objs []client.Object
 	for _, o := range mf.mutating {
-		if err := c.Create(ctx, o); err != nil {
-			return fmt.Errorf("install %s: %w", o.Name, err)
-		}
+		objs = append(objs, o)
 	}
 	for _, o := range mf.validating {
-		if err := c.Create(ctx, o); err != nil {
-			return fmt.Errorf("install %s: %w", o.Name, err)
+		objs = append(objs, o)
+	}
+	for _, o := range objs {
+		if err := createOrReplace(ctx, c, o); err != nil {
+			return fmt.Errorf("install %s: %w", o.GetName(), err)
 		}
 	}
 	return nil
+}
+
+// createOrReplace creates o, or replaces the object of its name.
+func createOrReplace(ctx context.Context, c client.Client, o client.Object) error {
+	err := c.Create(ctx, o)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	cur := o.DeepCopyObject().(client.Object)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(o), cur); err != nil {
+		return err
+	}
+	o.SetResourceVersion(cur.GetResourceVersion())
+	return c.Update(ctx, o)
 }
 
 // startClient is the lab's cached client of the management cluster when
@@ -184,7 +202,7 @@ func (m *Plane) startClient(ctx context.Context, in Input) error {
 	if m.client, err = versioned.New(cl.GetClient(), m.cfg); err != nil {
 		return err
 	}
-	return m.run(ctx)
+	return m.run(ctx, cl)
 }
 
 // Stack is the stack the plane runs.
@@ -197,8 +215,13 @@ func (m *Plane) ManagerVersions() map[string]string {
 	if m.stack.Compiled {
 		return map[string]string{"faultline": "cluster-api " + m.stack.ClusterAPI + ", cluster-api-provider-vsphere " + m.stack.CAPV}
 	}
+	return managerVersions(m.managers)
+}
+
+// managerVersions are the versions ms printed at start, by binary.
+func managerVersions(ms []*manager) map[string]string {
 	out := map[string]string{}
-	for _, mg := range m.managers {
+	for _, mg := range ms {
 		out[mg.name] = mg.version()
 	}
 	return out

@@ -34,7 +34,7 @@ func TestCompiledStackIsEmbedded(t *testing.T) {
 // and metrics on loopback ports of its own, and the profile's intervals;
 // Cluster API's gates are not given to CAPV.
 func TestManagerArgs(t *testing.T) {
-	ms, err := newManagers(t.TempDir())
+	ms, err := newManagers(t.TempDir(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestPointAt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, err := newManagers(t.TempDir())
+	ms, err := newManagers(t.TempDir(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,6 +82,12 @@ func RunShim() {
 // shim makes, in dir, a link named after the binary at path that starts
 // it through the shim, and returns the link's path.
 func shim(dir, path string) (string, error) {
+	return shimAs(dir, path, filepath.Base(path))
+}
+
+// shimAs is shim with a link named name: a binary started twice in one
+// lab (a manager after an upgrade) gets a link, and a pid file, of each.
+func shimAs(dir, path, name string) (string, error) {
 	if !shimHooked.Load() {
 		return "", errors.New("lab shim: this program did not call lab.RunShim first in main (or TestMain), so the lab's kube-apiserver and etcd would start it instead of themselves")
 	}
@@ -92,7 +98,7 @@ func shim(dir, path string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("lab shim: %w", err)
 	}
-	link := filepath.Join(dir, filepath.Base(path))
+	link := filepath.Join(dir, name)
 	if err := os.Symlink(self, link); err != nil {
 		return "", fmt.Errorf("lab shim: %w", err)
 	}

@@ -41,7 +41,7 @@ func Start(ctx context.Context, in Input) (*Plane, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Plane{scheme: scheme, stack: in.Stack, stopped: make(chan struct{})}
+	m := &Plane{scheme: scheme, stack: in.Stack}
 	mf, err := m.manifests(in)
 	if err != nil {
 		return nil, err
@@ -104,7 +104,11 @@ func (m *Plane) manifests(in Input) (*manifests, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.managers, err = newManagers(dir); err != nil {
+	suffix := ""
+	if m.env != nil { // an upgrade: the first stack's managers keep their names
+		suffix = "." + in.Stack.Name
+	}
+	if m.managers, err = newManagers(dir, suffix); err != nil {
 		return nil, err
 	}
 	ca, err := servingCert(filepath.Join(in.Dir, "managers"))
