@@ -171,7 +171,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value, depth
 		fieldPath := join(path, k.Value)
 		idx, ok := fields[k.Value]
 		if !ok {
-			d.fail(k, fieldPath, "unknown field %q; expected one of %s%s", k.Value, strings.Join(sortedKeys(fields), ", "), didYouMean(k.Value, sortedKeys(fields)))
+			d.fail(k, fieldPath, "unknown field %q; expected one of %s%s", k.Value, own(strings.Join(sortedKeys(fields), ", ")), own(didYouMean(k.Value, sortedKeys(fields))))
 			continue
 		}
 		if seen[k.Value] {

@@ -55,6 +55,10 @@ func (e *ValidationError) Error() string {
 // shown cuts the string arguments of a message (labconfig.Shown).
 func shown(args []any) []any { return labconfig.Shown(args) }
 
+// own is faultline's own text in a message (the list of what a field
+// expects): shown cuts what is repeated from the file, never this.
+type own string
+
 // Where is "FILE:LINE" of a field of the scenario file (its path, such as
 // spec.targets[0]), or of its nearest parent recorded; the file alone for
 // a scenario built in memory.

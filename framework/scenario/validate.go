@@ -94,7 +94,7 @@ func (v *validator) spec() {
 	sp := v.s.Spec
 	for i, c := range sp.Requires {
 		if !providers.KnownCapability(c) {
-			v.errf(fmt.Sprintf("spec.requires[%d]", i), "unknown capability %q; expected one of %s", c, providers.CapabilityList())
+			v.errf(fmt.Sprintf("spec.requires[%d]", i), "unknown capability %q; expected one of %s", c, own(providers.CapabilityList()))
 		}
 		v.requires[c] = true
 		if c == providers.CapClusterAPI {
@@ -330,7 +330,7 @@ func (v *validator) word(path, kind, name string, words map[string]Word) {
 	case name == "":
 		v.errf(path+"."+kind, "required: one of %s", strings.Join(sortedKeys(words), ", "))
 	case !ok:
-		v.errf(path+"."+kind, "unknown %s %q; expected one of %s%s", kind, name, strings.Join(sortedKeys(words), ", "), didYouMean(name, sortedKeys(words)))
+		v.errf(path+"."+kind, "unknown %s %q; expected one of %s%s", kind, name, own(strings.Join(sortedKeys(words), ", ")), own(didYouMean(name, sortedKeys(words))))
 	case !v.requires[def.Capability]:
 		v.errf(path+"."+kind, "%s %s needs capability %s; add it to spec.requires", kind, name, def.Capability)
 	}
@@ -364,7 +364,7 @@ func (v *validator) args(path string, got map[string]string, allowed []string) {
 			}
 			if f := fields[i]; f != "" {
 				if _, ok := TargetRefFields[f]; !ok {
-					v.errf(path+"."+k, "${target.%s.%s}: unknown field %q; expected one of %s", t, f, f, strings.Join(sortedKeys(TargetRefFields), ", "))
+					v.errf(path+"."+k, "${target.%s.%s}: unknown field %q; expected one of %s", t, f, f, own(strings.Join(sortedKeys(TargetRefFields), ", ")))
 				}
 			}
 		}
