@@ -151,7 +151,7 @@ Exit codes: 0 pass (or skipped), 1 scenario failed, 2 invalid input or usage,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCommand(), newValidateCommand(), newInitCommand(), newListCommand(), newRecoverCommand(), newVersionCommand(), newLabCommand(), newCheckCommand(), newReportCommand(), newHistoryCommand(), newKindCommand(), newGenDocsCommand())
+	root.AddCommand(newRunCommand(), newValidateCommand(), newInitCommand(), newListCommand(), newRecoverCommand(), newVersionCommand(), newLabCommand(), newCheckCommand(), newReportCommand(), newHistoryCommand(), newCompareCommand(), newKindCommand(), newGenDocsCommand())
 	return root
 }
 
