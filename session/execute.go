@@ -58,12 +58,18 @@ func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 			return nil, err
 		}
 	}
+	lp, onLab := run.Provider.(*lab.Provider)
+	if onLab {
+		// The lab the run is on, not the caller's idea of it (a pool's
+		// warm lab while the scenario has a lab of its own).
+		in.Release = labRelease(lp.Lab())
+	}
 	res, err := engine.Run(ctx, run)
 	if err != nil {
 		return nil, err
 	}
 	res.Profile, res.Release = in.Profile, in.Release
-	if lp, ok := run.Provider.(*lab.Provider); ok && res.Release != nil {
+	if onLab {
 		if now := labRelease(lp.Lab()); now.Stack != res.Release.Stack {
 			res.Release.UpgradedTo = now
 		}

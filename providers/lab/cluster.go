@@ -172,6 +172,9 @@ func healthChecks(s ClusterSpec, meta func(string) metav1.ObjectMeta, p Profile)
 	if s.NodeStartupTimeout.Duration > 0 {
 		p.MHCNodeStartup = s.NodeStartupTimeout.Duration
 	}
+	if d := s.UnhealthyTimeout.Duration; d > 0 {
+		p.MHCUnhealthy, p.MHCNotReady = d, d
+	}
 	if s.RealNodes() {
 		p.MHCNotReady = max(p.MHCNotReady, labconfig.RealNodeNotReady)
 	}

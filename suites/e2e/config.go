@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +30,10 @@ const (
 	// catalogue out.
 	EnvScenarios = "E2E_SCENARIOS"
 	EnvCatalogue = "E2E_CATALOGUE"
+	// EnvUpgradeTo overrides upgrade.to and EnvUpgradeRuns upgrade.runs:
+	// the preupgrade suite's gate.
+	EnvUpgradeTo   = "E2E_UPGRADE_TO"
+	EnvUpgradeRuns = "E2E_UPGRADE_RUNS"
 )
 
 // suiteProviders are the providers a suite runs on: vsphere is a
@@ -58,9 +63,22 @@ type Config struct {
 	// Scenarios are a team's own scenarios, beside the catalogue's or
 	// instead of them.
 	Scenarios ScenariosConfig `json:"scenarios"`
+	// Upgrade is the preupgrade suite's gate on the lab: from lab.release
+	// to upgrade.to.
+	Upgrade UpgradeConfig `json:"upgrade"`
 	// dir is the config file's folder, which scenarios.paths are relative
 	// to.
 	dir string
+}
+
+// UpgradeConfig is the upgrade gate: the scenarios run Runs times on
+// lab.release, the upgrade scenarios go from it to To (their parameter
+// release.to), the same scenarios run Runs times on To, and the
+// scorecard of the two sides fails the suite on a regression.
+type UpgradeConfig struct {
+	// To is the release to upgrade to; empty, there is no gate.
+	To   string `json:"to"`
+	Runs int    `json:"runs"`
 }
 
 // ScenariosConfig says which scenarios a suite describes.
@@ -160,7 +178,18 @@ func LoadConfig(path string) (*Config, error) {
 	if r := os.Getenv(EnvRelease); r != "" {
 		c.Lab.Release = r
 	}
+	if t := os.Getenv(EnvUpgradeTo); t != "" {
+		c.Upgrade.To = t
+	}
+	if r := os.Getenv(EnvUpgradeRuns); r != "" {
+		n, err := strconv.Atoi(r)
+		if err != nil {
+			return nil, fmt.Errorf("$%s %q: expected a whole number of runs", EnvUpgradeRuns, r)
+		}
+		c.Upgrade.Runs = n
+	}
 	var errs []string
+	errs = append(errs, c.Upgrade.validate(c.Provider)...)
 	if _, err := c.Lab.release().Resolve(); err != nil {
 		errs = append(errs, fmt.Sprintf("lab.release: %v", err))
 	} else if c.Lab.Release != "" && c.Provider != session.ProviderLab {
@@ -203,6 +232,27 @@ func LoadConfig(path string) (*Config, error) {
 		return nil, fmt.Errorf("e2e config %s: %s", path, strings.Join(errs, "; "))
 	}
 	return &c, nil
+}
+
+// validate checks the gate: a release the lab has, on the lab.
+func (u *UpgradeConfig) validate(provider string) []string {
+	if u.To == "" {
+		return nil
+	}
+	var errs []string
+	if _, err := lab.ParseRelease(u.To).Resolve(); err != nil {
+		errs = append(errs, fmt.Sprintf("upgrade.to (or $%s): %v", EnvUpgradeTo, err))
+	}
+	if provider != session.ProviderLab {
+		errs = append(errs, fmt.Sprintf("upgrade.to (or $%s) %q: the gate upgrades the lab's management plane; provider %s is not the lab", EnvUpgradeTo, u.To, provider))
+	}
+	switch {
+	case u.Runs == 0:
+		u.Runs = 1
+	case u.Runs < 0:
+		errs = append(errs, fmt.Sprintf("upgrade.runs (or $%s): got %d, expected 1 or more", EnvUpgradeRuns, u.Runs))
+	}
+	return errs
 }
 
 // Interval returns the named [timeout, poll] pair in the form Gomega's

@@ -47,7 +47,7 @@ func (c ClusterSpec) Serves(s LabSpec) bool {
 	wpod, wnode, wblock := s.PodNetwork()
 	cpod, cnode, cblock := c.PodNetwork()
 	return c.ControlPlanes == s.ControlPlanes && c.Workers >= s.Workers && c.CNIName() == s.CNIName() && c.RealNodes() == s.RealNodes() &&
-		cpod == wpod && cnode == wnode && cblock == wblock && c.NodeStartupTimeout == s.NodeStartupTimeout &&
+		cpod == wpod && cnode == wnode && cblock == wblock && c.NodeStartupTimeout == s.NodeStartupTimeout && c.UnhealthyTimeout == s.UnhealthyTimeout &&
 		c.HasWorkerMHC() == s.HasWorkerMHC() && (s.ControlPlaneMHC == nil || c.HasControlPlaneMHC() == s.HasControlPlaneMHC()) &&
 		c.TriggerIf() == s.TriggerIf() && c.Release.SameStack(s.Release)
 }

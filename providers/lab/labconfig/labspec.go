@@ -38,6 +38,10 @@ type LabSpec struct {
 	// NodeStartupTimeout is the health checks' nodeStartupTimeout; zero
 	// keeps the profile's (2m compressed, 10m real).
 	NodeStartupTimeout Duration `yaml:"nodeStartupTimeout"`
+	// UnhealthyTimeout is the health checks' timeout on a Node's Ready
+	// Unknown or False (unhealthyNodeConditions); zero keeps the
+	// profile's (3s compressed, 5m real).
+	UnhealthyTimeout Duration `yaml:"unhealthyTimeout"`
 	// CNI is calico (the default) or antrea: the node agent whose pod
 	// must be admitted before a Node turns Ready.
 	CNI string `yaml:"cni"`
@@ -125,6 +129,9 @@ func (l LabSpec) Validate(fld *field.Path) field.ErrorList {
 	}
 	if d := l.NodeStartupTimeout.Duration; d < 0 || (d > 0 && d < 10*time.Second) {
 		invalid(fld.Child("nodeStartupTimeout"), l.NodeStartupTimeout.String(), "got %s, expected at least 10s: a control plane needs that long to join", l.NodeStartupTimeout)
+	}
+	if d := l.UnhealthyTimeout.Duration; d < 0 || (d > 0 && d < time.Second) {
+		invalid(fld.Child("unhealthyTimeout"), l.UnhealthyTimeout.String(), "got %s, expected at least 1s (MachineHealthCheck timeouts are whole seconds)", l.UnhealthyTimeout)
 	}
 	errs = append(errs, l.validateRemediation(fld)...)
 	errs = append(errs, l.Release.Validate(fld.Child("release"))...)

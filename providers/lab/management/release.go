@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/faultline-dev/faultline/hack"
 	"github.com/faultline-dev/faultline/providers/lab/labconfig"
@@ -86,6 +87,38 @@ func Built(stack labconfig.Stack) (bool, error) {
 	return true, nil
 }
 
+// lockBuild takes the lock of the build of the stack in dir, saying so
+// on progress when another process holds it.
+func lockBuild(ctx context.Context, dir string, progress io.Writer, stack labconfig.Stack) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	unlock := func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+		return unlock, nil
+	}
+	fmt.Fprintf(progress, "release %s: another process is building it; waiting\n", stack.Name)
+	locked := make(chan error, 1)
+	go func() { locked <- syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }()
+	select {
+	case err := <-locked:
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock %s.lock: %w", dir, err)
+		}
+		return unlock, nil
+	case <-ctx.Done():
+		// The waiting goroutine ends with the other build; the lock it
+		// then takes goes with the file, closed here.
+		f.Close()
+		return nil, ctx.Err()
+	}
+}
+
 // Build builds stack's managers from their module sources through the Go
 // module proxy, unless they are built, and returns their folder. It runs
 // release-managers.sh (embedded) with the go command on PATH, writing each
@@ -95,6 +128,17 @@ func Build(ctx context.Context, stack labconfig.Stack, progress io.Writer) (stri
 	if err != nil {
 		return "", err
 	}
+	if ok, err := Built(stack); err != nil || ok {
+		return dir, err
+	}
+	// One build of a stack at a time on a machine: another process
+	// building it (CI builds ahead while a suite starts a lab of it) is
+	// waited for, and its build used.
+	unlock, err := lockBuild(ctx, dir, progress, stack)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	if ok, err := Built(stack); err != nil || ok {
 		return dir, err
 	}
