@@ -6,6 +6,13 @@
 #                       'faultline lab releases' lists them; default the
 #                       compiled one); all runs the suite once per stack,
 #                       each into ARTIFACTS/release-NAME
+#   UPGRADE_TO          with SUITE=preupgrade: the release to upgrade to
+#                       (E2E_UPGRADE_TO): the upgrade gate runs the
+#                       preupgrade scenarios on RELEASE and on UPGRADE_TO,
+#                       the upgrade scenarios from one to the other, and
+#                       fails on a regression in the scorecard of the two
+#                       (ARTIFACTS/preupgrade/scorecard); UPGRADE_RUNS
+#                       (E2E_UPGRADE_RUNS, default 1) runs per side
 #   NODES               the lab's nodes: simulated (default) or containers
 #                       (the real-node tier: kind node containers booted
 #                       by real kubeadm; needs docker, hack/docker.sh, and
@@ -49,4 +56,6 @@ if [[ "${RELEASE:-}" == all ]]; then
   exit "${rc}"
 fi
 [[ -n "${RELEASE:-}" ]] && export E2E_RELEASE="${RELEASE}"
+[[ -n "${UPGRADE_TO:-}" ]] && export E2E_UPGRADE_TO="${UPGRADE_TO}"
+[[ -n "${UPGRADE_RUNS:-}" ]] && export E2E_UPGRADE_RUNS="${UPGRADE_RUNS}"
 go test -v -count=1 -timeout 3h "./suites/${suite}" -args "${args[@]}"

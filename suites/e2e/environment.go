@@ -142,17 +142,27 @@ func (e *Environment) firstShape(first *scenario.Scenario) scenario.LabSpec {
 // lab, the pool's (session.Pool), with sc on the config's nodes; the
 // shared one elsewhere.
 func (e *Environment) ProviderFor(ctx context.Context, sc *scenario.Scenario) (providers.Provider, func(context.Context) error, error) {
+	return e.ProviderOn(ctx, sc, "")
+}
+
+// ProviderOn is ProviderFor with sc's lab on release (a stack's name or
+// CAPI+CAPV versions) when it is set, over the config's lab.release.
+func (e *Environment) ProviderOn(ctx context.Context, sc *scenario.Scenario, release string) (providers.Provider, func(context.Context) error, error) {
 	if e.pool == nil {
 		return e.shared, func(context.Context) error { return nil }, nil
 	}
-	if err := session.Adjust(sc, session.Adjustments{Nodes: e.Config.Lab.Nodes, Release: e.Config.Lab.release()}); err != nil {
+	r := e.Config.Lab.release()
+	if release != "" {
+		r = lab.ParseRelease(release)
+	}
+	if err := session.Adjust(sc, session.Adjustments{Nodes: e.Config.Lab.Nodes, Release: r}); err != nil {
 		return nil, nil, err
 	}
-	s, release, err := e.pool.Acquire(ctx, sc)
+	s, done, err := e.pool.Acquire(ctx, sc)
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.Provider, release, nil
+	return s.Provider, done, nil
 }
 
 // Prepare has the shared lab start the cluster ProviderFor will give sc,

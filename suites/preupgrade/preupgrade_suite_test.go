@@ -15,7 +15,11 @@ var _ = Describe("faultline check", Ordered, Label("checks"), func() {
 	e2e.ChecksSpec(func() e2e.ChecksSpecInput { return e2e.ChecksSpecInput{Environment: suite.Environment} })
 })
 
-var _ = e2e.DescribeScenarios(suite, func(sc *scenario.Scenario) bool { return sc.Metadata.Labels["preupgrade"] == "true" })
+// With upgrade.to (E2E_UPGRADE_TO) the scenarios are the upgrade gate's:
+// both releases, the upgrade under a fault, the scorecard.
+var _ = e2e.DescribeUpgradeGate(suite, preupgrade) || e2e.DescribeScenarios(suite, preupgrade)
+
+func preupgrade(sc *scenario.Scenario) bool { return sc.Metadata.Labels["preupgrade"] == "true" }
 
 func TestPreUpgrade(t *testing.T) {
 	e2e.RunSuite(t, "faultline pre-upgrade")
