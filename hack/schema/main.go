@@ -80,11 +80,13 @@ type generator struct {
 
 var durationType = reflect.TypeOf(scenario.Duration{})
 
-// required fields, by Type.
+// required fields, by Type. An inject's target is not: an upgrade of the
+// management plane, or an object fault with cluster: management, has none
+// (validation says which faults need one).
 var required = map[string][]string{
 	"Metadata": {"name"}, "Target": {"name", "select"}, "Step": {"name"},
 	"Phase": {"name", "when"}, "Condition": {"probe"}, "Guard": {"name", "condition"},
-	"Inject": {"fault", "target"}, "WithinAssertion": {"phase", "budget"},
+	"Inject": {"fault"}, "WithinAssertion": {"phase", "budget"},
 	"WindowAssertion": {"condition", "for"}, "CountAssertion": {"condition", "for"},
 }
 
