@@ -16,18 +16,11 @@ import (
 // phase's and the missed phase's, each about its expected size.
 func TestIntegrationReportInBrowser(t *testing.T) {
 	browser := browsertest.Chromium(t)
-	page := filepath.Join(t.TempDir(), ReportFile)
 	var b bytes.Buffer
 	if err := WriteReport(&b, failedRun(), []string{"dumps/machines.yaml"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(page, b.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	img, console := browsertest.Screenshot(t, browser, page)
-	if len(console) > 0 {
-		t.Errorf("console messages:\n%s", strings.Join(console, "\n"))
-	}
+	img := browsertest.Page(t, browser, b.Bytes())
 	// Bars are 16 px high; on a 660 px axis of 65 s the fault runs 39 s
 	// (396 px), node-not-ready 2.2 s (22 px), machine-unhealthy's budget
 	// 30 s (305 px).

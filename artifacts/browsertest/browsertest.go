@@ -73,6 +73,22 @@ func Screenshot(t testing.TB, browser, page string) (image.Image, []string) {
 	return img, console
 }
 
+// Page renders html in headless chromium and returns the screenshot,
+// failing t on any console message (the pages faultline writes run no
+// script, so any is an error).
+func Page(t testing.TB, browser string, html []byte) image.Image {
+	t.Helper()
+	page := filepath.Join(t.TempDir(), "page.html")
+	if err := os.WriteFile(page, html, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	img, console := Screenshot(t, browser, page)
+	if len(console) > 0 {
+		t.Errorf("console messages:\n%s", strings.Join(console, "\n"))
+	}
+	return img
+}
+
 // Pixels counts the pixels of img within 12 of the colour #rrggbb.
 func Pixels(img image.Image, rgb uint32) int {
 	want := [3]int{int(rgb >> 16 & 0xff), int(rgb >> 8 & 0xff), int(rgb & 0xff)}

@@ -2,9 +2,6 @@ package scorecard
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,14 +21,7 @@ func TestIntegrationScorecardInBrowser(t *testing.T) {
 	if err := Compare("v1.12", base, "v1.13", target, DefaultTolerance).WriteHTML(&b); err != nil {
 		t.Fatal(err)
 	}
-	page := filepath.Join(t.TempDir(), "scorecard.html")
-	if err := os.WriteFile(page, b.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	img, console := browsertest.Screenshot(t, browser, page)
-	if len(console) > 0 {
-		t.Errorf("console messages:\n%s", strings.Join(console, "\n"))
-	}
+	img := browsertest.Page(t, browser, b.Bytes())
 	// A dot is a circle of radius 4 at 60 % opacity over white: about 50
 	// pixels of its blended colour (dots of one phase may overlap).
 	for name, c := range map[string]struct {
