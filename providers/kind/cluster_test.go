@@ -130,6 +130,24 @@ func TestNewestImage(t *testing.T) {
 	}
 }
 
+// TestImageOf: the image of a Kubernetes version is the newest tagged
+// with it, whatever newer image of another version there is; none is an
+// error that says how to build it.
+func TestImageOf(t *testing.T) {
+	t.Parallel()
+	d := &scriptedDocker{out: map[string]string{"images": ImageRepository + ":v1.35.4-aaa\t2026-11-01 10:00:00 +0000 UTC\n" +
+		ImageRepository + ":v1.34.3-bbb\t2026-11-26 10:00:00 +0000 UTC\n" + ImageRepository + ":v1.35.4-ccc\t2026-11-20 10:00:00 +0000 UTC\n"}}
+	if got, err := ImageOf(context.Background(), d, "v1.35.4"); err != nil || got != ImageRepository+":v1.35.4-ccc" {
+		t.Errorf("v1.35.4: %q, %v", got, err)
+	}
+	if got, err := ImageOf(context.Background(), d, "1.34.3"); err != nil || got != ImageRepository+":v1.34.3-bbb" {
+		t.Errorf("1.34.3: %q, %v", got, err)
+	}
+	if _, err := ImageOf(context.Background(), d, "v1.33.0"); err == nil || !strings.Contains(err.Error(), "KUBE_VERSION=1.33.0 hack/kind-image.sh") {
+		t.Errorf("v1.33.0: %v, want how to build it", err)
+	}
+}
+
 func TestUpOptionsValidate(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

@@ -8,6 +8,23 @@ import (
 
 // NewestImage is the newest local image of ImageRepository.
 func NewestImage(ctx context.Context, d Docker) (string, error) {
+	return newestImage(ctx, d, "")
+}
+
+// ImageOf is the newest local image of ImageRepository of Kubernetes
+// version (v1.34.3): hack/kind-image.sh tags each "v<version>-<recipe>".
+func ImageOf(ctx context.Context, d Docker, version string) (string, error) {
+	v := "v" + strings.TrimPrefix(version, "v")
+	img, err := newestImage(ctx, d, v+"-")
+	if err != nil {
+		return "", fmt.Errorf("no %s image of Kubernetes %s here: build one with KUBE_VERSION=%s hack/kind-image.sh (no registry needed)", ImageRepository, v, strings.TrimPrefix(v, "v"))
+	}
+	return img, nil
+}
+
+// newestImage is the newest local image of ImageRepository whose tag
+// starts with prefix.
+func newestImage(ctx context.Context, d Docker, prefix string) (string, error) {
 	out, err := d.Run(ctx, "images", "--format", "{{.Repository}}:{{.Tag}}\t{{.CreatedAt}}", ImageRepository)
 	if err != nil {
 		return "", err
@@ -15,7 +32,7 @@ func NewestImage(ctx context.Context, d Docker) (string, error) {
 	var best, bestAt string
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		ref, at, ok := strings.Cut(line, "\t")
-		if ok && !strings.HasSuffix(ref, ":<none>") && at > bestAt {
+		if ok && !strings.HasSuffix(ref, ":<none>") && strings.HasPrefix(ref, ImageRepository+":"+prefix) && at > bestAt {
 			best, bestAt = ref, at
 		}
 	}

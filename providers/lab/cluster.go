@@ -80,7 +80,7 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infr
 			ObjectMeta: meta(s.ControlPlaneName()),
 			Spec: controlplanev1.KubeadmControlPlaneSpec{
 				Replicas: ptr.To(int32(s.ControlPlanes)),
-				Version:  KubernetesVersion,
+				Version:  s.Version(),
 				// A bounded retry, as a cluster configured after seed 003
 				// has: a replacement that cannot join is not recreated
 				// forever.
@@ -152,7 +152,7 @@ func machineDeployment(s ClusterSpec, meta metav1.ObjectMeta, template string) *
 				ObjectMeta: clusterv1.ObjectMeta{Labels: mdLabels},
 				Spec: clusterv1.MachineSpec{
 					ClusterName: s.Name,
-					Version:     KubernetesVersion,
+					Version:     s.Version(),
 					Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
 						APIGroup: bootstrapv1.GroupVersion.Group, Kind: "KubeadmConfigTemplate", Name: s.Name + "-worker",
 					}},

@@ -10,7 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// KubernetesVersion is the version the lab's workload clusters report.
+// KubernetesVersion is the version the lab's workload clusters are
+// created at unless their spec.lab names another.
 const KubernetesVersion = "v1.35.4"
 
 // Namespace holds the Cluster API objects of the clusters a lab starts
@@ -47,7 +48,7 @@ func (c ClusterSpec) Serves(s LabSpec) bool {
 	wpod, wnode, wblock := s.PodNetwork()
 	cpod, cnode, cblock := c.PodNetwork()
 	return c.ControlPlanes == s.ControlPlanes && c.Workers >= s.Workers && c.CNIName() == s.CNIName() && c.RealNodes() == s.RealNodes() &&
-		cpod == wpod && cnode == wnode && cblock == wblock && c.NodeStartupTimeout == s.NodeStartupTimeout && c.UnhealthyTimeout == s.UnhealthyTimeout &&
+		cpod == wpod && cnode == wnode && cblock == wblock && c.NodeStartupTimeout == s.NodeStartupTimeout && c.UnhealthyTimeout == s.UnhealthyTimeout && c.Version() == s.Version() &&
 		c.HasWorkerMHC() == s.HasWorkerMHC() && (s.ControlPlaneMHC == nil || c.HasControlPlaneMHC() == s.HasControlPlaneMHC()) &&
 		c.TriggerIf() == s.TriggerIf() && c.Release.SameStack(s.Release)
 }

@@ -38,6 +38,11 @@ type LabSpec struct {
 	// NodeStartupTimeout is the health checks' nodeStartupTimeout; zero
 	// keeps the profile's (2m compressed, 10m real).
 	NodeStartupTimeout Duration `yaml:"nodeStartupTimeout"`
+	// KubernetesVersion is the version the cluster is created at (its
+	// KubeadmControlPlane's and MachineDeployment's); empty,
+	// KubernetesVersion. On real nodes it needs a node image of that
+	// version (KUBE_VERSION=... hack/kind-image.sh).
+	KubernetesVersion string `yaml:"kubernetesVersion"`
 	// UnhealthyTimeout is the health checks' timeout on a Node's Ready
 	// Unknown or False (unhealthyNodeConditions); zero keeps the
 	// profile's (3s compressed, 5m real).
@@ -129,6 +134,9 @@ func (l LabSpec) Validate(fld *field.Path) field.ErrorList {
 	}
 	if d := l.NodeStartupTimeout.Duration; d < 0 || (d > 0 && d < 10*time.Second) {
 		invalid(fld.Child("nodeStartupTimeout"), l.NodeStartupTimeout.String(), "got %s, expected at least 10s: a control plane needs that long to join", l.NodeStartupTimeout)
+	}
+	if v := l.KubernetesVersion; v != "" && !kubernetesVersion.MatchString(v) {
+		invalid(fld.Child("kubernetesVersion"), v, "got %q, expected a Kubernetes version such as v1.34.3", v)
 	}
 	if d := l.UnhealthyTimeout.Duration; d < 0 || (d > 0 && d < time.Second) {
 		invalid(fld.Child("unhealthyTimeout"), l.UnhealthyTimeout.String(), "got %s, expected at least 1s (MachineHealthCheck timeouts are whole seconds)", l.UnhealthyTimeout)
@@ -237,6 +245,18 @@ func (l LabSpec) TriggerIf() LabTriggerIf {
 		t.UnhealthyInRange = l.UnhealthyRange
 	}
 	return t
+}
+
+// kubernetesVersion is a Kubernetes version as Cluster API takes it.
+var kubernetesVersion = regexp.MustCompile(`^v\d+\.\d+\.\d+$`)
+
+// Version is the cluster's Kubernetes version: KubernetesVersion unless
+// it names one.
+func (l LabSpec) Version() string {
+	if l.KubernetesVersion != "" {
+		return l.KubernetesVersion
+	}
+	return KubernetesVersion
 }
 
 // atoi is strconv.Atoi for digits a pattern has matched.

@@ -26,8 +26,11 @@ const Label = "faultline.dev/lab"
 type Config struct {
 	// Lab names the lab: containers are LAB-VM, the network LAB.
 	Lab string
-	// Image is the node image (hack/kind-image.sh builds one offline).
-	Image string
+	// Image is the node image (hack/kind-image.sh builds one offline) of
+	// a VM whose Machine names no other Kubernetes version; ImageOf
+	// finds the one of a version (kind.ImageOf), for a rollout's Machines.
+	Image   string
+	ImageOf func(ctx context.Context, version string) (string, error)
 	// StateFile records the network and the containers as they are made.
 	StateFile string
 	Docker    kind.Docker
@@ -64,6 +67,9 @@ type VM struct {
 	// BootTime is vCenter's summary.runtime.bootTime: a new one while the
 	// VM is on is a reset.
 	BootTime time.Time
+	// Version is its Machine's Kubernetes version, "" when unknown: its
+	// container is made from that version's node image.
+	Version string
 }
 
 // State is the state file: the network and every container the driver
@@ -155,7 +161,7 @@ func (d *Driver) Reconcile(ctx context.Context, vm VM) (string, error) {
 		if vm.Power != providers.PoweredOn {
 			return "", nil // created at its first power-on
 		}
-		c, err := d.create(ctx, vm.Name)
+		c, err := d.create(ctx, vm)
 		return c.IP, err
 	}
 	status, err := d.status(ctx, c.Name)
@@ -195,8 +201,17 @@ func (d *Driver) Reconcile(ctx context.Context, vm VM) (string, error) {
 	return c.IP, err
 }
 
-// create records and starts vm's container at the next free address.
-func (d *Driver) create(ctx context.Context, vm string) (Container, error) {
+// create records and starts vm's container at the next free address,
+// from the node image of its Kubernetes version.
+func (d *Driver) create(ctx context.Context, v VM) (Container, error) {
+	image := d.cfg.Image
+	if v.Version != "" && d.cfg.ImageOf != nil {
+		var err error
+		if image, err = d.cfg.ImageOf(ctx, v.Version); err != nil {
+			return Container{}, fmt.Errorf("vm %s (Kubernetes %s): %w", v.Name, v.Version, err)
+		}
+	}
+	vm := v.Name
 	d.mu.Lock()
 	ip, err := d.nextIP()
 	c := Container{Name: d.ContainerName(vm), IP: ip.String()}
@@ -211,11 +226,11 @@ func (d *Driver) create(ctx context.Context, vm string) (Container, error) {
 	args := append([]string{"run", "--detach", "--tty", "--name", c.Name, "--hostname", vm,
 		"--label", Label + "=" + d.cfg.Lab, "--net", d.cfg.Lab, "--ip", c.IP, "--restart=no"},
 		kind.NodeRunFlags(d.cfg.Quirks)...)
-	args = append(args, d.cfg.Image)
+	args = append(args, image)
 	if err := d.docker(ctx, args...); err != nil {
 		return c, err
 	}
-	d.cfg.Log.Info("vm container created", "vm", vm, "container", c.Name, "ip", c.IP)
+	d.cfg.Log.Info("vm container created", "vm", vm, "container", c.Name, "ip", c.IP, "image", image)
 	return c, nil
 }
 

@@ -39,7 +39,7 @@ func Prepare(ctx context.Context, in Input) (*Nodes, infrav1.APIEndpoint, bootst
 	if err := kind.Available(ctx, docker); err != nil {
 		return nil, none, bootstrapv1.KubeadmConfigSpec{}, fmt.Errorf("cluster %s has real nodes: %w", cs.Name, err)
 	}
-	image, err := kind.NewestImage(ctx, docker)
+	image, err := kind.ImageOf(ctx, docker, cs.Version())
 	if err != nil {
 		return nil, none, bootstrapv1.KubeadmConfigSpec{}, fmt.Errorf("cluster %s has real nodes: %w", cs.Name, err)
 	}
@@ -49,6 +49,7 @@ func Prepare(ctx context.Context, in Input) (*Nodes, infrav1.APIEndpoint, bootst
 	}
 	driver, err := New(ctx, Config{
 		Lab: filepath.Base(in.Dir), Image: image, StateFile: stateFile(in.Dir),
+		ImageOf: func(ctx context.Context, version string) (string, error) { return kind.ImageOf(ctx, docker, version) },
 		Docker: docker, Quirks: quirks, RebootDelay: in.Profile.Reboot, Log: in.Log.WithName("vmcontainers"),
 	})
 	if err != nil {

@@ -131,8 +131,9 @@ func (r *Nodes) tick(ctx context.Context) error {
 		return fmt.Errorf("list Machines: %w", err)
 	}
 	controlPlane := map[string]bool{} // by VSphereMachine (and VSphereVM) name
-	dataSecret := map[string]string{}
+	dataSecret, version := map[string]string{}, map[string]string{}
 	for _, m := range machines.Items {
+		version[m.Spec.InfrastructureRef.Name] = m.Spec.Version
 		if _, ok := m.Labels[clusterv1.MachineControlPlaneLabel]; ok {
 			controlPlane[m.Spec.InfrastructureRef.Name] = true
 		}
@@ -149,7 +150,7 @@ func (r *Nodes) tick(ctx context.Context) error {
 		}
 		seen[v.Name] = true
 		st, exists := inv[v.Spec.BiosUUID]
-		ip, err := r.driver.Reconcile(ctx, VM{Name: v.Name, Exists: exists, Power: st.power, BootTime: st.bootTime})
+		ip, err := r.driver.Reconcile(ctx, VM{Name: v.Name, Exists: exists, Power: st.power, BootTime: st.bootTime, Version: version[v.Name]})
 		if err != nil {
 			errs = append(errs, err)
 			continue
