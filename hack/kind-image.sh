@@ -348,9 +348,10 @@ tar -C "${node}" -c . | docker import \
 mkdir -p bin/kind
 docker save -o "${cache}.part" "${tag}" "${lb_image}"
 mv "${cache}.part" "${cache}"
-# Older keys' tarballs and images are stale.
-find bin/kind -maxdepth 1 -name 'node-*.tar' ! -name "node-${key}.tar" -delete
-docker images --format '{{.Repository}}:{{.Tag}}' "${tag%%:*}" | grep -vxF "${tag}" | xargs -r docker rmi >/dev/null || true
+# Older keys' tarballs and images of this Kubernetes version are stale;
+# another version's are not (a rollout's real nodes need two).
+find bin/kind -maxdepth 1 -name "node-v${kube_version}-*.tar" ! -name "node-${key}.tar" -delete
+docker images --format '{{.Repository}}:{{.Tag}}' "${tag%%:*}" | grep "^${tag%%:*}:v${kube_version}-" | grep -vxF "${tag}" | xargs -r docker rmi >/dev/null || true
 rm -rf "${node}" "${images}" "${small_bin}"
 log "built ${tag} ($(du -h "${cache}" | cut -f1) saved in ${cache})"
 echo "${tag}"
