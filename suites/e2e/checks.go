@@ -23,7 +23,10 @@ func ChecksSpec(inputGetter func() ChecksSpecInput) {
 	It("reports nothing at error severity", func(ctx SpecContext) {
 		input := inputGetter()
 		Expect(input.Environment).NotTo(BeNil())
-		p := input.Environment.shared
+		p := input.Environment.checked()
+		if p == nil {
+			Skip("no cluster to check: the suite's lab is not running")
+		}
 		o, ok := p.(providers.Objects)
 		if !ok {
 			Skip("the provider " + p.Name() + " reads no cluster")

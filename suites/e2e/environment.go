@@ -108,6 +108,18 @@ func (e *Environment) Teardown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// checked is the provider faultline check reads: the shared one, or on
+// the lab the warm lab's; nil when there is none.
+func (e *Environment) checked() providers.Provider {
+	if e.shared != nil {
+		return e.shared
+	}
+	if e.pool != nil && e.pool.Warm() != nil {
+		return e.pool.Warm().Provider
+	}
+	return nil
+}
+
 // Release is the stack the shared lab runs, nil elsewhere.
 func (e *Environment) Release() *engine.Release {
 	if e.pool != nil && e.pool.Warm() != nil {

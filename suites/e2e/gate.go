@@ -17,7 +17,7 @@ import (
 
 // DescribeUpgradeGate adds the preupgrade suite's gate when the e2e
 // config names upgrade.to, and returns false otherwise. In one ordered
-// container: the scenarios keep accepts run upgrade.runs times on
+// container: faultline check's rules on the current release, the scenarios keep accepts run upgrade.runs times on
 // lab.release (the current release), those that upgrade the management
 // plane go from it to upgrade.to (their parameter release.to) under their
 // fault, the others run upgrade.runs times on upgrade.to, and the
@@ -40,6 +40,9 @@ func DescribeUpgradeGate(s *Suite, keep func(*scenario.Scenario) bool) bool {
 	}
 	folder := func(parts ...string) string { return filepath.Join(append([]string{s.ArtifactFolder}, parts...)...) }
 	Describe(s.Name+" upgrade gate to "+to, Ordered, ContinueOnFailure, Label("upgrade-gate"), func() {
+		Describe("faultline check", Label("checks"), func() {
+			ChecksSpec(func() ChecksSpecInput { return ChecksSpecInput{Environment: s.Environment} })
+		})
 		side := func(name, release string) {
 			for round := 1; round <= runs; round++ {
 				for _, d := range compared {

@@ -11,13 +11,16 @@ import (
 
 var suite = e2e.NewSuite("preupgrade")
 
-var _ = Describe("faultline check", Ordered, Label("checks"), func() {
-	e2e.ChecksSpec(func() e2e.ChecksSpecInput { return e2e.ChecksSpecInput{Environment: suite.Environment} })
-})
+// With upgrade.to (E2E_UPGRADE_TO) the suite is the upgrade gate, checks
+// first: both releases, the upgrade under a fault, the scorecard.
+var _ = e2e.DescribeUpgradeGate(suite, preupgrade) || describeChecksAndScenarios()
 
-// With upgrade.to (E2E_UPGRADE_TO) the scenarios are the upgrade gate's:
-// both releases, the upgrade under a fault, the scorecard.
-var _ = e2e.DescribeUpgradeGate(suite, preupgrade) || e2e.DescribeScenarios(suite, preupgrade)
+func describeChecksAndScenarios() bool {
+	Describe("faultline check", Ordered, Label("checks"), func() {
+		e2e.ChecksSpec(func() e2e.ChecksSpecInput { return e2e.ChecksSpecInput{Environment: suite.Environment} })
+	})
+	return e2e.DescribeScenarios(suite, preupgrade)
+}
 
 func preupgrade(sc *scenario.Scenario) bool { return sc.Metadata.Labels["preupgrade"] == "true" }
 
