@@ -50,7 +50,7 @@ func Prepare(ctx context.Context, in Input) (*Nodes, infrav1.APIEndpoint, bootst
 	driver, err := New(ctx, Config{
 		Lab: filepath.Base(in.Dir), Image: image, StateFile: stateFile(in.Dir),
 		ImageOf: func(ctx context.Context, version string) (string, error) { return kind.ImageOf(ctx, docker, version) },
-		Docker: docker, Quirks: quirks, RebootDelay: in.Profile.Reboot, Log: in.Log.WithName("vmcontainers"),
+		Docker:  docker, Quirks: quirks, RebootDelay: in.Profile.Reboot, Log: in.Log.WithName("vmcontainers"),
 	})
 	if err != nil {
 		return nil, none, bootstrapv1.KubeadmConfigSpec{}, err
