@@ -79,6 +79,17 @@ const (
 // first Machines Running.
 const DefaultLabWait = 5 * time.Minute
 
+// LabWait is how long a lab of profile p may take to start: DefaultLabWait,
+// or four times that under the real profile, whose VMs boot in a minute
+// (not half a second) and whose control planes KCP joins one at a time
+// (five took over 5 minutes here).
+func LabWait(p lab.Profile) time.Duration {
+	if p.Boot >= 30*time.Second {
+		return 4 * DefaultLabWait
+	}
+	return DefaultLabWait
+}
+
 // Config says which provider to open and how.
 type Config struct {
 	// Provider is ProviderLab, ProviderCAPI, ProviderVSphere or
@@ -269,7 +280,7 @@ func (s *Session) openLab(ctx context.Context, cfg Config) error {
 	s.closers = append(s.closers, l.Stop)
 	wait := cfg.Lab.Wait
 	if wait == 0 {
-		wait = DefaultLabWait
+		wait = LabWait(cfg.Lab.Profile)
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()

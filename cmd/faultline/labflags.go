@@ -12,7 +12,8 @@ import (
 	"github.com/faultline-dev/faultline/session"
 )
 
-// labStartTimeout bounds the lab's start: envtest, the controllers and the
+// labStartTimeout bounds the lab's start under the compressed profile
+// (session.LabWait gives the real one's): envtest, the controllers and the
 // first Machines Running.
 const labStartTimeout = session.DefaultLabWait
 
@@ -90,5 +91,5 @@ func (f *labFlags) config(log logr.Logger, clusters ...lab.ClusterSpec) (session
 		return session.LabConfig{}, infraErr(err)
 	}
 	undoAtEnd(cleanup)
-	return session.LabConfig{Clusters: clusters, Profile: p, Assets: f.assets, Wait: labStartTimeout, Log: labLog}, nil
+	return session.LabConfig{Clusters: clusters, Profile: p, Assets: f.assets, Wait: session.LabWait(p), Log: labLog}, nil
 }

@@ -103,7 +103,7 @@ in --allow-vcenter.`,
 	fs.StringVar(&o.artifacts, "artifacts", "", "folder for result.json, timeline.jsonl and journal.jsonl (default $ARTIFACTS or _artifacts, then <scenario>-<timestamp>)")
 	fs.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	fs.DurationVar(&o.timeout, "timeout", 0, "bound the whole run, overriding the scenario's spec.timeout (e.g. 10m)")
-	fs.DurationVar(&o.setupTimeout, "setup-timeout", 0, "bound opening the provider: connecting and logging in to vCenter and the clusters, starting the lab (default: the lab's 5m with --provider lab, else 1m; never more than --timeout)")
+	fs.DurationVar(&o.setupTimeout, "setup-timeout", 0, "bound opening the provider: connecting and logging in to vCenter and the clusters, starting the lab (default: the lab's 5m with --provider lab, 20m with --profile real, else 1m; never more than --timeout)")
 	fs.StringVar(&o.summary, "summary", "", "also write a Markdown summary of the run(s) to this file (appended to $"+artifacts.EnvStepSummary+" too when set, as GitHub Actions shows it)")
 	fs.StringVar(&o.history, "history", "", "folder of past results: this run is added, and the report shows each phase against them (default $"+artifacts.EnvHistory+")")
 	fs.BoolVar(&o.gate, "gate", false, "with --history: fail a run whose phase took longer than its history's P95 + max(5s, 20%) (at least 5 past passing runs)")
@@ -264,6 +264,9 @@ func (o *runOptions) setupDeadline() time.Duration {
 		d = o.setupTimeout
 	case o.provider == session.ProviderLab:
 		d = labStartTimeout
+		if p, err := lab.ProfileNamed(o.lab.profile); err == nil {
+			d = session.LabWait(p)
+		}
 	}
 	if o.timeoutSet {
 		d = min(d, o.timeout) // --timeout bounds the whole run
