@@ -67,8 +67,7 @@ is a failing test case) into --out, by default the artifacts folder of a run.`,
 	fs.StringVarP(&o.run.selector, "selector", "l", "", "with --base-release: run the catalogue's scenarios whose metadata.labels match")
 	fs.StringVar(&o.run.artifacts, "artifacts", "", "with --base-release: folder of both sides' runs (default $ARTIFACTS or _artifacts, then compare-<timestamp>)")
 	fs.StringArrayVar(&o.run.sets, "set", nil, "with --base-release: override a scenario parameter, name=value; repeatable")
-	o.run.lab.register(fs)
-	_ = fs.MarkHidden("release") // each side has its own
+	o.run.lab.registerShape(fs)
 	return cmd
 }
 

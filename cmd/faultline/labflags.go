@@ -28,9 +28,15 @@ type labFlags struct {
 }
 
 func (f *labFlags) register(fs *pflag.FlagSet) {
+	f.registerShape(fs)
+	fs.StringVar(&f.release, "release", "", "the Cluster API and CAPV stack the lab runs: a stack's name or CAPI_VERSION+CAPV_VERSION ('faultline lab releases' lists them; a stack not compiled in is built on first use) (default the scenario's spec.lab.release, then "+lab.Stacks()[0].Name+")")
+}
+
+// registerShape registers every lab flag but --release (compare gives
+// each side its own).
+func (f *labFlags) registerShape(fs *pflag.FlagSet) {
 	fs.StringVar(&f.profile, "profile", lab.DefaultProfile, "lab time profile: compressed (seconds) or real (upstream defaults)")
 	fs.StringVar(&f.nodes, "nodes", "", "what the lab's VMs are: simulated (the node simulator, seconds-fast) or containers (real nodes: containers of the kind node image booted by real kubeadm; needs docker and hack/kind-image.sh) (default the scenario's spec.lab.nodes, then simulated)")
-	fs.StringVar(&f.release, "release", "", "the Cluster API and CAPV stack the lab runs: a stack's name or CAPI_VERSION+CAPV_VERSION ('faultline lab releases' lists them; a stack not compiled in is built on first use) (default the scenario's spec.lab.release, then "+lab.Stacks()[0].Name+")")
 	fs.StringVar(&f.assets, "assets", "", "folder with kube-apiserver and etcd for the lab (default $"+lab.AssetsEnv+", setup-envtest's cache, ./bin/envtest, ~/.cache/faultline/envtest)")
 }
 

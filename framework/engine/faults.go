@@ -33,7 +33,10 @@ type faultDef struct {
 	params     []string
 	summary    string
 	inject     func(ctx context.Context, p providers.Provider, obj providers.Object, params map[string]string) error
-	undo       func(obj providers.Object, params map[string]string) UndoAction
+	// injectStaged, set instead of inject, also gets a function that
+	// reports each stage of a long fault (an upgrade).
+	injectStaged func(ctx context.Context, p providers.Provider, obj providers.Object, params map[string]string, stage func(string)) error
+	undo         func(obj providers.Object, params map[string]string) UndoAction
 	// check, when set, validates the params when the file loads.
 	check func(params map[string]string) []scenario.ArgError
 	// backups: the fault keeps backups; the runner gives it a folder in

@@ -62,7 +62,12 @@ func (r *run) inject(ctx context.Context, step string, in scenario.Inject) error
 		r.faults = append(r.faults, f)
 		r.mu.Unlock()
 		r.tl.Record("journal", obj.String(), "fault-journaled", map[string]string{"fault": in.Fault, "id": id, "undo": undo.Action})
-		err := def.inject(r.withStages(ctx, in.Fault, id, obj), r.in.Provider, obj, params)
+		var err error
+		if def.injectStaged != nil {
+			err = def.injectStaged(ctx, r.in.Provider, obj, params, r.stages(in.Fault, id, obj))
+		} else {
+			err = def.inject(ctx, r.in.Provider, obj, params)
+		}
 		now := time.Now()
 		if err != nil {
 			r.tl.Record(r.in.Provider.Name(), obj.String(), "fault-failed", map[string]string{"fault": in.Fault, "id": id, "error": err.Error()})
@@ -91,28 +96,16 @@ func (r *run) inject(ctx context.Context, step string, in scenario.Inject) error
 	return nil
 }
 
-// stagesKey carries a fault's stage reporter (stageReporter).
-type stagesKey struct{}
-
-// withStages gives a long fault (an upgrade) a way to report its stages:
-// each is a timeline event and a progress line.
-func (r *run) withStages(ctx context.Context, fault, id string, obj providers.Object) context.Context {
+// stages is how a long fault (an upgrade) reports its stages: each is a
+// timeline event and a progress line.
+func (r *run) stages(fault, id string, obj providers.Object) func(string) {
 	start := time.Now()
-	return context.WithValue(ctx, stagesKey{}, func(stage string) {
+	return func(stage string) {
 		r.tl.Record(r.in.Provider.Name(), obj.String(), "fault-stage", map[string]string{"fault": fault, "id": id, "stage": stage})
 		if r.in.Progress != nil {
 			r.in.Progress(Progress{Waiting: fault + ": " + stage, Elapsed: time.Since(start)})
 		}
-	})
-}
-
-// stageReporter is the stage reporter withStages put in ctx, or one that
-// drops them.
-func stageReporter(ctx context.Context) func(string) {
-	if f, ok := ctx.Value(stagesKey{}).(func(string)); ok {
-		return f
 	}
-	return func(string) {}
 }
 
 // undoStep undoes one inject step's faults, or all pending ones.

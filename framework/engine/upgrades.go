@@ -24,9 +24,13 @@ var upgradeFaults = map[string]faultDef{
 	FaultUpgradeManagement: {
 		capability: providers.CapManagementUpgrade, params: []string{"release"}, once: true,
 		summary: "upgrade the management cluster's Cluster API and CAPV release in place, as `clusterctl upgrade apply` does (param release: a stack's name or CAPI+CAPV versions); not undone",
-		inject: using(providers.CapManagementUpgrade, func(ctx context.Context, u providers.ManagementUpgrade, _ providers.Object, params map[string]string) error {
-			return u.UpgradeManagement(ctx, params["release"], stageReporter(ctx))
-		}),
+		injectStaged: func(ctx context.Context, p providers.Provider, _ providers.Object, params map[string]string, stage func(string)) error {
+			u, err := providers.As[providers.ManagementUpgrade](p, providers.CapManagementUpgrade)
+			if err != nil {
+				return err
+			}
+			return u.UpgradeManagement(ctx, params["release"], stage)
+		},
 		undo: func(obj providers.Object, params map[string]string) UndoAction {
 			return UndoAction{Action: UndoNone, Target: obj, Note: "clusterctl does not downgrade providers: the management cluster stays on " + params["release"]}
 		},
@@ -39,8 +43,8 @@ var upgradeFaults = map[string]faultDef{
 	},
 	"upgrade.kubernetes": {
 		capability: providers.CapObjectWrites, params: []string{"version", "machines"}, perCluster: true,
-		summary: "roll the target's workload cluster out to another Kubernetes version: the KubeadmControlPlane's spec.version and each MachineDeployment's template (param version; machines: all, control-plane or workers, default all); not undone",
-		inject:  setKubernetesVersion,
+		summary:      "roll the target's workload cluster out to another Kubernetes version: the KubeadmControlPlane's spec.version and each MachineDeployment's template (param version; machines: all, control-plane or workers, default all); not undone",
+		injectStaged: setKubernetesVersion,
 		undo: func(obj providers.Object, params map[string]string) UndoAction {
 			return UndoAction{Action: UndoNone, Target: obj, Note: "a rollout is not rolled back (kubeadm does not downgrade): the cluster stays on " + params["version"]}
 		},
@@ -66,7 +70,7 @@ func checkRolloutArgs(args map[string]string) []scenario.ArgError {
 
 // setKubernetesVersion writes version into the KubeadmControlPlane and
 // the MachineDeployments of obj's Cluster, as a user starts a rollout.
-func setKubernetesVersion(ctx context.Context, p providers.Provider, obj providers.Object, params map[string]string) error {
+func setKubernetesVersion(ctx context.Context, p providers.Provider, obj providers.Object, params map[string]string, stage func(string)) error {
 	w, err := providers.As[providers.ObjectWriter](p, providers.CapObjectWrites)
 	if err != nil {
 		return err
@@ -87,7 +91,7 @@ func setKubernetesVersion(ctx context.Context, p providers.Provider, obj provide
 		if err := w.ApplyObject(ctx, obj, "management", u); err != nil {
 			return err
 		}
-		stageReporter(ctx)(fmt.Sprintf("%s %s: version %s", u["kind"], name(u), params["version"]))
+		stage(fmt.Sprintf("%s %s: version %s", u["kind"], name(u), params["version"]))
 	}
 	return nil
 }

@@ -97,7 +97,8 @@ func lockBuild(ctx context.Context, dir string, progress io.Writer, stack labcon
 	if err != nil {
 		return nil, err
 	}
-	unlock := func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }
+	// Closing the file releases the lock.
+	unlock := func() { f.Close() }
 	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
 		return unlock, nil
 	}
