@@ -21,7 +21,8 @@ type ExecuteInput struct {
 	// Run is the run; Execute sets its Journal and Timeline.
 	Run engine.RunInput
 	// Profile and Release are recorded in the result (the lab's time
-	// profile and stack: Session.Profile, Session.Release()).
+	// profile and stack: Session.Profile, Session.Release()); on the lab
+	// Execute reads the release from the lab the run is on.
 	Profile string
 	Release *engine.Release
 	Log     logr.Logger

@@ -255,6 +255,10 @@ func deleting(u map[string]any) bool {
 	return ts != ""
 }
 
+// ownerOf is the relatedObjects entry of each owner kind a Machine's
+// AttrOwnerKind names.
+var ownerOf = map[string]string{"KubeadmControlPlane": "controlPlane", "MachineDeployment": "machineDeployment"}
+
 // machineUnchanged holds while the target's Machine is the object the run
 // resolved, at its version, and its owner's spec was not changed.
 func machineUnchanged(ctx context.Context, p providers.Provider, obj providers.Object, _ map[string]string) (bool, string, error) {
@@ -262,8 +266,11 @@ func machineUnchanged(ctx context.Context, p providers.Provider, obj providers.O
 	if err != nil {
 		return false, "", err
 	}
-	ns := obj.Attributes[providers.AttrNamespace]
-	m, err := o.GetObject(ctx, obj, providers.ObjectRef{Cluster: "management", APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Machine", Namespace: ns, Name: obj.Name})
+	mref, err := relatedObjects["machine"](obj)
+	if err != nil {
+		return false, "", err
+	}
+	m, err := o.GetObject(ctx, obj, mref)
 	if err != nil {
 		return false, "", err
 	}
@@ -280,14 +287,14 @@ func machineUnchanged(ctx context.Context, p providers.Provider, obj providers.O
 		return false, "version " + v + ", was " + obj.Attributes[providers.AttrVersion], nil
 	}
 	kind, owner, was := obj.Attributes[providers.AttrOwnerKind], obj.Attributes[providers.AttrOwner], obj.Attributes[providers.AttrOwnerGeneration]
-	if was == "" {
+	if was == "" || ownerOf[kind] == "" {
 		return true, "Machine unchanged", nil
 	}
-	apiVersion := "cluster.x-k8s.io/v1beta2"
-	if kind == "KubeadmControlPlane" {
-		apiVersion = "controlplane.cluster.x-k8s.io/v1beta2"
+	ref, err := relatedObjects[ownerOf[kind]](obj)
+	if err != nil {
+		return false, "", err
 	}
-	u, err := o.GetObject(ctx, obj, providers.ObjectRef{Cluster: "management", APIVersion: apiVersion, Kind: kind, Namespace: ns, Name: owner})
+	u, err := o.GetObject(ctx, obj, ref)
 	if err != nil {
 		return false, "", err
 	}
