@@ -124,7 +124,8 @@ etcd_bin="$(ls -d bin/envtest/*-linux-amd64 | head -n 1)/etcd"
 # CoreDNS with the plugins kubeadm's Corefile names, not all of them (the
 # full set pulls every cloud SDK); pause as a program that waits for a
 # signal; the load balancer of clusters with several control planes; the
-# policy engine of kind-webhook-denies-system-namespaces.
+# policy engine of kind-webhook-denies-system-namespaces; the application
+# of spec.workloads.
 small_bin="${build}/small-${key}-coredns${coredns_version}"
 if [[ ! -f "${small_bin}/.stamp" ]]; then
   log "building coredns v${coredns_version} and pause"
@@ -146,6 +147,9 @@ if [[ ! -f "${small_bin}/.stamp" ]]; then
   go_module "${small_bin}/src-cni-agent"
   sed "/^\/\/go:build ignore/d" hack/kind-node/cni-agent.go >"${small_bin}/src-cni-agent/main.go"
   (cd "${small_bin}/src-cni-agent" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${small_bin}/cni-agent" .)
+  go_module "${small_bin}/src-workload"
+  sed "/^\/\/go:build ignore/d" hack/kind-node/workload.go >"${small_bin}/src-workload/main.go"
+  (cd "${small_bin}/src-workload" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${small_bin}/workload" .)
   go_module "${small_bin}/src-pause"
   sed "/^\/\/go:build ignore/d" hack/kind-node/pause.go >"${small_bin}/src-pause/main.go"
   (cd "${small_bin}/src-pause" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${small_bin}/pause" .)
@@ -164,9 +168,10 @@ fi
 
 images="${build}/images-${key}"
 # The images the node's containerd holds; the load balancer's stays in docker.
-node_images=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd coredns pause policy-webhook cni-agent)
+node_images=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd coredns pause policy-webhook cni-agent workload)
 policy_image=faultline.dev/policy-webhook:v1
 cni_agent_image=faultline.dev/cni-agent:v1
+workload_image=faultline.dev/workload:v1
 
 # with_libraries ROOT FILE... prints SRC=PATH for each FILE of the rootfs at
 # ROOT and for each shared library it links (ldd in a chroot).
@@ -235,6 +240,7 @@ if [[ ! -f "${images}/.stamp" ]]; then
   component_image pause "$(image_for pause)" /pause "${small_bin}/pause=/pause"
   component_image policy-webhook "${policy_image}" /policy-webhook "${small_bin}/policy-webhook=/policy-webhook"
   component_image cni-agent "${cni_agent_image}" /cni-agent "${small_bin}/cni-agent=/cni-agent"
+  component_image workload "${workload_image}" /workload "${small_bin}/workload=/workload"
   # kube-proxy runs iptables and conntrack: its image takes them from the
   # rootfs with the libraries they link, and iptables' names as links.
   # Files listed twice (a library two tools link) are copied twice.
@@ -329,6 +335,8 @@ for name in "${node_images[@]}"; do
     docker rmi "${policy_image}" >/dev/null
   elif [[ "${name}" == cni-agent ]]; then
     docker rmi "${cni_agent_image}" >/dev/null
+  elif [[ "${name}" == workload ]]; then
+    docker rmi "${workload_image}" >/dev/null
   else
     docker rmi "$(image_for "${name}")" >/dev/null
   fi

@@ -31,6 +31,9 @@ const (
 	CapSimulatedNodes Capability = "SimulatedNodes"
 	// CapManagementUpgrade is ManagementUpgrade's.
 	CapManagementUpgrade Capability = "ManagementUpgrade"
+	// CapWorkloads is Workloads'. Deploying a workload writes and reads
+	// objects, so a provider with it has Objects and ObjectWrites too.
+	CapWorkloads Capability = "Workloads"
 )
 
 // capabilities ties each capability to the test of its interface: the one
@@ -51,6 +54,7 @@ var capabilities = []struct {
 	{CapNodes, func(p Provider) bool { return implements[Nodes](p) || implements[ClusterAPI](p) }},
 	{CapSimulatedNodes, implements[SimulatedNodes]},
 	{CapManagementUpgrade, implements[ManagementUpgrade]},
+	{CapWorkloads, implements[Workloads]},
 }
 
 func implements[T any](p Provider) bool {

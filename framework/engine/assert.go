@@ -24,6 +24,8 @@ func (r *run) assert(ctx context.Context, name string, a scenario.Assert) error 
 		ok, msg, err = r.assertWindow(ctx, name, *a.Consistently, true)
 	case a.Count != nil:
 		ok, msg, err = r.assertCount(ctx, name, *a.Count)
+	case a.Disruption != nil:
+		ok, msg = r.assertDisruption(*a.Disruption)
 	}
 	if err != nil {
 		return err

@@ -37,32 +37,20 @@ func (r *run) recoverCommand() string {
 // once to the management cluster for a standalone object fault.
 func (r *run) inject(ctx context.Context, step string, in scenario.Inject) error {
 	def := faultCatalogue[in.Fault]
-	ref := r.ref()
 	params := in.Params
 	if def.backups {
 		params = maps.Clone(in.Params)
 		if params == nil {
 			params = map[string]string{}
 		}
-		dir := r.in.BackupDir
-		if dir == "" {
-			dir = filepath.Join(filepath.Dir(r.in.Journal.Path()), "backups")
-		}
-		params[paramBackups] = filepath.Join(dir, step)
+		params[paramBackups] = filepath.Join(r.backupDir(), step)
 	}
 	for _, obj := range r.faultObjects(in) {
 		id := step + "/" + obj.Name
-		undo := def.undo(obj, params)
-		f := &activeFault{step: step, undo: undo, result: &FaultResult{ID: id, Kind: in.Fault, Target: obj.String(), Undo: undo.Action, Note: undo.Note}}
-		target := obj
-		if err := r.in.Journal.Append(JournalEntry{Op: OpInject, FaultID: id, Scenario: r.res.Scenario, Kind: in.Fault, Target: &target, Undo: &undo, Provider: ref}); err != nil {
-			return fmt.Errorf("journal fault %s before applying it (nothing was applied): %w", id, err)
+		f, err := r.journalFault(step, id, in.Fault, obj, def.undo(obj, params))
+		if err != nil {
+			return err
 		}
-		r.mu.Lock()
-		r.faults = append(r.faults, f)
-		r.mu.Unlock()
-		r.tl.Record("journal", obj.String(), "fault-journaled", map[string]string{"fault": in.Fault, "id": id, "undo": undo.Action})
-		var err error
 		if def.injectStaged != nil {
 			err = def.injectStaged(ctx, r.in.Provider, obj, params, r.stages(in.Fault, id, obj))
 		} else {
@@ -96,6 +84,53 @@ func (r *run) inject(ctx context.Context, step string, in scenario.Inject) error
 	return nil
 }
 
+// backupDir is the folder of the run's backups.
+func (r *run) backupDir() string {
+	if r.in.BackupDir != "" {
+		return r.in.BackupDir
+	}
+	return filepath.Join(filepath.Dir(r.in.Journal.Path()), "backups")
+}
+
+// journalFault journals a fault on obj before it is applied, and keeps it
+// pending until it is undone.
+func (r *run) journalFault(step, id, kind string, obj providers.Object, undo UndoAction) (*activeFault, error) {
+	f := &activeFault{step: step, undo: undo, result: &FaultResult{ID: id, Kind: kind, Target: obj.String(), Undo: undo.Action, Note: undo.Note}}
+	target := obj
+	if err := r.in.Journal.Append(JournalEntry{Op: OpInject, FaultID: id, Scenario: r.res.Scenario, Kind: kind, Target: &target, Undo: &undo, Provider: r.ref()}); err != nil {
+		return nil, fmt.Errorf("journal fault %s before applying it (nothing was applied): %w", id, err)
+	}
+	r.mu.Lock()
+	r.faults = append(r.faults, f)
+	r.mu.Unlock()
+	r.tl.Record("journal", obj.String(), "fault-journaled", map[string]string{"fault": kind, "id": id, "undo": undo.Action})
+	return f, nil
+}
+
+// applyJournaled journals and applies the deployment of a workload: an
+// object.apply that sets no anchor, since it is no fault of the
+// scenario's. Half applied, it stays pending and is undone at the end.
+func (r *run) applyJournaled(ctx context.Context, id, kind string, scope providers.Object, params map[string]string, workload string) error {
+	def := faultCatalogue[kind]
+	f, err := r.journalFault(id, id, kind, scope, def.undo(scope, params))
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	f.workload, f.result.Workload = workload, workload
+	r.mu.Unlock()
+	if err := def.inject(ctx, r.in.Provider, scope, params); err != nil {
+		r.tl.Record(r.in.Provider.Name(), scope.String(), "fault-failed", map[string]string{"fault": kind, "id": id, "error": err.Error()})
+		return &providers.InfraError{Err: fmt.Errorf("apply %s into %s: %w", id, scope, err)}
+	}
+	now := time.Now()
+	r.mu.Lock()
+	f.result.InjectedAt = &now
+	r.mu.Unlock()
+	r.tl.Record(r.in.Provider.Name(), scope.String(), "workload-applied", map[string]string{"id": id})
+	return nil
+}
+
 // stages is how a long fault (an upgrade) reports its stages: each is a
 // timeline event and a progress line.
 func (r *run) stages(fault, id string, obj providers.Object) func(string) {
@@ -112,7 +147,7 @@ func (r *run) stages(fault, id string, obj providers.Object) func(string) {
 func (r *run) undoStep(ctx context.Context, name string, u scenario.UndoStep) error {
 	var errs []error
 	for _, f := range r.pendingFaults() {
-		if u.All || f.step == u.Fault {
+		if (u.All && f.workload == "") || f.step == u.Fault {
 			errs = append(errs, r.undoFault(ctx, f, false))
 		}
 	}

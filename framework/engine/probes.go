@@ -72,7 +72,47 @@ func nicConnected(want bool) func(context.Context, providers.Provider, providers
 }
 
 // probeCatalogue lists every named probe a condition can use.
-var probeCatalogue = mergeMaps(vmProbes, clusterAPIProbes, objectProbes, checkProbes, writeProbes, nodeProbes, rolloutProbes)
+var probeCatalogue = mergeMaps(vmProbes, clusterAPIProbes, objectProbes, checkProbes, writeProbes, nodeProbes, rolloutProbes, workloadProbes)
+
+// workloadProbes read a workload's monitor, which only the run has: the
+// run evaluates them (run.evaluate), not eval.
+var workloadProbes = map[string]probeDef{
+	"workload-unavailable": {capability: providers.CapWorkloads, args: []string{"workload", "of"}, eval: byRun,
+		summary: "the workload (arg workload) is down in its measure (arg of: requests, the default, or endpoints): reached at the gap's first failed sample"},
+	"workload-available": {capability: providers.CapWorkloads, args: []string{"workload", "of"}, eval: byRun,
+		summary: "the workload answers in its measure (same args): reached at the first good sample after the last gap"},
+}
+
+func byRun(context.Context, providers.Provider, providers.Object, map[string]string) (bool, string, error) {
+	return false, "", errors.New("a workload probe is read from its run's monitor")
+}
+
+// evaluate reads cond once: a workload probe from its monitor, any other
+// from the provider.
+func (r *run) evaluate(ctx context.Context, cond scenario.Condition, objs []providers.Object) (Observation, error) {
+	if _, ok := workloadProbes[cond.Probe]; !ok {
+		return evaluate(ctx, r.in.Provider, cond, objs, r.res.StartedAt)
+	}
+	m := r.monitorOf(cond.Args["workload"])
+	if m == nil {
+		return Observation{}, fmt.Errorf("workload %s is not watched (it did not start, or its watch is over)", cond.Args["workload"])
+	}
+	of := scenario.MeasureOf(cond.Args)
+	down, since, known := m.series(of).state()
+	if !known {
+		return Observation{Detail: "workload " + m.w.Name + ": not sampled yet"}, nil
+	}
+	want := cond.Probe == "workload-unavailable"
+	state := "up"
+	if down {
+		state = "down"
+	}
+	obs := Observation{Met: down == want, Detail: fmt.Sprintf("workload %s's %s: %s since %s", m.w.Name, of, state, since.Format("15:04:05.000"))}
+	if obs.Met {
+		obs.At = since
+	}
+	return obs, nil
+}
 
 // nodeProbes are the named probes over what runs on a Machine's node.
 var nodeProbes = map[string]probeDef{
@@ -116,6 +156,9 @@ type Observation struct {
 	// Matched lists the IDs of the objects that satisfied the probe; count
 	// assertions count distinct IDs.
 	Matched []string
+	// At, when set, is when the condition began to hold, earlier than the
+	// reading (a workload's first failed sample).
+	At time.Time
 }
 
 // evaluate reads cond once over objs. A missing object counts as not

@@ -68,6 +68,8 @@ type Result struct {
 	Faults     []FaultResult     `json:"faults"`
 	// Planned is what a dry run would inject, step by step.
 	Planned []PlannedFault `json:"planned,omitempty"`
+	// Workloads are what the scenario's workloads felt.
+	Workloads []WorkloadResult `json:"workloads,omitempty"`
 }
 
 // PlannedFault is an inject step of a dry run: its fault and the objects
@@ -127,4 +129,7 @@ type FaultResult struct {
 	Undo   string `json:"undo"`
 	Note   string `json:"note,omitempty"`
 	Result string `json:"result,omitempty"`
+	// Workload names the workload this is the deployment of: not a fault
+	// of the scenario, undone at the end like one.
+	Workload string `json:"workload,omitempty"`
 }

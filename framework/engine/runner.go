@@ -112,6 +112,9 @@ type run struct {
 	// anchored is closed, and replaced, whenever an anchor is set or a
 	// phase missed: phases anchored on another wait on it.
 	anchored chan struct{}
+	// monitors watch the workloads, by name, from their start until the
+	// first teardown or the end.
+	monitors map[string]*monitor
 
 	failures []string
 }
@@ -121,6 +124,9 @@ type activeFault struct {
 	result *FaultResult
 	undo   UndoAction
 	done   bool
+	// workload names the workload this is the deployment of: no fault of
+	// the scenario's, so undo all leaves it.
+	workload string
 }
 
 // Run executes the scenario and returns its result. The returned error is
@@ -140,6 +146,7 @@ func Run(ctx context.Context, in RunInput) (*Result, error) {
 		phaseIdx: map[string]int{},
 		missed:   map[scenario.Anchor]bool{},
 		anchored: make(chan struct{}),
+		monitors: map[string]*monitor{},
 		poll:     in.Scenario.Spec.PollInterval.Duration,
 		res: &Result{
 			Scenario: in.Scenario.Metadata.Name, Provider: in.Provider.Name(), StartedAt: time.Now(),
@@ -241,6 +248,12 @@ func (r *run) execute(ctx context.Context) {
 		}
 		return
 	}
+	if !aborted {
+		if err := r.startWorkloads(sctx); err != nil {
+			r.errs = append(r.errs, err)
+			aborted = true
+		}
+	}
 	for _, st := range sc.Spec.Steps {
 		if aborted && st.Teardown == nil {
 			continue
@@ -249,7 +262,9 @@ func (r *run) execute(ctx context.Context) {
 			break // interrupted: undo and leave, no waiting for baselines
 		}
 		if st.Teardown != nil {
-			// Teardown checks the state after every undo.
+			// Teardown checks the state after every undo, workloads'
+			// included: their watch ends first.
+			r.stopWorkloads()
 			r.undoPending(sctx)
 		}
 		if err := r.step(sctx, st); err != nil {
@@ -257,6 +272,7 @@ func (r *run) execute(ctx context.Context) {
 			aborted = true
 		}
 	}
+	r.stopWorkloads()
 	r.undoPending(ctx)
 	r.collectFaults()
 	r.verdict(ctx, sctx)

@@ -45,7 +45,7 @@ func (r *run) watch(ctx context.Context, w watchSpec, see func(Observation, time
 	tick := time.NewTicker(r.poll)
 	defer tick.Stop()
 	for {
-		obs, evalErr := evaluate(wctx, r.in.Provider, cond, objs, r.res.StartedAt)
+		obs, evalErr := r.evaluate(wctx, cond, objs)
 		now := time.Now()
 		if !deadline.IsZero() && now.After(deadline) && ctx.Err() == nil {
 			// A reading that came back after the window closed (a slow
@@ -60,7 +60,11 @@ func (r *run) watch(ctx context.Context, w watchSpec, see func(Observation, time
 			return evalErr, &providers.InfraError{Err: evalErr}
 		case evalErr == nil:
 			lastErr = nil
-			if see(obs, now) {
+			at := now
+			if obs.At.After(w.start) && obs.At.Before(now) {
+				at = obs.At
+			}
+			if see(obs, at) {
 				return nil, nil
 			}
 		case wctx.Err() == nil && !cutByDeadline(evalErr):

@@ -86,6 +86,10 @@ type Spec struct {
 	// Safety loosens the runner's blast-radius limits; each loosening is
 	// a statement that the scenario means to do it.
 	Safety Safety `yaml:"safety"`
+	// Workloads are applications deployed before the first step and
+	// watched throughout: what a fault does to them is measured (see
+	// Workload).
+	Workloads []Workload `yaml:"workloads"`
 }
 
 // Safety holds what a scenario declares it accepts.
@@ -200,6 +204,9 @@ type Assert struct {
 	Consistently *WindowAssertion `yaml:"consistently"`
 	// Count: how many times a condition becomes true in a window.
 	Count *CountAssertion `yaml:"count"`
+	// Disruption: a workload's disruption over the run stayed within
+	// bounds.
+	Disruption *DisruptionAssertion `yaml:"disruption"`
 }
 
 // WithinAssertion checks a recorded phase time against a budget.

@@ -107,6 +107,7 @@ func (v *validator) spec() {
 	for i, t := range sp.Targets {
 		v.target(fmt.Sprintf("spec.targets[%d]", i), t)
 	}
+	v.workloads()
 	if len(sp.Steps) == 0 {
 		v.errf("spec.steps", "required: at least one step")
 	}
@@ -252,13 +253,13 @@ func (v *validator) observe(path string, o Observe) {
 
 func (v *validator) assert(path string, a Assert) {
 	kinds := 0
-	for _, set := range []bool{a.Within != nil, a.Never != nil, a.Consistently != nil, a.Count != nil} {
+	for _, set := range []bool{a.Within != nil, a.Never != nil, a.Consistently != nil, a.Count != nil, a.Disruption != nil} {
 		if set {
 			kinds++
 		}
 	}
 	if kinds != 1 {
-		v.errf(path, "an assert has exactly one of within, never, consistently, count; found %d", kinds)
+		v.errf(path, "an assert has exactly one of within, never, consistently, count, disruption; found %d", kinds)
 		return
 	}
 	switch {
@@ -277,6 +278,8 @@ func (v *validator) assert(path string, a Assert) {
 		v.window(path+".never", *a.Never)
 	case a.Consistently != nil:
 		v.window(path+".consistently", *a.Consistently)
+	case a.Disruption != nil:
+		v.disruption(path+".disruption", *a.Disruption)
 	case a.Count != nil:
 		c := a.Count
 		v.window(path+".count", WindowAssertion{Condition: c.Condition, For: c.For})
@@ -319,6 +322,9 @@ func (v *validator) condition(path string, c Condition) {
 	v.targetRef(path+".target", c.Target)
 	if def, ok := v.vocab.Probes[c.Probe]; ok {
 		v.wordArgs(path+".args", c.Args, def)
+		if slices.Contains(def.Args, "workload") {
+			v.workloadArgs(path+".args", c.Args["workload"], c.Args["of"])
+		}
 	}
 }
 

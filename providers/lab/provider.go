@@ -3,12 +3,13 @@ package lab
 import (
 	"context"
 	"fmt"
-	"github.com/faultline-dev/faultline/providers/lab/nodesim"
+	"net/netip"
 	"time"
 
 	"github.com/faultline-dev/faultline/internal/nodecmd"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
+	"github.com/faultline-dev/faultline/providers/lab/nodesim"
 	"github.com/faultline-dev/faultline/providers/lab/realnodes"
 )
 
@@ -41,6 +42,7 @@ var (
 	_ providers.CapabilityCondition = (*Provider)(nil)
 	_ providers.SimulatedNodes      = (*Provider)(nil)
 	_ providers.ManagementUpgrade   = (*Provider)(nil)
+	_ providers.Workloads           = (*Provider)(nil)
 )
 
 // SimulatesNodes implements providers.SimulatedNodes; a lab with real
@@ -58,8 +60,19 @@ func (p *Provider) CapabilityUnavailable(c providers.Capability) error {
 		return fmt.Errorf("a stuck etcd leader is played by the node simulator only, and cluster %s has real nodes: %w", p.real.Cluster(), providers.ErrUnsupported)
 	case c == providers.CapSimulatedNodes && p.real != nil:
 		return fmt.Errorf("the lab's real-node tier: cluster %s has real nodes: %w", p.real.Cluster(), providers.ErrUnsupported)
+	case c == providers.CapWorkloads && p.real == nil:
+		return fmt.Errorf("the simulated tier runs no pods, and a disruption it made up is the one figure not to hand over; workloads need real nodes (--nodes containers): %w", providers.ErrUnsupported)
 	}
 	return nil
+}
+
+// NodeNetwork implements providers.Workloads for the cluster with real
+// nodes: the lab's docker network, which the lab made.
+func (p *Provider) NodeNetwork(_ context.Context, scope providers.Object) (netip.Prefix, error) {
+	if p.real == nil || scope.Attributes[providers.AttrCluster] != p.real.Cluster() {
+		return netip.Prefix{}, fmt.Errorf("%s is not in the cluster with real nodes: the simulated tier runs no pods: %w", scope, providers.ErrUnsupported)
+	}
+	return p.real.Subnet(), nil
 }
 
 // machineNode returns the name of m's node. what, when not empty, is what

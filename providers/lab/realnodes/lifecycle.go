@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"time"
 
@@ -93,3 +94,6 @@ func (r *Nodes) Exec(ctx context.Context, node string, cmd ...string) ([]byte, e
 
 // Close removes the nodes' containers, load balancer and network.
 func (r *Nodes) Close(ctx context.Context) error { return r.driver.Close(ctx) }
+
+// Subnet is the lab's docker network, where the cluster's nodes are.
+func (r *Nodes) Subnet() netip.Prefix { return r.driver.Subnet() }

@@ -1,0 +1,157 @@
+package engine
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/faultline-dev/faultline/framework/scenario"
+)
+
+// series is one measure of a workload (requests through its Service, or
+// its ready endpoints): every sample, kept so that gaps are cut from them
+// in time order, whatever order overlapping requests came back in.
+type series struct {
+	mu      sync.Mutex
+	samples []sample
+	// unreadable counts readings that said nothing (the API server did not
+	// answer a list of EndpointSlices): not a gap, not a good sample.
+	unreadable int
+}
+
+type sample struct {
+	at     time.Time
+	ok     bool
+	reason string
+}
+
+// add records a sample taken at at.
+func (s *series) add(at time.Time, ok bool, reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.samples = append(s.samples, sample{at: at, ok: ok, reason: reason})
+}
+
+func (s *series) unread() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unreadable++
+}
+
+// Gap is a time a measure was down: from its first failed sample to the
+// first good one after it (or to the end of the watch, Open).
+type Gap struct {
+	Start  time.Time
+	End    time.Time
+	Failed int
+	// Reason is the first failed sample's ("via 172.18.0.5: connection
+	// refused", "no ready endpoint").
+	Reason string
+	Open   bool
+}
+
+// Duration is how long the gap lasted.
+func (g Gap) Duration() time.Duration { return g.End.Sub(g.Start) }
+
+// sorted returns the samples in time order.
+func (s *series) sorted() ([]sample, int) {
+	s.mu.Lock()
+	out := append([]sample(nil), s.samples...)
+	unreadable := s.unreadable
+	s.mu.Unlock()
+	sort.SliceStable(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
+	return out, unreadable
+}
+
+// gaps cuts the gaps from samples (in time order); a gap still open ends
+// at until.
+func gaps(samples []sample, until time.Time) []Gap {
+	var out []Gap
+	var cur *Gap
+	for _, sm := range samples {
+		switch {
+		case !sm.ok && cur == nil:
+			cur = &Gap{Start: sm.at, Failed: 1, Reason: sm.reason}
+		case !sm.ok:
+			cur.Failed++
+		case cur != nil:
+			cur.End = sm.at
+			out = append(out, *cur)
+			cur = nil
+		}
+	}
+	if cur != nil {
+		cur.End, cur.Open = until, true
+		if cur.End.Before(cur.Start) {
+			cur.End = cur.Start
+		}
+		out = append(out, *cur)
+	}
+	return out
+}
+
+// state is the measure now: down or not, and since when (the start of the
+// current gap, or of the good samples after the last one). No sample yet
+// is neither: known is false.
+func (s *series) state() (down bool, since time.Time, known bool) {
+	samples, _ := s.sorted()
+	if len(samples) == 0 {
+		return false, time.Time{}, false
+	}
+	last := samples[len(samples)-1]
+	since = last.at
+	for i := len(samples) - 1; i >= 0 && samples[i].ok == last.ok; i-- {
+		since = samples[i].at
+	}
+	return !last.ok, since, true
+}
+
+// MeasureResult is one measure of a workload over the run.
+type MeasureResult struct {
+	Of         string `json:"of"`
+	Samples    int    `json:"samples"`
+	Failed     int    `json:"failed"`
+	Unreadable int    `json:"unreadable,omitempty"`
+	// Total is the time the measure was down in all, Longest its longest
+	// gap.
+	Total   scenario.Duration `json:"total"`
+	Longest scenario.Duration `json:"longest"`
+	Gaps    []GapResult       `json:"gaps"`
+}
+
+// GapResult is a Gap as result.json keeps it.
+type GapResult struct {
+	Start time.Time `json:"start"`
+	// SinceInject is Start minus the first injection; nil before any.
+	SinceInject *scenario.Duration `json:"sinceInject,omitempty"`
+	Duration    scenario.Duration  `json:"duration"`
+	Failed      int                `json:"failed"`
+	Reason      string             `json:"reason"`
+	// Open: the measure was still down when the watch ended.
+	Open bool `json:"open,omitempty"`
+}
+
+// result sums the series up to until; firstInject is the origin of
+// SinceInject (zero before any fault).
+func (s *series) result(of string, until, firstInject time.Time) MeasureResult {
+	samples, unreadable := s.sorted()
+	m := MeasureResult{Of: of, Samples: len(samples), Unreadable: unreadable, Gaps: []GapResult{}}
+	for _, sm := range samples {
+		if !sm.ok {
+			m.Failed++
+		}
+	}
+	for _, g := range gaps(samples, until) {
+		gr := GapResult{Start: g.Start, Duration: scenario.D(g.Duration()), Failed: g.Failed, Reason: g.Reason, Open: g.Open}
+		if !firstInject.IsZero() {
+			d := scenario.D(g.Start.Sub(firstInject))
+			gr.SinceInject = &d
+		}
+		m.Total.Duration += g.Duration()
+		if g.Duration() > m.Longest.Duration {
+			m.Longest = scenario.D(g.Duration())
+		}
+		m.Gaps = append(m.Gaps, gr)
+	}
+	return m
+}

@@ -1,0 +1,209 @@
+package engine
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/providers"
+)
+
+// outageObjects plays a workload cluster's API for the monitor: one Node
+// at 127.0.0.1, and the workload's EndpointSlice, whose one endpoint is
+// ready unless down is set.
+type outageObjects struct{ down *atomic.Bool }
+
+func (o outageObjects) GetObject(context.Context, providers.Object, providers.ObjectRef) (map[string]any, error) {
+	return nil, nil
+}
+
+func (o outageObjects) ListObjects(_ context.Context, _ providers.Object, ref providers.ObjectRef) ([]map[string]any, error) {
+	switch ref.Kind {
+	case "Node":
+		return []map[string]any{{"metadata": map[string]any{"name": "n1"}, "status": map[string]any{"addresses": []any{
+			map[string]any{"type": "InternalIP", "address": "127.0.0.1"}}}}}, nil
+	case "EndpointSlice":
+		return []map[string]any{{
+			"metadata":  map[string]any{"name": "web-x", "labels": map[string]any{"kubernetes.io/service-name": "web"}},
+			"endpoints": []any{map[string]any{"conditions": map[string]any{"ready": !o.down.Load()}}},
+		}}, nil
+	}
+	return nil, nil
+}
+
+func portOf(t *testing.T, url string) int {
+	t.Helper()
+	_, port, err := net.SplitHostPort(url[len("http://"):])
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// waitFor polls cond every 10 ms until it holds, or fails the test after
+// d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, d)
+		}
+		<-tick.C
+	}
+}
+
+func counts(s *series) (good, bad int) {
+	samples, _ := s.sorted()
+	for _, sm := range samples {
+		if sm.ok {
+			good++
+		} else {
+			bad++
+		}
+	}
+	return good, bad
+}
+
+// TestMonitorCountsAKnownGap takes a real server on 127.0.0.1 down for a
+// known time: each measure counts exactly that one gap, starting and
+// ending within one sampling interval of the outage, and none in the
+// good samples before it.
+func TestMonitorCountsAKnownGap(t *testing.T) {
+	t.Parallel()
+	var down atomic.Bool
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if down.Load() {
+			http.Error(w, "scaled to zero", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("pod web-1 on node n1\n"))
+	}))
+	defer app.Close()
+	health := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer health.Close()
+
+	const interval = 100 * time.Millisecond
+	w := scenario.Workload{Name: "web", Target: "t", Interval: scenario.D(interval)}
+	m := newMonitor(w, providers.Object{Kind: "Machine", Name: "m"}, outageObjects{&down}, netip.MustParsePrefix("127.0.0.0/8"), portOf(t, app.URL))
+	m.healthPort = portOf(t, health.URL)
+	m.start(context.Background())
+	defer m.stop()
+
+	for _, s := range []*series{&m.requests, &m.endpoints} {
+		waitFor(t, 10*time.Second, "10 good samples", func() bool { g, _ := counts(s); return g >= 10 })
+	}
+	downAt := time.Now()
+	down.Store(true)
+	for _, s := range []*series{&m.requests, &m.endpoints} {
+		waitFor(t, 10*time.Second, "5 failed samples", func() bool { _, b := counts(s); return b >= 5 })
+	}
+	upAt := time.Now()
+	down.Store(false)
+	for _, s := range []*series{&m.requests, &m.endpoints} {
+		waitFor(t, 10*time.Second, "5 good samples after the outage", func() bool {
+			samples, _ := s.sorted()
+			n := 0
+			for _, sm := range samples {
+				if sm.ok && sm.at.After(upAt) {
+					n++
+				}
+			}
+			return n >= 5
+		})
+	}
+	m.stop()
+
+	// A sample is taken at most one interval after the change; a request
+	// taken just before it may come back after it, hence the slack.
+	const slack = interval + 50*time.Millisecond
+	for _, of := range []string{scenario.MeasureRequests, scenario.MeasureEndpoints} {
+		res := m.series(of).result(of, time.Now(), time.Time{})
+		if len(res.Gaps) != 1 {
+			t.Fatalf("%s: %d gaps, want exactly 1: %+v", of, len(res.Gaps), res.Gaps)
+		}
+		g := res.Gaps[0]
+		if g.Start.Before(downAt) || g.Start.Sub(downAt) > slack {
+			t.Errorf("%s: gap starts %s after the outage began, want within [0, %s]", of, g.Start.Sub(downAt), slack)
+		}
+		end := g.Start.Add(g.Duration.Duration)
+		if end.Before(upAt) || end.Sub(upAt) > slack {
+			t.Errorf("%s: gap ends %s after the outage ended, want within [0, %s]", of, end.Sub(upAt), slack)
+		}
+		if g.Open || g.Failed < 5 || res.Longest != g.Duration || res.Total != g.Duration {
+			t.Errorf("%s: gap %+v, total %s, longest %s", of, g, res.Total, res.Longest)
+		}
+	}
+	if got := m.served()["pod web-1 on node n1"]; got < 10 {
+		t.Errorf("servedBy counted %d answers of web-1, want 10 or more", got)
+	}
+}
+
+func TestGaps(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	cases := []struct {
+		name    string
+		samples []sample
+		want    []Gap
+	}{
+		{"none", []sample{{at(0), true, ""}, {at(100), true, ""}}, nil},
+		{"one closed", []sample{{at(0), true, ""}, {at(100), false, "refused"}, {at(200), false, "x"}, {at(300), true, ""}},
+			[]Gap{{Start: at(100), End: at(300), Failed: 2, Reason: "refused"}}},
+		{"open at the end", []sample{{at(0), true, ""}, {at(100), false, "timed out"}},
+			[]Gap{{Start: at(100), End: at(500), Failed: 1, Reason: "timed out", Open: true}}},
+		{"two", []sample{{at(0), false, "a"}, {at(100), true, ""}, {at(200), false, "b"}, {at(300), true, ""}},
+			[]Gap{{Start: at(0), End: at(100), Failed: 1, Reason: "a"}, {Start: at(200), End: at(300), Failed: 1, Reason: "b"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := gaps(tc.samples, at(500))
+			if len(got) != len(tc.want) {
+				t.Fatalf("gaps = %+v, want %+v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Errorf("gap %d = %+v, want %+v", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestSeriesInTimeOrder: samples recorded out of order (a request that
+// timed out comes back after later ones) are cut into gaps in the order
+// they were taken.
+func TestSeriesInTimeOrder(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1000, 0)
+	var s series
+	s.add(t0.Add(200*time.Millisecond), true, "")
+	s.add(t0, true, "")
+	s.add(t0.Add(100*time.Millisecond), false, "timed out")
+	res := s.result(scenario.MeasureRequests, t0.Add(time.Second), t0.Add(-time.Second))
+	if len(res.Gaps) != 1 || res.Gaps[0].Duration.Duration != 100*time.Millisecond || res.Failed != 1 || res.Samples != 3 {
+		t.Fatalf("result = %+v", res)
+	}
+	if res.Gaps[0].SinceInject == nil || res.Gaps[0].SinceInject.Duration != 1100*time.Millisecond {
+		t.Errorf("sinceInject = %v, want 1.1s", res.Gaps[0].SinceInject)
+	}
+	down, since, known := s.state()
+	if !known || down || !since.Equal(t0.Add(200*time.Millisecond)) {
+		t.Errorf("state = %t since %s (known %t), want up since +200ms", down, since, known)
+	}
+}
