@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/faultline-dev/faultline/framework/engine"
@@ -57,6 +58,13 @@ func runProperties(res *engine.Result) []JUnitProperty {
 		if u := r.UpgradedTo; u != nil {
 			props = append(props, JUnitProperty{"release.upgradedTo", u.Stack},
 				JUnitProperty{"release.upgradedTo.clusterAPI", u.ClusterAPI}, JUnitProperty{"release.upgradedTo.capv", u.CAPV})
+		}
+	}
+	for _, w := range res.Workloads {
+		for _, m := range w.Measures {
+			key := "workload." + w.Name + "." + m.Of + "."
+			props = append(props, JUnitProperty{key + "total", m.Total.String()}, JUnitProperty{key + "longest", m.Longest.String()},
+				JUnitProperty{key + "gaps", strconv.Itoa(len(m.Gaps))}, JUnitProperty{key + "failed", fmt.Sprintf("%d of %d", m.Failed, m.Samples)})
 		}
 	}
 	return props

@@ -184,6 +184,7 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 		}
 		return d.Round(time.Millisecond).String()
 	},
+	"ts0":  func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
 	"plus": func(a, b float64) float64 { return a + b },
 	"hist": func(h map[string]PhaseStats, phase string) string {
 		s, ok := h[phase]
@@ -238,6 +239,14 @@ their budget (red); a black mark is a budget's end.</p>
 <table><tr><th>assertion</th><th></th><th>message</th></tr>
 {{range .Res.Assertions}}<tr><td>{{.Name}}</td>{{if .OK}}<td class="ok">ok</td>{{else}}<td class="bad">failed</td>{{end}}<td>{{.Message}}</td></tr>
 {{end}}</table>
+
+{{with .Res.Workloads}}<h2>Workloads</h2>
+<table><tr><th>workload</th><th>measure</th><th>samples</th><th>failed</th><th>gaps</th><th>down in all</th><th>longest</th></tr>
+{{range $w := .}}{{range .Measures}}<tr><td>{{$w.Name}} ({{$w.Replicas}} replicas in {{$w.Namespace}})</td><td>{{.Of}}</td><td>{{.Samples}}</td><td>{{.Failed}}</td><td>{{len .Gaps}}</td><td>{{.Total.Round 1000000}}</td><td>{{.Longest.Round 1000000}}</td></tr>
+{{end}}{{end}}</table>
+<table><tr><th>workload</th><th>measure</th><th>gap from</th><th>after the fault</th><th>lasted</th><th>failed samples</th><th>first reason</th></tr>
+{{range $w := .}}{{range $m := .Measures}}{{range .Gaps}}<tr><td>{{$w.Name}}</td><td>{{$m.Of}}</td><td>{{ts0 .Start}}</td><td>{{dur .SinceInject}}</td><td class="gap">{{.Duration.Round 1000000}}{{if .Open}} (still down){{end}}</td><td>{{.Failed}}</td><td>{{.Reason}}</td></tr>
+{{end}}{{end}}{{end}}</table>{{end}}
 
 <h2>Faults</h2>
 <table><tr><th>fault</th><th>kind</th><th>target</th><th>injected</th><th>undone</th><th>undo</th><th>result</th></tr>

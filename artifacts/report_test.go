@@ -118,3 +118,38 @@ func TestResultsJUnit(t *testing.T) {
 		t.Errorf("output %q", s.Cases[0].Output)
 	}
 }
+
+// TestWriteReportWorkload: a run's workload shows in the report (a row
+// per measure, a row per gap), as JUnit properties and in the summary.
+func TestWriteReportWorkload(t *testing.T) {
+	res := failedRun()
+	t0 := res.StartedAt
+	since := scenario.D(3 * time.Second)
+	res.Workloads = []engine.WorkloadResult{{Name: "web", Target: "victim", Namespace: "faultline-workloads", Replicas: 2, Measures: []engine.MeasureResult{
+		{Of: "requests", Samples: 160, Failed: 3, Total: scenario.D(750 * time.Millisecond), Longest: scenario.D(500 * time.Millisecond), Gaps: []engine.GapResult{
+			{Start: t0.Add(8 * time.Second), SinceInject: &since, Duration: scenario.D(500 * time.Millisecond), Failed: 2, Reason: "via 172.18.0.5: timed out"},
+			{Start: t0.Add(20 * time.Second), Duration: scenario.D(250 * time.Millisecond), Failed: 1, Reason: "connection refused"}}},
+		{Of: "endpoints", Samples: 160, Total: scenario.D(0), Gaps: []engine.GapResult{}},
+	}}}
+	var b bytes.Buffer
+	if err := WriteReport(&b, res, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	for _, want := range []string{"<h2>Workloads</h2>", "<td>web (2 replicas in faultline-workloads)</td><td>requests</td><td>160</td><td>3</td><td>2</td><td>750ms</td><td>500ms</td>",
+		`<td>10:00:08.000</td><td>3s</td><td class="gap">500ms</td><td>2</td><td>via 172.18.0.5: timed out</td>`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	props := map[string]string{}
+	for _, p := range runProperties(res) {
+		props[p.Name] = p.Value
+	}
+	if props["workload.web.requests.total"] != "750ms" || props["workload.web.requests.gaps"] != "2" || props["workload.web.endpoints.failed"] != "0 of 160" {
+		t.Errorf("JUnit properties %v", props)
+	}
+	if s := MarkdownSummary([]*engine.Result{res}); !strings.Contains(s, "| | workload web, requests | 2 gap(s), 750ms down in all, longest 500ms (3 of 160 samples failed) |") {
+		t.Errorf("summary lacks the workload's line:\n%s", s)
+	}
+}

@@ -42,8 +42,22 @@ func MarkdownSummary(results []*engine.Result) string {
 		for _, a := range res.Assertions {
 			fmt.Fprintf(&b, "| %s | assertion %s | %s | |\n", okMark(a.OK), cell(a.Name), cell(a.Message))
 		}
+		for _, w := range res.Workloads {
+			for _, m := range w.Measures {
+				fmt.Fprintf(&b, "| | workload %s, %s | %s |  |\n", cell(w.Name), m.Of, cell(WorkloadLine(m)))
+			}
+		}
 	}
 	return b.String()
+}
+
+// WorkloadLine says in one line what a workload's measure felt.
+func WorkloadLine(m engine.MeasureResult) string {
+	s := fmt.Sprintf("%d gap(s), %s down in all, longest %s (%d of %d samples failed", len(m.Gaps), m.Total.Round(time.Millisecond), m.Longest.Round(time.Millisecond), m.Failed, m.Samples)
+	if m.Unreadable > 0 {
+		s += fmt.Sprintf(", %d unreadable", m.Unreadable)
+	}
+	return s + ")"
 }
 
 // Passed counts the runs that passed.

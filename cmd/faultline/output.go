@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
 )
 
@@ -59,6 +60,11 @@ func printResult(w io.Writer, res *engine.Result) {
 	}
 	for _, a := range res.Assertions {
 		fmt.Fprintf(tw, "  assert\t%s\t%s\t%s\n", a.Name, okString(a.OK), a.Message)
+	}
+	for _, w := range res.Workloads {
+		for _, m := range w.Measures {
+			fmt.Fprintf(tw, "  workload\t%s %s\t%s\n", w.Name, m.Of, artifacts.WorkloadLine(m))
+		}
 	}
 	for _, f := range res.Faults {
 		fmt.Fprintf(tw, "  fault\t%s\t%s\tinjected %s\tundone %s\n", f.ID, f.Kind, stamp(f.InjectedAt), undone(f))

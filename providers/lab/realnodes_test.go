@@ -137,8 +137,10 @@ func TestIntegrationRealNodes(t *testing.T) {
 	}
 }
 
-// The catalogue's power-off-worker and delete-cp-vm on one lab of real
-// nodes (3 control planes with a health check, 2 workers), as written:
+// The catalogue's power-off-worker, delete-cp-vm and
+// power-off-worker-workload (its application's disruption within its
+// budget) on one lab of real nodes (3 control planes with a health check,
+// 2 workers), as written:
 // the real Node goes NotReady through kube-controller-manager, the health
 // checks remediate, CAPV destroys the VM, and a new VM boots and joins
 // with real kubeadm; for a control plane KCP removes the lost etcd member
@@ -152,9 +154,14 @@ func TestIntegrationRealNodeScenarios(t *testing.T) {
 	// 63-140 s here (140 s with other labs running beside it), so its
 	// budget is raised for this tier, as the result's parameters say.
 	sets := map[string]map[string]string{"delete-cp-vm": {"budget.replacement": "5m"}}
-	for _, name := range []string{"power-off-worker", "delete-cp-vm"} {
+	for _, name := range []string{"power-off-worker", "delete-cp-vm", "power-off-worker-workload"} {
 		t.Run(name, func(t *testing.T) {
 			res := scenariotest.Run(ctx, t, l.Provider(), name, nil, sets[name])
+			for _, w := range res.Workloads {
+				for _, m := range w.Measures {
+					t.Logf("workload %s %s: %d of %d samples failed, %d gap(s), %s in all, longest %s", w.Name, m.Of, m.Failed, m.Samples, len(m.Gaps), m.Total, m.Longest)
+				}
+			}
 			if res.Verdict != engine.Pass {
 				t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
 			}
