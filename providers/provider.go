@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"time"
 )
 
@@ -383,16 +382,6 @@ type ObjectWriter interface {
 	// DryRunCreate asks the API server whether it would create obj
 	// (admission webhooks included) without storing it.
 	DryRunCreate(ctx context.Context, scope Object, cluster string, obj map[string]any) error
-}
-
-// Workloads is implemented by a provider whose workload cluster's nodes
-// are in a network faultline made on this machine (the lab's docker
-// network, kind's): a workload's disruption probe sends its requests to
-// the Nodes' addresses there, and nowhere else.
-type Workloads interface {
-	// NodeNetwork is the network of scope's workload cluster's nodes: a
-	// probe sends requests only to Node addresses inside it.
-	NodeNetwork(ctx context.Context, scope Object) (netip.Prefix, error)
 }
 
 // Watcher is optional: it notifies when an object may have changed, so waits

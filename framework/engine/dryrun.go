@@ -58,3 +58,17 @@ func dryRunCreate(want bool) func(context.Context, providers.Provider, providers
 		return !want && strings.Contains(err.Error(), args["message"]), what + ": " + err.Error(), nil
 	}
 }
+
+// plan records what each inject step would do, and where.
+func (r *run) plan(sc *scenario.Scenario) {
+	for _, st := range sc.Spec.Steps {
+		if st.Inject == nil {
+			continue
+		}
+		pf := PlannedFault{Step: st.Name, Fault: st.Inject.Fault, Target: st.Inject.Target}
+		for _, o := range r.faultObjects(*st.Inject) {
+			pf.Objects = append(pf.Objects, o.String())
+		}
+		r.res.Planned = append(r.res.Planned, pf)
+	}
+}

@@ -254,6 +254,16 @@ func (r *run) execute(ctx context.Context) {
 			aborted = true
 		}
 	}
+	r.steps(ctx, sctx, sc, aborted)
+	r.stopWorkloads()
+	r.undoPending(ctx)
+	r.collectFaults()
+	r.verdict(ctx, sctx)
+}
+
+// steps runs the scenario's steps; once one failed (aborted), only the
+// teardowns, unless ctx was interrupted.
+func (r *run) steps(ctx, sctx context.Context, sc *scenario.Scenario, aborted bool) {
 	for _, st := range sc.Spec.Steps {
 		if aborted && st.Teardown == nil {
 			continue
@@ -271,24 +281,6 @@ func (r *run) execute(ctx context.Context) {
 			r.errs = append(r.errs, fmt.Errorf("step %s: %w", st.Name, err))
 			aborted = true
 		}
-	}
-	r.stopWorkloads()
-	r.undoPending(ctx)
-	r.collectFaults()
-	r.verdict(ctx, sctx)
-}
-
-// plan records what each inject step would do, and where.
-func (r *run) plan(sc *scenario.Scenario) {
-	for _, st := range sc.Spec.Steps {
-		if st.Inject == nil {
-			continue
-		}
-		pf := PlannedFault{Step: st.Name, Fault: st.Inject.Fault, Target: st.Inject.Target}
-		for _, o := range r.faultObjects(*st.Inject) {
-			pf.Objects = append(pf.Objects, o.String())
-		}
-		r.res.Planned = append(r.res.Planned, pf)
 	}
 }
 

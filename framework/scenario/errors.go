@@ -2,8 +2,10 @@ package scenario
 
 import (
 	"fmt"
-	"github.com/faultline-dev/faultline/providers/lab/labconfig"
+	"sort"
 	"strings"
+
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 )
 
 // Pos is a position in a scenario file; Line and Column start at 1.
@@ -73,4 +75,21 @@ func (s *Scenario) Where(path string) string {
 		}
 		p = p[:i]
 	}
+}
+
+func list(set map[string]bool) string {
+	if len(set) == 0 {
+		return "none"
+	}
+	return strings.Join(sortedKeys(set), ", ")
+}
+
+func sortFieldErrors(errs []FieldError) {
+	sort.SliceStable(errs, func(i, j int) bool {
+		a, b := errs[i].Pos, errs[j].Pos
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Column < b.Column
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -382,21 +381,4 @@ func (v *validator) args(path string, got map[string]string, allowed []string) {
 			v.errf(path+"."+k, "unknown parameter %q; expected: %s%s", k, want, didYouMean(k, allowed))
 		}
 	}
-}
-
-func list(set map[string]bool) string {
-	if len(set) == 0 {
-		return "none"
-	}
-	return strings.Join(sortedKeys(set), ", ")
-}
-
-func sortFieldErrors(errs []FieldError) {
-	sort.SliceStable(errs, func(i, j int) bool {
-		a, b := errs[i].Pos, errs[j].Pos
-		if a.Line != b.Line {
-			return a.Line < b.Line
-		}
-		return a.Column < b.Column
-	})
 }

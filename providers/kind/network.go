@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/faultline-dev/faultline/providers"
 )
 
 // cniConfig is where each node's pod network is configured: faultline's
@@ -164,4 +167,19 @@ func podCIDR(ctx context.Context, c client.Client, name string) (string, error) 
 		return "", fmt.Errorf("node %s: pod CIDR %s is IPv6; faultline's pod network is IPv4 only", name, node.Spec.PodCIDR)
 	}
 	return node.Spec.PodCIDR, nil
+}
+
+// NodeNetwork implements providers.Workloads: the kind network, which
+// faultline creates (createNetwork) and every node container is on.
+func (p *Provider) NodeNetwork(ctx context.Context, _ providers.Object) (netip.Prefix, error) {
+	out, err := p.docker.Run(ctx, "network", "inspect", "--format", "{{range .IPAM.Config}}{{.Subnet}} {{end}}", Network)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("read the kind network: %w", err)
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if pfx, err := netip.ParsePrefix(f); err == nil && pfx.Addr().Is4() {
+			return pfx, nil
+		}
+	}
+	return netip.Prefix{}, fmt.Errorf("the kind network has no IPv4 subnet (docker network inspect said %q)", strings.TrimSpace(string(out)))
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -127,21 +126,6 @@ func (p *Provider) clusterClient(_ context.Context, _ providers.Object, cluster 
 		return nil, 0, fmt.Errorf("a kind cluster has no %s cluster, only the workload one: %w", cluster, providers.ErrUnsupported)
 	}
 	return p.c, p.timeout, nil
-}
-
-// NodeNetwork implements providers.Workloads: the kind network, which
-// faultline creates (createNetwork) and every node container is on.
-func (p *Provider) NodeNetwork(ctx context.Context, _ providers.Object) (netip.Prefix, error) {
-	out, err := p.docker.Run(ctx, "network", "inspect", "--format", "{{range .IPAM.Config}}{{.Subnet}} {{end}}", Network)
-	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("read the kind network: %w", err)
-	}
-	for _, f := range strings.Fields(string(out)) {
-		if pfx, err := netip.ParsePrefix(f); err == nil && pfx.Addr().Is4() {
-			return pfx, nil
-		}
-	}
-	return netip.Prefix{}, fmt.Errorf("the kind network has no IPv4 subnet (docker network inspect said %q)", strings.TrimSpace(string(out)))
 }
 
 // container is one node container as `docker ps` lists it.
