@@ -51,8 +51,9 @@ type monitor struct {
 // off does not answer at all, and its requests end here.
 const requestTimeout = 2 * time.Second
 
-// kubeProxyHealth is kube-proxy's health check port on every node.
-const kubeProxyHealth = 10256
+// kubeProxyHealth is kube-proxy's health check port on every node (a
+// variable only for the runner's tests, whose nodes are 127.0.0.1).
+var kubeProxyHealth = 10256
 
 func newMonitor(w scenario.Workload, scope providers.Object, objects providers.Objects, network netip.Prefix, nodePort int) *monitor {
 	return &monitor{
