@@ -119,12 +119,21 @@ func (p Profile) Knobs() map[string]string {
 		"mhcNotReady": p.MHCNotReady.String(), "mhcNotReadyRealNodes": max(p.MHCNotReady, RealNodeNotReady).String(),
 		"syncPeriod": p.SyncPeriod.String(), "connectRetry": p.ConnectRetry.String(), "remoteGrace": p.RemoteGrace.String(),
 		"etcdDialTimeout": p.EtcdDialTimeout.String(), "etcdCallTimeout": p.EtcdCallTimeout.String(),
+		// A Node with pods is drained before its Machine's VM goes: Cluster
+		// API retries a drain that left pods every 20s, a constant no
+		// flag shortens, and the lab's Machines set no nodeDrainTimeout.
+		"drainRetryInterval": upstreamDrainRetry.String() + " (Cluster API's constant: not shortened)",
+		"nodeDrainTimeout":   "unset (drain until done, Cluster API's default)",
 	}
 	for g, on := range p.Gates {
 		out["gate."+g] = fmt.Sprint(on)
 	}
 	return out
 }
+
+// upstreamDrainRetry is Cluster API's drainRetryInterval
+// (internal/controllers/machine).
+const upstreamDrainRetry = 20 * time.Second
 
 // upstreamConnectRetry is Cluster API's ClusterCache connection retry,
 // which its managers take no flag for.
