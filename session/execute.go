@@ -82,6 +82,9 @@ func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 				res.ProfileSettings = p.KnobsOn(s)
 			}
 		}
+		if l := run.Scenario.Spec.Lab; run.Scenario != nil && l != nil && l.NodeDrainTimeout.Duration > 0 {
+			res.ProfileSettings["nodeDrainTimeout"] = l.NodeDrainTimeout.String() + " (the scenario's spec.lab)"
+		}
 	}
 	var stats map[string]artifacts.PhaseStats
 	if in.History != nil && !run.DryRun {

@@ -159,10 +159,20 @@ func machineDeployment(s ClusterSpec, meta metav1.ObjectMeta, template string) *
 					InfrastructureRef: clusterv1.ContractVersionedObjectReference{
 						APIGroup: infrav1.GroupVersion.Group, Kind: "VSphereMachineTemplate", Name: template,
 					},
+					Deletion: drainTimeout(s.NodeDrainTimeout.Duration),
 				},
 			},
 		},
 	}
+}
+
+// drainTimeout is the Machines' deletion settings for a drain timeout d
+// (none when zero).
+func drainTimeout(d time.Duration) clusterv1.MachineDeletionSpec {
+	if d <= 0 {
+		return clusterv1.MachineDeletionSpec{}
+	}
+	return clusterv1.MachineDeletionSpec{NodeDrainTimeoutSeconds: ptr.To(int32(d / time.Second))}
 }
 
 // healthChecks are cluster s's MachineHealthChecks, with the profile's

@@ -1,14 +1,17 @@
 package lab
 
 import (
-	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"net/url"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 )
 
 // TestServes: which catalogue-like spec.lab a shared 3+2 cluster with
@@ -33,9 +36,25 @@ func TestServes(t *testing.T) {
 		{"default pod network by name", labconfig.LabSpec{ControlPlanes: 3, Workers: 2, Network: labconfig.LabNetwork{PodCIDR: "192.168.0.0/16", CalicoBlockSize: 26}}, true},
 		{"node startup", labconfig.LabSpec{ControlPlanes: 3, Workers: 1, NodeStartupTimeout: labconfig.D(30 * time.Second)}, false},
 		{"remediation limited", labconfig.LabSpec{ControlPlanes: 3, Workers: 2, MaxUnhealthy: "1"}, false},
+		{"pdb-blocks-drain: a drain timeout", labconfig.LabSpec{ControlPlanes: 3, Workers: 2, NodeDrainTimeout: labconfig.D(time.Minute)}, false},
 	} {
 		if got := shared.Serves(tc.lab); got != tc.want {
 			t.Errorf("%s: Serves = %t, want %t", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestMachineDeploymentDrainTimeout: spec.lab.nodeDrainTimeout becomes the
+// workers' nodeDrainTimeoutSeconds; without it none is set.
+func TestMachineDeploymentDrainTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want *int32
+	}{{0, nil}, {time.Minute, ptr.To(int32(60))}} {
+		md := machineDeployment(ClusterSpec{Name: "c", LabSpec: labconfig.LabSpec{Workers: 1, NodeDrainTimeout: labconfig.D(tc.d)}}, metav1.ObjectMeta{Name: "c-md-0"}, "c-worker")
+		got := md.Spec.Template.Spec.Deletion.NodeDrainTimeoutSeconds
+		if (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
+			t.Errorf("nodeDrainTimeout %s: nodeDrainTimeoutSeconds %v, want %v", tc.d, got, tc.want)
 		}
 	}
 }

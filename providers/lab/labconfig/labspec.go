@@ -47,6 +47,10 @@ type LabSpec struct {
 	// Unknown or False (unhealthyNodeConditions); zero keeps the
 	// profile's (3s compressed, 5m real).
 	UnhealthyTimeout Duration `yaml:"unhealthyTimeout"`
+	// NodeDrainTimeout bounds the drain of a worker's Node before its
+	// Machine is deleted (the workers' nodeDrainTimeoutSeconds); zero
+	// leaves it unset: Cluster API drains until done.
+	NodeDrainTimeout Duration `yaml:"nodeDrainTimeout"`
 	// CNI is calico (the default) or antrea: the node agent whose pod
 	// must be admitted before a Node turns Ready.
 	CNI string `yaml:"cni"`
@@ -140,6 +144,9 @@ func (l LabSpec) Validate(fld *field.Path) field.ErrorList {
 	}
 	if d := l.UnhealthyTimeout.Duration; d < 0 || (d > 0 && d < time.Second) {
 		invalid(fld.Child("unhealthyTimeout"), l.UnhealthyTimeout.String(), "got %s, expected at least 1s (MachineHealthCheck timeouts are whole seconds)", l.UnhealthyTimeout)
+	}
+	if d := l.NodeDrainTimeout.Duration; d < 0 || (d > 0 && (d < time.Second || d%time.Second != 0)) {
+		invalid(fld.Child("nodeDrainTimeout"), l.NodeDrainTimeout.String(), "got %s, expected whole seconds, at least 1s (a Machine's nodeDrainTimeoutSeconds)", l.NodeDrainTimeout)
 	}
 	errs = append(errs, l.validateRemediation(fld)...)
 	errs = append(errs, l.Release.Validate(fld.Child("release"))...)
