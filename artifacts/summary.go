@@ -54,6 +54,9 @@ func MarkdownSummary(results []*engine.Result) string {
 // WorkloadLine says in one line what a workload's measure felt.
 func WorkloadLine(m engine.MeasureResult) string {
 	s := fmt.Sprintf("%d gap(s), %s down in all, longest %s (%d of %d samples failed", len(m.Gaps), m.Total.Round(time.Millisecond), m.Longest.Round(time.Millisecond), m.Failed, m.Samples)
+	if m.Retried > 0 {
+		s += fmt.Sprintf(", %d good only on their retry", m.Retried)
+	}
 	if m.Unreadable > 0 {
 		s += fmt.Sprintf(", %d unreadable", m.Unreadable)
 	}

@@ -23,13 +23,19 @@ type sample struct {
 	at     time.Time
 	ok     bool
 	reason string
+	// retried: a good request sample whose first try failed.
+	retried bool
 }
 
 // add records a sample taken at at.
 func (s *series) add(at time.Time, ok bool, reason string) {
+	s.addSample(sample{at: at, ok: ok, reason: reason})
+}
+
+func (s *series) addSample(sm sample) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.samples = append(s.samples, sample{at: at, ok: ok, reason: reason})
+	s.samples = append(s.samples, sm)
 }
 
 func (s *series) unread() {
@@ -112,6 +118,10 @@ type MeasureResult struct {
 	Samples    int    `json:"samples"`
 	Failed     int    `json:"failed"`
 	Unreadable int    `json:"unreadable,omitempty"`
+	// Retried counts the request samples that succeeded only on their
+	// retry through another node: a client that does not retry would
+	// have failed them.
+	Retried int `json:"retried,omitempty"`
 	// Total is the time the measure was down in all, Longest its longest
 	// gap.
 	Total   scenario.Duration `json:"total"`
@@ -139,6 +149,9 @@ func (s *series) result(of string, until, firstInject time.Time) MeasureResult {
 	for _, sm := range samples {
 		if !sm.ok {
 			m.Failed++
+		}
+		if sm.retried {
+			m.Retried++
 		}
 	}
 	for _, g := range gaps(samples, until) {

@@ -86,10 +86,9 @@ func (m *monitor) start(ctx context.Context) {
 		// back the next sample.
 		go func() {
 			defer m.wg.Done()
-			at := time.Now()
-			ok, reason := m.request(ctx)
+			sm := m.request(ctx)
 			if ctx.Err() == nil {
-				m.requests.add(at, ok, reason)
+				m.requests.addSample(sm)
 			}
 		}()
 	})
@@ -192,23 +191,28 @@ func (m *monitor) pick() (first, second string) {
 // request sends one request through the Service's NodePort, and once more
 // through another node when the first fails, as a client behind a load
 // balancer would retry.
-func (m *monitor) request(ctx context.Context) (bool, string) {
+func (m *monitor) request(ctx context.Context) sample {
+	sm := sample{at: time.Now()}
 	first, second := m.pick()
 	if first == "" {
-		return false, "no node passes kube-proxy's health check"
+		sm.reason = "no node passes kube-proxy's health check"
+		return sm
 	}
 	body, err := m.get(ctx, m.serviceURL(first))
 	if err != nil && second != "" {
+		sm.retried = true
 		body, err = m.get(ctx, m.serviceURL(second))
 		first = second
 	}
 	if err != nil {
-		return false, "via " + first + ": " + err.Error()
+		sm.retried, sm.reason = false, "via "+first+": "+err.Error()
+		return sm
 	}
 	m.mu.Lock()
 	m.servedBy[strings.TrimSpace(body)]++
 	m.mu.Unlock()
-	return true, ""
+	sm.ok = true
+	return sm
 }
 
 func (m *monitor) serviceURL(node string) string {

@@ -161,12 +161,12 @@ func TestGaps(t *testing.T) {
 		samples []sample
 		want    []Gap
 	}{
-		{"none", []sample{{at(0), true, ""}, {at(100), true, ""}}, nil},
-		{"one closed", []sample{{at(0), true, ""}, {at(100), false, "refused"}, {at(200), false, "x"}, {at(300), true, ""}},
+		{"none", []sample{{at: at(0), ok: true, reason: ""}, {at: at(100), ok: true, reason: ""}}, nil},
+		{"one closed", []sample{{at: at(0), ok: true, reason: ""}, {at: at(100), ok: false, reason: "refused"}, {at: at(200), ok: false, reason: "x"}, {at: at(300), ok: true, reason: ""}},
 			[]Gap{{Start: at(100), End: at(300), Failed: 2, Reason: "refused"}}},
-		{"open at the end", []sample{{at(0), true, ""}, {at(100), false, "timed out"}},
+		{"open at the end", []sample{{at: at(0), ok: true, reason: ""}, {at: at(100), ok: false, reason: "timed out"}},
 			[]Gap{{Start: at(100), End: at(500), Failed: 1, Reason: "timed out", Open: true}}},
-		{"two", []sample{{at(0), false, "a"}, {at(100), true, ""}, {at(200), false, "b"}, {at(300), true, ""}},
+		{"two", []sample{{at: at(0), ok: false, reason: "a"}, {at: at(100), ok: true, reason: ""}, {at: at(200), ok: false, reason: "b"}, {at: at(300), ok: true, reason: ""}},
 			[]Gap{{Start: at(0), End: at(100), Failed: 1, Reason: "a"}, {Start: at(200), End: at(300), Failed: 1, Reason: "b"}}},
 	}
 	for _, tc := range cases {
