@@ -207,3 +207,55 @@ func TestSeriesInTimeOrder(t *testing.T) {
 		t.Errorf("state = %t since %s (known %t), want up since +200ms", down, since, known)
 	}
 }
+
+// twoNodes is outageObjects with a second Node, 127.0.0.2, whose
+// NodePort refuses connections.
+type twoNodes struct{ outageObjects }
+
+func (o twoNodes) ListObjects(ctx context.Context, scope providers.Object, ref providers.ObjectRef) ([]map[string]any, error) {
+	list, err := o.outageObjects.ListObjects(ctx, scope, ref)
+	if ref.Kind == "Node" {
+		list = append(list, map[string]any{"metadata": map[string]any{"name": "n2"}, "status": map[string]any{"addresses": []any{
+			map[string]any{"type": "InternalIP", "address": "127.0.0.2"}}}})
+	}
+	return list, err
+}
+
+// TestMonitorCountsRetries: a request refused through one node and
+// answered through the other is a good sample, counted as retried.
+func TestMonitorCountsRetries(t *testing.T) {
+	t.Parallel()
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("pod web-1 on node n1\n")) }))
+	defer app.Close()
+	health := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer health.Close()
+	// The second node's kube-proxy is healthy too: its health check
+	// answers on 127.0.0.2 at the same port.
+	second, err := net.Listen("tcp", net.JoinHostPort("127.0.0.2", strconv.Itoa(portOf(t, health.URL))))
+	if err != nil {
+		t.Skipf("no second loopback address here: %v", err)
+	}
+	srv := &http.Server{Handler: health.Config.Handler, ReadHeaderTimeout: time.Second}
+	go srv.Serve(second)
+	defer srv.Close()
+
+	var down atomic.Bool
+	m := newMonitor(scenario.Workload{Name: "web", Interval: scenario.D(50 * time.Millisecond)}, providers.Object{}, twoNodes{outageObjects{&down}}, netip.MustParsePrefix("127.0.0.0/8"), portOf(t, app.URL))
+	m.healthPort = portOf(t, health.URL)
+	m.start(context.Background())
+	waitFor(t, 10*time.Second, "4 samples retried", func() bool {
+		samples, _ := m.requests.sorted()
+		n := 0
+		for _, sm := range samples {
+			if sm.retried {
+				n++
+			}
+		}
+		return n >= 4
+	})
+	m.stop()
+	res := m.requests.result(scenario.MeasureRequests, time.Now(), time.Time{})
+	if res.Failed != 0 || res.Retried < 4 || len(res.Gaps) != 0 {
+		t.Errorf("result %+v: want no failure and the refused first tries counted as retried", res)
+	}
+}
