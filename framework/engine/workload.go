@@ -138,8 +138,11 @@ func (r *run) startWorkload(ctx context.Context, w scenario.Workload) (*monitor,
 		return nil, err
 	}
 	svc, err := objects.GetObject(ctx, scope, providers.ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "Service", Namespace: w.NamespaceOrDefault(), Name: w.Name})
-	if err != nil || svc == nil {
-		return nil, fmt.Errorf("read back its Service: %v", err)
+	if err != nil {
+		return nil, fmt.Errorf("read back its Service: %w", err)
+	}
+	if svc == nil {
+		return nil, fmt.Errorf("its Service %s/%s is gone right after it was applied", w.NamespaceOrDefault(), w.Name)
 	}
 	port := nodePortOf(svc)
 	if port == 0 {
