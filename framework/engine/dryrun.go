@@ -61,6 +61,13 @@ func dryRunCreate(want bool) func(context.Context, providers.Provider, providers
 
 // plan records what each inject step would do, and where.
 func (r *run) plan(sc *scenario.Scenario) {
+	for _, w := range sc.Spec.Workloads {
+		pf := PlannedFault{Step: "workload/" + w.Name, Fault: "workload", Target: w.Target}
+		if objs := r.objects[w.Target]; len(objs) > 0 {
+			pf.Objects = []string{objs[0].String()}
+		}
+		r.res.Planned = append(r.res.Planned, pf)
+	}
 	for _, st := range sc.Spec.Steps {
 		if st.Inject == nil {
 			continue

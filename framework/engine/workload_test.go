@@ -104,6 +104,19 @@ spec:
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	dry, err := OpenJournal(filepath.Join(dir, "dry.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dry.Close()
+	// A dry run lists the workload it would deploy, and deploys nothing.
+	plan, err := Run(context.Background(), RunInput{Scenario: sc, Provider: c, Journal: dry, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Planned) != 2 || plan.Planned[0].Step != "workload/web" || len(c.applied) != 0 {
+		t.Fatalf("dry run planned %+v and applied %v", plan.Planned, c.applied)
+	}
 	j, err := OpenJournal(filepath.Join(dir, "journal.jsonl"))
 	if err != nil {
 		t.Fatal(err)
