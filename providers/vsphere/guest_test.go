@@ -88,6 +88,12 @@ func TestNodeFaultsNeedGuestLogin(t *testing.T) {
 // The container is the kind node image (hack/kind-image.sh) running sleep:
 // a Debian userland with no init, so systemctl fails as on a broken node.
 func TestIntegrationGuestOperations(t *testing.T) {
+	if raceEnabled {
+		// Seen in CI's race pass: govmomi's simVM writes a container-backed
+		// VM's guest properties (syncNetworkConfigToVMGuestProperties)
+		// outside the registry lock its guest operations read them under.
+		t.Skip("skipped under -race: vcsim's container-backed VMs race in govmomi's own code; hack/test.sh runs it in its pass without -race")
+	}
 	sim := startSim(t)
 	ctx := t.Context()
 	image := guestImage(t, ctx)
