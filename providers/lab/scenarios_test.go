@@ -189,7 +189,11 @@ spec:
 		}
 	})
 	t.Run("kill-etcd-one-member", func(t *testing.T) {
-		res := runScenario(t, l, "kill-etcd-quorum", map[string]string{"members": "1", "budget.down": "10s", "budget.check": "10s", "window.down": "1s", "window.unremediated": "1s"})
+		// The never-remediated window must be long enough for one reading
+		// of three Machines beside CI's kind cluster: 1 s was not (CI, twice
+		// on 2026-11-27), and an unread window is an error, not the failure
+		// this subtest expects.
+		res := runScenario(t, l, "kill-etcd-quorum", map[string]string{"members": "1", "budget.down": "10s", "budget.check": "10s", "window.down": "1s", "window.unremediated": "5s"})
 		expect(t, res, engine.Fail, "phase api-no-leader not reached within its budget 10s of inject")
 	})
 	// Seed 002's control-plane kubelet stop under a control-plane health
@@ -271,7 +275,7 @@ spec:
 		res := runScenarioText(t, l, "remove-apiserver-pods", func(s string) string {
 			s = strings.Replace(s, "    - name: restore-manifests\n      undo:\n        all: true\n", "", 1)
 			return strings.ReplaceAll(s, "from: undo:restore-manifests", "from: inject:remove-third")
-		}, map[string]string{"budget.recovered": "5s", "window.served": "1s", "window.unremediated": "1s"})
+		}, map[string]string{"budget.recovered": "5s", "window.served": "5s", "window.unremediated": "5s"})
 		expect(t, res, engine.Fail, "phase api-available not reached within its budget 5s of inject:remove-third")
 	})
 	// Seed 001's scenario on a pool that fits (192.168.0.0/16, /26 blocks,
