@@ -49,10 +49,12 @@ var objectFaults = map[string]faultDef{
 		},
 		check: func(params map[string]string) []scenario.ArgError { return checkObjectArgs(params) },
 	},
+	"object.scale": scaleFault,
 }
 
 var objectUndos = map[string]func(ctx context.Context, p providers.Provider, u UndoAction) error{
 	"object.revert-apply": revertApply,
+	"object.unscale":      unscale,
 	"object.restore": func(ctx context.Context, p providers.Provider, u UndoAction) error {
 		return restoreBackup(ctx, p, u.Target, u.Params["cluster"], u.Params["file"])
 	},
@@ -263,6 +265,9 @@ func deleteWithBackup(ctx context.Context, p providers.Provider, scope providers
 // change, which recover does only when the entry is forced. Other undos
 // check their target themselves (a VM already on is not powered on).
 func changedSince(ctx context.Context, p providers.Provider, u UndoAction) error {
+	if u.Action == "object.unscale" {
+		return scaledSince(ctx, p, u)
+	}
 	if u.Action != "object.restore" && u.Action != "object.revert-apply" {
 		return nil
 	}
