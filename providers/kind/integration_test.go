@@ -188,6 +188,7 @@ func TestIntegrationKind(t *testing.T) {
 			t.Fatalf("verdict %s (%s), want a failure of assertion eviction-denied", res.Verdict, res.Reason)
 		}
 	})
+	t.Run("workload-known-gap", func(t *testing.T) { testWorkloadKnownGap(ctx, t, p) })
 	// Quorum loss goes last: in a CI run the next scenario's first write
 	// timed out although the API had answered again (2m12s after the
 	// undo), while an API server's own etcd member was catching up.

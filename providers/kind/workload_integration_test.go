@@ -1,0 +1,168 @@
+package kind_test
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/providers/kind"
+	"github.com/faultline-dev/faultline/scenarios/scenariotest"
+)
+
+// readEvery is how often the test reads the Service's EndpointSlices
+// itself: its own record of the gap, finer than the workload's 200ms.
+const readEvery = 25 * time.Millisecond
+
+// endpointRecord is the test's own reading of a Service's ready endpoints
+// over time: each change of "has one or more".
+type endpointRecord struct {
+	mu      sync.Mutex
+	changes []endpointChange
+}
+
+type endpointChange struct {
+	at time.Time
+	up bool
+}
+
+// record reads the Service's EndpointSlices every readEvery until ctx
+// ends. A failed read records nothing.
+func (r *endpointRecord) record(ctx context.Context, c client.Client, namespace, service string) {
+	t := time.NewTicker(readEvery)
+	defer t.Stop()
+	for {
+		at := time.Now()
+		var slices discoveryv1.EndpointSliceList
+		if err := c.List(ctx, &slices, client.InNamespace(namespace), client.MatchingLabels{discoveryv1.LabelServiceName: service}); err == nil {
+			up := false
+			for _, s := range slices.Items {
+				for _, e := range s.Endpoints {
+					up = up || (e.Conditions.Ready != nil && *e.Conditions.Ready)
+				}
+			}
+			r.mu.Lock()
+			if n := len(r.changes); (n == 0 && up) || (n > 0 && r.changes[n-1].up != up) {
+				r.changes = append(r.changes, endpointChange{at: at, up: up})
+			}
+			r.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// earlyBy is how much earlier than the test's reading a measure may see a
+// change: either reading is dated when it starts, and may be answered after
+// a change the other saw first.
+const earlyBy = readEvery + 150*time.Millisecond
+
+// firstGap is the first time the Service had no ready endpoint after it
+// had one, and the time it had one again.
+func (r *endpointRecord) firstGap() (down, up time.Time, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.changes) < 3 {
+		return time.Time{}, time.Time{}, false
+	}
+	return r.changes[1].at, r.changes[2].at, true
+}
+
+// testWorkloadKnownGap scales a running workload to zero for a known time
+// (testdata/workload-known-gap.yaml) and checks that each measure counts
+// that gap, where the test's own reading of the EndpointSlices saw it, and
+// no other.
+func testWorkloadKnownGap(ctx context.Context, t *testing.T, p *kind.Provider) {
+	data, err := os.ReadFile("testdata/workload-known-gap.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	var rec endpointRecord
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rec.record(rctx, p.Client(), scenario.DefaultWorkloadNamespace, "gap")
+	}()
+	res := scenariotest.RunText(ctx, t, p, "testdata/workload-known-gap.yaml", data, nil)
+	stop()
+	<-done
+	if res.Verdict != engine.Pass {
+		t.Fatalf("%s: %s", res.Verdict, res.Reason)
+	}
+	down, up, ok := rec.firstGap()
+	if !ok {
+		t.Fatalf("the test's own reading saw no gap: %+v", rec.changes)
+	}
+	t.Logf("the test read no ready endpoint from %s to %s (%s)", down.Format("15:04:05.000"), up.Format("15:04:05.000"), up.Sub(down).Round(time.Millisecond))
+	if len(res.Workloads) != 1 {
+		t.Fatalf("workloads in the result: %d, want 1", len(res.Workloads))
+	}
+	interval := 200 * time.Millisecond
+	// A sample is dated when its read starts, and a reading of either side
+	// may take a few tens of milliseconds to come back.
+	const slack = 150 * time.Millisecond
+	endpoints := res.Workloads[0].Measure(scenario.MeasureEndpoints)
+	checkOneGap(t, endpoints, down, up, interval+readEvery+slack)
+	// Requests fail once a node's kube-proxy has written the Service's
+	// rules with no endpoint, and succeed again once it has written the new
+	// one. Each node's kube-proxy does so on its own, within a second or
+	// more of a change (minSyncPeriod; later under load), and the requests
+	// enter at every node in turn: they may fail in several gaps, but only
+	// inside the known one and a little after it.
+	requests := res.Workloads[0].Measure(scenario.MeasureRequests)
+	checkGapsWithin(t, requests, down, up.Add(5*time.Second))
+}
+
+// checkGapsWithin fails t unless m has one or more gaps, all closed and all
+// between from and until.
+func checkGapsWithin(t *testing.T, m *engine.MeasureResult, from, until time.Time) {
+	t.Helper()
+	if m == nil {
+		t.Fatal("measure missing from the result")
+	}
+	t.Logf("%s: %d samples, %d failed, gaps %+v", m.Of, m.Samples, m.Failed, m.Gaps)
+	if len(m.Gaps) == 0 {
+		t.Fatalf("%s: no gap, want the known one", m.Of)
+	}
+	for _, g := range m.Gaps {
+		end := g.Start.Add(g.Duration.Duration)
+		if g.Open || g.Start.Before(from.Add(-earlyBy)) || end.After(until) {
+			t.Errorf("%s: a gap from %s to %s (open %t), outside the known one and its slack (%s to %s)", m.Of,
+				g.Start.Format("15:04:05.000"), end.Format("15:04:05.000"), g.Open, from.Format("15:04:05.000"), until.Format("15:04:05.000"))
+		}
+	}
+}
+
+// checkOneGap fails t unless m has exactly one gap, starting and ending at
+// down and up or at most late after them.
+func checkOneGap(t *testing.T, m *engine.MeasureResult, down, up time.Time, late time.Duration) {
+	t.Helper()
+	if m == nil {
+		t.Fatal("measure missing from the result")
+	}
+	t.Logf("%s: %d samples, %d failed, gaps %+v", m.Of, m.Samples, m.Failed, m.Gaps)
+	if len(m.Gaps) != 1 {
+		t.Fatalf("%s: %d gaps, want exactly the known one", m.Of, len(m.Gaps))
+	}
+	g := m.Gaps[0]
+	end := g.Start.Add(g.Duration.Duration)
+	if g.Start.Before(down.Add(-earlyBy)) || g.Start.After(down.Add(late)) {
+		t.Errorf("%s: gap starts at %s, %s after the test saw no endpoint; want within [-%s, %s]", m.Of, g.Start.Format("15:04:05.000"), g.Start.Sub(down), earlyBy, late)
+	}
+	if end.Before(up.Add(-earlyBy)) || end.After(up.Add(late)) {
+		t.Errorf("%s: gap ends at %s, %s after the test saw an endpoint again; want within [-%s, %s]", m.Of, end.Format("15:04:05.000"), end.Sub(up), earlyBy, late)
+	}
+	if g.Open {
+		t.Errorf("%s: gap still open when the watch ended", m.Of)
+	}
+}
