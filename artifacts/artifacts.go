@@ -17,6 +17,8 @@ const (
 	ResultFile   = "result.json"
 	TimelineFile = "timeline.jsonl"
 	JournalFile  = engine.JournalName
+	// ScenarioFile is the scenario file as the run read it.
+	ScenarioFile = "scenario.yaml"
 )
 
 // EnvArtifacts overrides the artifacts root, as in Cluster API's e2e suites.

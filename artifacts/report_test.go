@@ -71,8 +71,10 @@ func TestWriteReport(t *testing.T) {
 }
 
 // TestResultsJUnit: a suite per run, a case per phase and assertion; the
-// missed phase is a failure naming its budget, with what else did not
-// hold as its text; the phases' times are the output.
+// missed phase is a failure naming its budget, and only its own; each
+// case has its own line and the suite every phase's time, with when and
+// where it ran. A dry run is a skipped case, and an interruption an error
+// whose message is one line.
 func TestResultsJUnit(t *testing.T) {
 	pass := failedRun()
 	pass.Scenario, pass.Verdict, pass.Reason = "delete-cp-vm", engine.Pass, ""
@@ -82,40 +84,62 @@ func TestResultsJUnit(t *testing.T) {
 	for i := range pass.Assertions {
 		pass.Assertions[i].OK = true
 	}
+	failed := failedRun()
+	seed := int64(7)
+	failed.Run = &engine.RunInfo{Host: "ci-runner-3", Faultline: "v0.2.0", Seed: &seed, Clusters: []string{"default/lab"}}
+	dry := &engine.Result{Scenario: "dry", Provider: "lab", Verdict: engine.Pass, Reason: "dry run: nothing was injected", Run: &engine.RunInfo{DryRun: true}}
+	cut := &engine.Result{Scenario: "cut", Provider: "lab", Verdict: engine.Interrupted, Reason: "interrupted: SIGINT\ncontext canceled"}
 	var b bytes.Buffer
-	if err := WriteJUnit(&b, ResultsJUnit([]*engine.Result{failedRun(), pass})); err != nil {
+	if err := WriteJUnit(&b, ResultsJUnit([]*engine.Result{failed, pass, dry, cut})); err != nil {
 		t.Fatal(err)
 	}
 	var doc JUnitSuites
 	if err := xml.Unmarshal(b.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Suites) != 2 || doc.Suites[1].Failures != 0 || doc.Suites[1].Name != "delete-cp-vm" {
+	if len(doc.Suites) != 4 || doc.Suites[1].Failures != 0 || doc.Suites[1].Name != "delete-cp-vm" {
 		t.Fatalf("suites %+v", doc.Suites)
 	}
 	s := doc.Suites[0]
-	var failed []string
+	var names []string
 	for _, c := range s.Cases {
 		if c.Failure != nil {
-			failed = append(failed, c.Name)
+			names = append(names, c.Name)
 		}
 	}
-	if s.Tests != len(failedRun().Phases)+len(failedRun().Assertions) || s.Failures != len(failed) || !slices.Contains(failed, "phase machine-unhealthy") {
-		t.Fatalf("suite %s: %d tests, %d failures (%v)", s.Name, s.Tests, s.Failures, failed)
+	if s.Tests != len(failed.Phases)+len(failed.Assertions) || s.Failures != len(names) || !slices.Contains(names, "phase machine-unhealthy") {
+		t.Fatalf("suite %s: %d tests, %d failures (%v)", s.Name, s.Tests, s.Failures, names)
+	}
+	if s.Hostname != "ci-runner-3" || s.Timestamp != "2026-11-23T10:00:00" {
+		t.Errorf("suite hostname %q, timestamp %q", s.Hostname, s.Timestamp)
+	}
+	props := map[string]string{}
+	for _, p := range s.Properties {
+		props[p.Name] = p.Value
+	}
+	if props["seed"] != "7" || props["faultline"] != "v0.2.0" || props["clusters"] != "default/lab" {
+		t.Errorf("properties %v", props)
 	}
 	for _, c := range s.Cases {
-		if c.Name != "phase machine-unhealthy" {
+		if c.Failure == nil {
 			continue
 		}
-		if want := "phase machine-unhealthy: not reached within its budget 30s"; !strings.Contains(c.Failure.Message, want) {
-			t.Errorf("failure message %q lacks %q", c.Failure.Message, want)
+		// Its own failure, not every failure of the run.
+		if !strings.HasPrefix(c.Failure.Message, c.Name+": ") || strings.Contains(c.Failure.Text, "\n") {
+			t.Errorf("case %s: failure %+v", c.Name, c.Failure)
 		}
-		if want := "assertion api-stayed-available: consistently"; !strings.Contains(c.Failure.Text, want) {
-			t.Errorf("failure text %q lacks %q", c.Failure.Text, want)
+		if c.Name == "phase machine-unhealthy" && !strings.Contains(c.Failure.Message, "not reached within its budget 30s") {
+			t.Errorf("failure message %q lacks the budget", c.Failure.Message)
 		}
 	}
-	if !strings.Contains(s.Cases[0].Output, "phase node-not-ready: 2.2s after inject (budget 1m0s)") {
-		t.Errorf("output %q", s.Cases[0].Output)
+	if !strings.Contains(s.Output, "phase node-not-ready: 2.2s after inject (budget 1m0s)") || s.Cases[0].Output != "phase node-not-ready: 2.2s after inject (budget 1m0s)" {
+		t.Errorf("suite output %q, first case's %q", s.Output, s.Cases[0].Output)
+	}
+	if d := doc.Suites[2]; d.Skipped != 1 || d.Cases[0].Skipped == nil || d.Cases[0].Skipped.Message != "dry run: nothing was injected" {
+		t.Errorf("dry run suite %+v", d)
+	}
+	if c := doc.Suites[3]; c.Errors != 1 || c.Cases[0].Error == nil || c.Cases[0].Error.Message != "interrupted: SIGINT" {
+		t.Errorf("interrupted suite %+v", c)
 	}
 }
 

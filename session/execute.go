@@ -31,6 +31,12 @@ type ExecuteInput struct {
 	// against it fails (see artifacts.ApplyGate).
 	History *artifacts.History
 	Gate    bool
+	// Faultline is faultline's version, and Replay the command that ran
+	// the scenario up to its file (faultline run and the flags that said
+	// where): the result records them, with the host and the scenario
+	// file copied into Dir (see engine.RunInfo).
+	Faultline string
+	Replay    []string
 }
 
 // Execute runs a scenario with its artifacts: the journal and the timeline
@@ -97,6 +103,9 @@ func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 		if err := in.History.Add(res); err != nil {
 			return res, err
 		}
+	}
+	if err := recordRun(res, in); err != nil {
+		return res, err
 	}
 	if err := out.WriteResult(res); err != nil {
 		return res, err

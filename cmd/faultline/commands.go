@@ -26,13 +26,17 @@ func newVersionCommand() *cobra.Command {
 		Short: "Print faultline's version",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			v := version
-			if info, ok := debug.ReadBuildInfo(); ok && v == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
-				v = info.Main.Version
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), "faultline", v)
+			fmt.Fprintln(cmd.OutOrStdout(), "faultline", versionString())
 		},
 	}
+}
+
+// versionString is the version set at build time, else the module's.
+func versionString() string {
+	if info, ok := debug.ReadBuildInfo(); ok && version == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return version
 }
 
 // validated is one file's outcome in validate -o json.

@@ -66,6 +66,18 @@ func TestIntegrationRunLab(t *testing.T) {
 			t.Errorf("artifact %s: %v", f, err)
 		}
 	}
+	// What ran where, and the scenario as it was read, to run it again.
+	run, _ := res["run"].(map[string]any)
+	copied, err := os.ReadFile(filepath.Join(dir, "scenario.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src, err := os.ReadFile(catalogueScenario); err != nil || string(src) != string(copied) {
+		t.Errorf("scenario.yaml is not the file that ran (%v)", err)
+	}
+	if run["replay"] != "faultline run "+filepath.Join(dir, "scenario.yaml") || run["host"] == "" || run["faultline"] == "" {
+		t.Errorf("run info %v", run)
+	}
 }
 
 func TestValidateExitCodes(t *testing.T) {

@@ -49,6 +49,8 @@ type runOptions struct {
 	seed   int64
 	// seedSet: --seed was given.
 	seedSet bool
+	// replay is faultline run with the flags that said where it ran.
+	replay []string
 	// pool gives the scenarios of a run of several on the lab their
 	// sessions (a warm lab); nil elsewhere.
 	pool *session.Pool
@@ -74,6 +76,7 @@ in --allow-vcenter.`,
 			if err := session.Known(o.provider); err != nil {
 				return usageErr("--%v", err)
 			}
+			o.replay = replayBase(cmd.Flags())
 			o.timeoutSet = cmd.Flags().Changed("timeout")
 			o.seedSet = cmd.Flags().Changed("seed")
 			if o.scope != "" && (o.provider == session.ProviderKind || (o.provider == session.ProviderVSphere && o.cluster.kubeconfig == "")) {
@@ -312,6 +315,7 @@ func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir stri
 	progress := newProgressPrinter(stderr)
 	res, err := session.Execute(ctx, session.ExecuteInput{
 		Dir: dir, Profile: sess.Profile, Release: sess.Release(), Log: log, History: history, Gate: o.gate,
+		Faultline: versionString(), Replay: o.replay,
 		Run: engine.RunInput{
 			Scenario: sc, Provider: sess.Provider, Parameters: sets, Retain: o.retain,
 			Progress: progress.print, OnEvent: progress.event, Log: log,

@@ -12,6 +12,7 @@ import (
 )
 
 func (r *run) assert(ctx context.Context, name string, a scenario.Assert) error {
+	began := time.Now()
 	var ok bool
 	var msg string
 	var err error
@@ -30,7 +31,8 @@ func (r *run) assert(ctx context.Context, name string, a scenario.Assert) error 
 	if err != nil {
 		return err
 	}
-	r.addAssertion(AssertionResult{Name: name, OK: ok, Message: msg})
+	took := scenario.D(time.Since(began))
+	r.addAssertion(AssertionResult{Name: name, OK: ok, Message: msg, Took: &took})
 	what := "assertion-passed"
 	if !ok {
 		what = "assertion-failed"

@@ -75,6 +75,8 @@ func (r *run) guard(gctx, stepCtx context.Context, g scenario.Guard) {
 	default:
 		res = AssertionResult{Name: g.Name, OK: true, Message: fmt.Sprintf("while %s: held for %s (%d readings)", g.Condition.Probe, time.Since(start).Round(time.Millisecond), readings)}
 	}
+	took := scenario.D(time.Since(start))
+	res.Took = &took
 	r.addAssertion(res)
 	what := "assertion-passed"
 	if !res.OK {

@@ -70,6 +70,8 @@ type Result struct {
 	Planned []PlannedFault `json:"planned,omitempty"`
 	// Workloads are what the scenario's workloads felt.
 	Workloads []WorkloadResult `json:"workloads,omitempty"`
+	// Run says what ran where, and how to run it again.
+	Run *RunInfo `json:"run,omitempty"`
 }
 
 // PlannedFault is an inject step of a dry run: its fault and the objects
@@ -116,6 +118,9 @@ type AssertionResult struct {
 	Name    string `json:"name"`
 	OK      bool   `json:"ok"`
 	Message string `json:"message"`
+	// Took is how long the check ran: its window, or a moment for a
+	// check of what was already recorded.
+	Took *scenario.Duration `json:"took,omitempty"`
 }
 
 // FaultResult is one fault applied to one object.

@@ -151,7 +151,7 @@ func Run(ctx context.Context, in RunInput) (*Result, error) {
 		res: &Result{
 			Scenario: in.Scenario.Metadata.Name, Provider: in.Provider.Name(), StartedAt: time.Now(),
 			Parameters: in.Parameters, Targets: []TargetResult{}, Phases: []PhaseResult{},
-			Assertions: []AssertionResult{}, Faults: []FaultResult{},
+			Assertions: []AssertionResult{}, Faults: []FaultResult{}, Run: newRunInfo(in),
 		},
 	}
 	if r.tl == nil {

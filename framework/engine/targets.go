@@ -17,6 +17,13 @@ import (
 // resolveTargets resolves every target once, before any fault, so every
 // step acts on the same objects and the pick is recorded.
 func (r *run) resolveTargets(ctx context.Context) error {
+	// One seed for every random pick the scenario does not seed itself,
+	// drawn once, so that --seed with it replays the whole run's picks.
+	runSeed := r.in.Seed
+	if runSeed == nil {
+		s := drawSeed()
+		runSeed = &s
+	}
 	for i, t := range r.in.Scenario.Spec.Targets {
 		all, err := r.in.Provider.Resolve(ctx, t.Select)
 		if err != nil {
@@ -32,8 +39,12 @@ func (r *run) resolveTargets(ctx context.Context) error {
 		if t.Count > len(all) {
 			return fmt.Errorf("resolve target %s: count is %d (%s), but the selector matches %d object(s)%s; a count is how many to pick, not an upper bound", t.Name, t.Count, r.in.Scenario.Where(fmt.Sprintf("spec.targets[%d].count", i)), len(all), excludedNote(t.Exclude))
 		}
-		picked, seed := pick(all, t, r.in.Seed)
+		picked, seed := pick(all, t, runSeed)
 		r.objects[t.Name] = picked
+		r.res.Run.addClusters(picked)
+		if seed != nil && t.Random.Seed == nil {
+			r.res.Run.Seed = seed
+		}
 		tr := TargetResult{Name: t.Name, Seed: seed}
 		for _, o := range picked {
 			tr.Objects = append(tr.Objects, o.String())
@@ -74,7 +85,7 @@ func (r *run) excluding(all []providers.Object, targets []string) []providers.Ob
 
 // pick chooses a target's objects from all matches (sorted by name): the
 // first ones, or a seeded random sample: the target's own seed, else
-// runSeed, else a fresh one. The seed is returned for replay.
+// runSeed. The seed is returned for replay.
 func pick(all []providers.Object, t scenario.Target, runSeed *int64) ([]providers.Object, *int64) {
 	sorted := append([]providers.Object(nil), all...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
@@ -92,10 +103,8 @@ func pick(all []providers.Object, t scenario.Target, runSeed *int64) ([]provider
 	switch {
 	case t.Random.Seed != nil:
 		seed = *t.Random.Seed
-	case runSeed != nil:
-		seed = *runSeed
 	default:
-		seed = drawSeed()
+		seed = *runSeed
 	}
 	rng := mrand.New(mrand.NewPCG(uint64(seed), 0))
 	rng.Shuffle(len(sorted), func(i, j int) { sorted[i], sorted[j] = sorted[j], sorted[i] })

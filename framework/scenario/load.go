@@ -80,7 +80,7 @@ func Parse(name string, data []byte, overrides map[string]string, vocab Vocabula
 	params, paramsNode := d.parameters(root, overrides)
 	d.substitute(root, paramsNode, params, "", 0)
 
-	s := &Scenario{Source: name}
+	s := &Scenario{Source: name, Text: data}
 	d.decode(root, "", reflect.ValueOf(s).Elem(), 0)
 	if d.limit != nil {
 		// What was left undecoded past the limit would be blamed for

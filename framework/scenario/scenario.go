@@ -32,8 +32,10 @@ type Scenario struct {
 	Metadata   Metadata `yaml:"metadata"`
 	Spec       Spec     `yaml:"spec"`
 
-	// Source names the file the scenario was read from, for messages.
+	// Source names the file the scenario was read from, for messages;
+	// Text is the file as it was read (before --set values).
 	Source string `yaml:"-"`
+	Text   []byte `yaml:"-"`
 	// positions maps a field path (spec.steps[2].inject.fault) to where it
 	// stands in Source, so validation errors can point at the line.
 	positions map[string]Pos
