@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -91,17 +90,15 @@ Exit codes: 0 nothing at error severity, 1 an error finding, 2 invalid input,
 	fs.StringVar(&o.reportCM, "report-configmap", "", "also keep the report (junit.xml, summary.txt) in this ConfigMap, namespace/name, of the cluster checked (faultline's CronJob does)")
 	o.vcenter.register(fs, false)
 	o.lab.register(fs)
-	fs.StringVarP(&o.output, "output", "o", "text", "text, json or junit")
+	fs.StringVarP(&o.output, "output", "o", "text", "output format: text, json, yaml or junit")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up reading the clusters after this long (exit 3)")
 	return cmd
 }
 
 // validate checks the flags that need no cluster.
 func (o *checkOptions) validate() error {
-	switch o.output {
-	case "text", "json", "junit":
-	default:
-		return usageErr("--output %q: expected text, json or junit", o.output)
+	if err := checkOutput(o.output, "text", outputJSON, outputYAML, "junit"); err != nil {
+		return err
 	}
 	switch {
 	case o.timeout <= 0:
@@ -216,10 +213,8 @@ func (o *checkOptions) report(stdout io.Writer, checked []session.CheckedCluster
 
 func writeChecks(w io.Writer, format string, checked []session.CheckedCluster) error {
 	switch format {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"clusters": checked})
+	case outputJSON, outputYAML:
+		return printDoc(w, format, map[string]any{"clusters": checked})
 	case "junit":
 		return writeChecksJUnit(w, checked)
 	}

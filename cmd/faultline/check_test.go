@@ -39,7 +39,7 @@ func TestCheckBadInput(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"check", "--output", "yaml"}, 2, `--output "yaml": expected text, json or junit`},
+		{[]string{"check", "--output", "xml"}, 2, `--output "xml": expected text, json, yaml or junit`},
 		{[]string{"check", "--kubeconfig", filepath.Join(dir, "missing")}, 2, "--kubeconfig " + filepath.Join(dir, "missing")},
 		{[]string{"check", "--kubeconfig", unreachable, "--context", "other"}, 2, `kubeconfig context "other" not found; it has: mgmt`},
 		{[]string{"check", "--kubeconfig", unreachable, "--timeout", "3s"}, 3, "check context mgmt: list Clusters:"},

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -20,15 +20,47 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
+// versionInfo is what version -o json|yaml prints.
+type versionInfo struct {
+	Version   string `json:"version"`
+	GoVersion string `json:"goVersion"`
+	Platform  string `json:"platform"`
+	// Compiled is the Cluster API and CAPV release linked in; the lab
+	// runs the others as their own managers (faultline lab releases).
+	Compiled struct {
+		ClusterAPI string `json:"clusterAPI"`
+		CAPV       string `json:"capv"`
+	} `json:"compiled"`
+}
+
 func newVersionCommand() *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print faultline's version",
-		Args:  cobra.NoArgs,
-		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintln(cmd.OutOrStdout(), "faultline", versionString())
+		Example: `  faultline version
+  faultline version -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output, "text", outputJSON, outputYAML); err != nil {
+				return err
+			}
+			if !structured(output) {
+				fmt.Fprintln(cmd.OutOrStdout(), "faultline", versionString())
+				return nil
+			}
+			v := versionInfo{Version: versionString(), GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+			for _, st := range lab.Stacks() {
+				if st.Compiled {
+					v.Compiled.ClusterAPI, v.Compiled.CAPV = st.ClusterAPI, st.CAPV
+					break
+				}
+			}
+			return printDoc(cmd.OutOrStdout(), output, v)
 		},
 	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or yaml")
+	return cmd
 }
 
 // versionString is the version set at build time, else the module's.
@@ -68,8 +100,8 @@ with the nearest known name for a misspelt field, fault, probe, target or
 phase; -o json gives the same as a list of files with their problems.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return usageErr("--output %q: expected text or json", output)
+			if err := checkOutput(output, "text", outputJSON, outputYAML); err != nil {
+				return err
 			}
 			overrides, err := parseSets(sets)
 			if err != nil {
@@ -105,10 +137,8 @@ phase; -o json gives the same as a list of files with their problems.`,
 				}
 				all = append(all, v)
 			}
-			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(all); err != nil {
+			if structured(output) {
+				if err := printDoc(cmd.OutOrStdout(), output, all); err != nil {
 					return err
 				}
 			}
@@ -119,7 +149,7 @@ phase; -o json gives the same as a list of files with their problems.`,
 		},
 	}
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a scenario parameter, name=value; repeatable")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or yaml")
 	return cmd
 }
 
@@ -149,10 +179,8 @@ func newListCommand() *cobra.Command {
 				entries = append(entries, e)
 			}
 			switch output {
-			case "json":
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(entries)
+			case outputJSON, outputYAML:
+				return printDoc(cmd.OutOrStdout(), output, entries)
 			case "text":
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "NAME\tLABELS\tREQUIRES\tDESCRIPTION")
@@ -166,10 +194,10 @@ func newListCommand() *cobra.Command {
 				}
 				return tw.Flush()
 			}
-			return usageErr("--output %q: expected text or json", output)
+			return checkOutput(output, "text", outputJSON, outputYAML)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or yaml")
 	cmd.Flags().StringVarP(&selector, "selector", "l", "", "list only the scenarios whose metadata.labels match this label selector (e.g. 'seed-002,tier=core')")
 	return cmd
 }

@@ -63,7 +63,7 @@ is a failing test case) into --out, by default the artifacts folder of a run.`,
 	fs.Float64Var(&o.tolerancePct, "tolerance", 100*scorecard.DefaultTolerance.Ratio, "percent a phase's median may grow before it is flagged (and --tolerance-abs too)")
 	fs.DurationVar(&o.toleranceAbs, "tolerance-abs", scorecard.DefaultTolerance.Abs, "time a phase's median may grow before it is flagged (and --tolerance too)")
 	fs.StringVar(&o.out, "out", "", "folder for scorecard.json, scorecard.html and junit.xml (default the artifacts folder with --base-release; none with two folders)")
-	fs.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	fs.StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
 	fs.StringVarP(&o.run.selector, "selector", "l", "", "with --base-release: run the catalogue's scenarios whose metadata.labels match")
 	fs.StringVar(&o.run.artifacts, "artifacts", "", "with --base-release: folder of both sides' runs (default $ARTIFACTS or _artifacts, then compare-<timestamp>)")
 	fs.StringArrayVar(&o.run.sets, "set", nil, "with --base-release: override a scenario parameter, name=value; repeatable")
@@ -72,8 +72,8 @@ is a failing test case) into --out, by default the artifacts folder of a run.`,
 }
 
 func (o *compareOptions) compare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if o.output != "text" && o.output != "json" {
-		return usageErr("--output %q: expected text or json", o.output)
+	if err := checkOutput(o.output, "text", outputJSON, outputYAML); err != nil {
+		return err
 	}
 	if o.tolerancePct < 0 || o.toleranceAbs < 0 {
 		return usageErr("--tolerance %v%% and --tolerance-abs %s: expected neither negative", o.tolerancePct, o.toleranceAbs)
@@ -157,8 +157,8 @@ func (o *compareOptions) side(ctx context.Context, args []string, release, dir s
 
 func (o *compareOptions) print(sc *scorecard.Scorecard, stdout, stderr io.Writer) error {
 	var err error
-	if o.output == "json" {
-		err = sc.WriteJSON(stdout)
+	if structured(o.output) {
+		err = printDoc(stdout, o.output, sc)
 	} else {
 		err = sc.WriteText(stdout)
 	}

@@ -150,7 +150,9 @@ Exit codes: 0 pass (or skipped), 1 scenario failed, 2 invalid input or usage,
 3 infrastructure error or interrupted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionString(),
 	}
+	root.SetVersionTemplate("faultline {{.Version}}\n")
 	root.AddCommand(newRunCommand(), newValidateCommand(), newInitCommand(), newListCommand(), newRecoverCommand(), newVersionCommand(), newLabCommand(), newCheckCommand(), newReportCommand(), newHistoryCommand(), newCompareCommand(), newKindCommand(), newGenDocsCommand())
 	return root
 }

@@ -124,7 +124,7 @@ func TestValidateExitCodes(t *testing.T) {
 		{[]string{"validate", "vm-power-cycle"}, 0, ""},
 		{[]string{"validate", bad}, 2, bad + `:5:28: spec.steps[0].undo.fault: no inject step "nope" before this step`},
 		{[]string{"validate", "no-such-scenario"}, 2, `no scenario "no-such-scenario" in the catalogue`},
-		{[]string{"run", catalogueScenario, "--output", "yaml"}, 2, `--output "yaml": expected text or json`},
+		{[]string{"run", catalogueScenario, "--output", "xml"}, 2, `--output "xml": expected text, json or yaml`},
 		{[]string{"run", catalogueScenario, "--set", "novalue"}, 2, `--set "novalue": expected name=value`},
 		{[]string{"run", catalogueScenario, "--timeout", "0s"}, 2, "--timeout 0s: expected a positive duration up to 24h0m0s"},
 		{[]string{"run", catalogueScenario, "--timeout", "1000000h"}, 2, "--timeout 1000000h0m0s: expected a positive duration up to 24h0m0s"},

@@ -104,7 +104,7 @@ in --allow-vcenter.`,
 	fs.StringArrayVar(&o.sets, "set", nil, "override a scenario parameter, name=value; repeatable (with several scenarios, each that declares it)")
 	fs.StringVarP(&o.selector, "selector", "l", "", "run only the scenarios whose metadata.labels match this label selector (e.g. 'tier=core,!incident'); with no argument, over the catalogue")
 	fs.StringVar(&o.artifacts, "artifacts", "", "folder for result.json, timeline.jsonl and journal.jsonl (default $ARTIFACTS or _artifacts, then <scenario>-<timestamp>)")
-	fs.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	fs.StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
 	fs.DurationVar(&o.timeout, "timeout", 0, "bound the whole run, overriding the scenario's spec.timeout (e.g. 10m)")
 	fs.DurationVar(&o.setupTimeout, "setup-timeout", 0, "bound opening the provider: connecting and logging in to vCenter and the clusters, starting the lab (default: the lab's 5m with --provider lab, 20m with --profile real, else 1m; never more than --timeout)")
 	fs.StringVar(&o.summary, "summary", "", "also write a Markdown summary of the run(s) to this file (appended to $"+artifacts.EnvStepSummary+" too when set, as GitHub Actions shows it)")
@@ -136,8 +136,8 @@ func parseSets(sets []string) (map[string]string, error) {
 }
 
 func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if o.output != "text" && o.output != "json" {
-		return usageErr("--output %q: expected text or json", o.output)
+	if err := checkOutput(o.output, "text", outputJSON, outputYAML); err != nil {
+		return err
 	}
 	if o.timeoutSet && (o.timeout <= 0 || o.timeout > scenario.MaxDuration) {
 		return usageErr("--timeout %s: expected a positive duration up to %s", o.timeout, scenario.MaxDuration)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/faultline-dev/faultline/framework/scenario"
@@ -22,14 +21,12 @@ func (o *runOptions) report(stdout io.Writer, results []*engine.Result, dirs []s
 	if serr := o.writeSummary(results); serr != nil {
 		err = errors.Join(err, serr)
 	}
-	if o.output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
+	if structured(o.output) {
 		var doc any = results
 		if len(results) == 1 {
 			doc = results[0]
 		}
-		if err := enc.Encode(doc); err != nil {
+		if err := printDoc(stdout, o.output, doc); err != nil {
 			return infraErr(err)
 		}
 	} else {
