@@ -6,9 +6,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"sort"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -151,62 +148,6 @@ phase; -o json gives the same as a list of files with their problems.`,
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a scenario parameter, name=value; repeatable")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or yaml")
 	return cmd
-}
-
-func newListCommand() *cobra.Command {
-	var output, selector string
-	cmd := &cobra.Command{
-		Use:   "list [SCENARIO...]",
-		Short: "List scenarios with their labels: the catalogue, or files and folders",
-		Args:  cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			type entry struct {
-				Name        string            `json:"name"`
-				Description string            `json:"description"`
-				Labels      map[string]string `json:"labels"`
-				Requires    []string          `json:"requires"`
-			}
-			scs, err := selectScenarios(args, selector, nil)
-			if err != nil {
-				return err
-			}
-			var entries []entry
-			for _, sc := range scs {
-				e := entry{Name: sc.Metadata.Name, Description: sc.Metadata.Description, Labels: sc.Metadata.Labels}
-				for _, c := range sc.Spec.Requires {
-					e.Requires = append(e.Requires, string(c))
-				}
-				entries = append(entries, e)
-			}
-			switch output {
-			case outputJSON, outputYAML:
-				return printDoc(cmd.OutOrStdout(), output, entries)
-			case "text":
-				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "NAME\tLABELS\tREQUIRES\tDESCRIPTION")
-				for _, e := range entries {
-					var labels []string
-					for k, v := range e.Labels {
-						labels = append(labels, k+"="+v)
-					}
-					sort.Strings(labels)
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Name, strings.Join(labels, ","), strings.Join(e.Requires, ","), firstSentence(e.Description))
-				}
-				return tw.Flush()
-			}
-			return checkOutput(output, "text", outputJSON, outputYAML)
-		},
-	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or yaml")
-	cmd.Flags().StringVarP(&selector, "selector", "l", "", "list only the scenarios whose metadata.labels match this label selector (e.g. 'seed-002,tier=core')")
-	return cmd
-}
-
-func firstSentence(s string) string {
-	if i := strings.Index(s, ". "); i >= 0 {
-		return s[:i+1]
-	}
-	return s
 }
 
 func newLabCommand() *cobra.Command {

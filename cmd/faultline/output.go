@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"github.com/go-logr/logr"
+	"golang.org/x/term"
 	"github.com/go-logr/logr/funcr"
 	"io"
 	"maps"
@@ -113,12 +114,18 @@ type progressPrinter struct {
 	started time.Time
 	live    map[string]liveWait // what is waited for now, by name
 	drawn   time.Time           // when the live line was last drawn; zero when none is on screen
+	// waits counts the waits seen, to keep them in the order the
+	// scenario has them.
+	waits int
+	// width is the terminal's width now (80 when it cannot be read).
+	width func() int
 }
 
 // liveWait is one wait on the live line.
 type liveWait struct {
 	elapsed, budget time.Duration
 	seen            time.Time
+	order           int
 }
 
 // liveRedraw is how often the live line is redrawn at most; liveStale is
@@ -126,17 +133,41 @@ type liveWait struct {
 const (
 	liveRedraw = 250 * time.Millisecond
 	liveStale  = 2 * time.Second
-	liveWidth  = 120
 )
 
 func newProgressPrinter(w io.Writer) *progressPrinter {
 	f, ok := w.(*os.File)
-	return newProgress(w, ok && isTerminal(f))
+	p := newProgress(w, ok && isTerminal(f))
+	if ok {
+		p.width = func() int { return terminalWidth(f) }
+	}
+	return p
 }
 
 func newProgress(w io.Writer, tty bool) *progressPrinter {
 	// A CI log (not a terminal) gets a heartbeat at most every 30 s.
-	return &progressPrinter{w: w, at: map[string]time.Time{}, every: 30 * time.Second, tty: tty, started: time.Now(), live: map[string]liveWait{}}
+	return &progressPrinter{w: w, at: map[string]time.Time{}, every: 30 * time.Second, tty: tty, started: time.Now(), live: map[string]liveWait{},
+		width: func() int { return defaultWidth }}
+}
+
+// defaultWidth is the width of a terminal whose size cannot be read.
+const defaultWidth = 80
+
+// terminalWidth is f's width in columns when f is a terminal.
+func terminalWidth(f *os.File) int {
+	if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+		return w
+	}
+	return defaultWidth
+}
+
+// fit cuts line to width columns (runes), ending it with "..." when cut.
+func fit(line string, width int) string {
+	r := []rune(line)
+	if len(r) <= width || width < 4 {
+		return line
+	}
+	return string(r[:width-3]) + "..."
 }
 
 // isTerminal tells whether f is a character device (a terminal).
@@ -157,7 +188,8 @@ func (p *progressPrinter) clearLive() {
 // current wait with its elapsed time against its budget.
 func (p *progressPrinter) drawLive(now time.Time) {
 	var parts []string
-	for _, name := range slices.Sorted(maps.Keys(p.live)) {
+	names := slices.SortedFunc(maps.Keys(p.live), func(a, b string) int { return p.live[a].order - p.live[b].order })
+	for _, name := range names {
 		lw := p.live[name]
 		if now.Sub(lw.seen) > liveStale {
 			delete(p.live, name)
@@ -175,10 +207,9 @@ func (p *progressPrinter) drawLive(now time.Time) {
 	} else {
 		line += "waiting for " + strings.Join(parts, ", ")
 	}
-	if len(line) > liveWidth {
-		line = line[:liveWidth-3] + "..."
-	}
-	fmt.Fprint(p.w, "\r\x1b[K"+line)
+	// One column short of the width: a line that fills it wraps on some
+	// terminals, and "\r" then redraws only its second row.
+	fmt.Fprint(p.w, "\r\x1b[K"+fit(line, p.width()-1))
 	p.drawn = now
 }
 
@@ -228,6 +259,10 @@ func (p *progressPrinter) event(e engine.Event) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if strings.HasPrefix(e.What, "phase-") {
+		// Reached, missed or cut: no longer waited for.
+		delete(p.live, strings.Replace(e.Object, "/", " ", 1))
+	}
 	p.clearLive()
 	fmt.Fprintln(p.w, line)
 	if p.tty {
@@ -243,7 +278,13 @@ func (p *progressPrinter) print(pr engine.Progress) {
 	defer p.mu.Unlock()
 	if p.tty {
 		now := time.Now()
-		p.live[pr.Waiting] = liveWait{elapsed: pr.Elapsed, budget: pr.Budget, seen: now}
+		lw, ok := p.live[pr.Waiting]
+		if !ok {
+			p.waits++
+			lw.order = p.waits
+		}
+		lw.elapsed, lw.budget, lw.seen = pr.Elapsed, pr.Budget, now
+		p.live[pr.Waiting] = lw
 		if now.Sub(p.drawn) >= liveRedraw {
 			p.drawLive(now)
 		}

@@ -35,7 +35,7 @@ func TestOutputFormats(t *testing.T) {
 		}
 		var out bytes.Buffer
 		errOut.Reset()
-		if code := execute(append(args, "-o", "xml"), &out, &errOut); code != exitUsage || !strings.Contains(errOut.String(), `--output "xml": expected text, json or yaml`) {
+		if code := execute(append(args, "-o", "xml"), &out, &errOut); code != exitUsage || !strings.Contains(errOut.String(), `--output "xml": expected text, `) || !strings.Contains(errOut.String(), "json or yaml") {
 			t.Errorf("%v -o xml: exit %d: %s", args, code, errOut.String())
 		}
 	}

@@ -70,3 +70,24 @@ func TestProgressLiveLine(t *testing.T) {
 		t.Errorf("a heartbeat line on a terminal:\n%q", got)
 	}
 }
+
+// The live line keeps the waits in the order they began (the scenario's),
+// drops a phase the moment it is reached, and fits the terminal's width.
+func TestProgressLiveLineFits(t *testing.T) {
+	var out bytes.Buffer
+	p := newProgress(&out, true)
+	p.width = func() int { return 60 }
+	p.print(engine.Progress{Waiting: "phase node-not-ready", Elapsed: time.Second, Budget: 30 * time.Second})
+	p.print(engine.Progress{Waiting: "phase machine-deleted", Elapsed: time.Second, Budget: time.Minute})
+	p.drawLive(time.Now())
+	lines := strings.Split(out.String(), "\r\x1b[K")
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, "[0s] waiting for phase node-not-ready 1s/30s, phase mach") || len([]rune(last)) != 59 || !strings.HasSuffix(last, "...") {
+		t.Errorf("live line %q: want node-not-ready first, cut to 59 columns", last)
+	}
+	p.event(engine.Event{What: "phase-reached", Object: "phase/node-not-ready", Details: map[string]string{"sinceAnchor": "3s", "from": "inject"}})
+	lines = strings.Split(out.String(), "\r\x1b[K")
+	if last := lines[len(lines)-1]; last != "[0s] waiting for phase machine-deleted 1s/1m0s" {
+		t.Errorf("after node-not-ready was reached the live line is %q", last)
+	}
+}

@@ -245,6 +245,8 @@ func (o *runOptions) runMany(ctx context.Context, scs []*scenario.Scenario, sets
 			errs = append(errs, err)
 		}
 		results, dirs = append(results, res), append(dirs, dir)
+		// Each verdict as its scenario ends, not only in the summary.
+		fmt.Fprintf(stderr, "---%s\n", summaryLine(res))
 	}
 	f, err := os.Create(filepath.Join(root, artifacts.JUnitFile))
 	if err == nil {
