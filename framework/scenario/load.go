@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	goccyyaml "github.com/goccy/go-yaml"
+	goccyparser "github.com/goccy/go-yaml/parser"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/faultline-dev/faultline/internal/regularfile"
@@ -63,13 +65,13 @@ func Parse(name string, data []byte, overrides map[string]string, vocab Vocabula
 		if errors.Is(err, io.EOF) {
 			return nil, fail(0, "", "file is empty; expected a Scenario")
 		}
-		return nil, yamlError(name, err)
+		return nil, yamlError(name, data, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		return nil, fail(extra.Line, "", "a second YAML document; expected one Scenario per file")
 	} else if !errors.Is(err, io.EOF) {
-		return nil, yamlError(name, err)
+		return nil, yamlError(name, data, err)
 	}
 	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, fail(doc.Line, "", "expected a mapping with apiVersion, kind, metadata and spec")
@@ -236,7 +238,28 @@ func controlChar(data []byte) (Pos, rune, bool) {
 	return Pos{}, 0, false
 }
 
-func yamlError(name string, err error) error {
+// goccySyntaxError is goccy/go-yaml's syntax error for data, nil when it
+// finds none (or, as a second opinion only, fails in any other way).
+func goccySyntaxError(data []byte) (se *goccyyaml.SyntaxError) {
+	defer func() {
+		if recover() != nil {
+			se = nil
+		}
+	}()
+	if _, err := goccyparser.ParseBytes(data, 0); errors.As(err, &se) && se.Token != nil {
+		return se
+	}
+	return nil
+}
+
+// yamlError places a syntax error. yaml.v3 says only a line, sometimes
+// one early; goccy/go-yaml's parser gives the line and column of the token
+// at fault, so its word is taken when it finds the error too.
+func yamlError(name string, data []byte, err error) error {
+	if se := goccySyntaxError(data); se != nil {
+		p := se.Token.Position
+		return &ValidationError{Errors: []FieldError{{File: name, Pos: Pos{Line: p.Line, Column: p.Column}, Msg: "invalid YAML: " + strings.ReplaceAll(se.Message, "\t", `\t`)}}}
+	}
 	msg := err.Error()
 	line := 0
 	if m := yamlLineErr.FindStringSubmatch(msg); m != nil {

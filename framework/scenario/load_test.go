@@ -104,7 +104,10 @@ func TestParseInvalid(t *testing.T) {
 		{name: "bad anchor", old: "within: ${budget}", new: "within: ${budget}\n            from: phase:later",
 			want: `spec.steps[1].observe.phases[0].from: anchor "phase:later": no phase "later" before this one`},
 		{name: "invalid YAML", old: "kind: Scenario", new: "kind: [Scenario",
-			want: "t.yaml:1: invalid YAML on this line or the next:"},
+			want: "t.yaml:3:1: invalid YAML: ',' or ']' must be specified"},
+		// A tab where indentation is: the line and column of the tab.
+		{name: "tab", old: "kind: Scenario", new: "kind: Scenario\n\tx: 1",
+			want: `t.yaml:3:1: invalid YAML: found character '\t' that cannot start any token`},
 		{name: "count and percent", old: "        vm: vm-a", new: "        vm: vm-a\n      count: 1\n      percent: 50",
 			want: "spec.targets[0].percent: set count or percent, not both"},
 		{name: "unknown probe arg", old: "              target: victim\n            within", new: "              target: victim\n              args: {colour: red}\n            within",
