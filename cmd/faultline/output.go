@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 	"github.com/go-logr/logr"
-	"golang.org/x/term"
 	"github.com/go-logr/logr/funcr"
+	"golang.org/x/term"
 	"io"
 	"maps"
 	"os"
