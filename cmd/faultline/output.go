@@ -2,9 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
-	"golang.org/x/term"
 	"io"
 	"maps"
 	"os"
@@ -13,6 +10,10 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"golang.org/x/term"
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
