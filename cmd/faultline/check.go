@@ -40,7 +40,10 @@ type checkOptions struct {
 func newCheckCommand() *cobra.Command {
 	var o checkOptions
 	cmd := &cobra.Command{
-		Use:   "check",
+		Use: "check",
+		Example: `  faultline check --context mgmt
+  faultline check --context mgmt --cluster default/prod-1 -o junit > check.xml
+  faultline check --kind-cluster night`,
 		Short: "Find the seeds' latent hazards in a cluster, read-only",
 		Long: `Read a Cluster API management cluster and its workload clusters and report
 the hazards the seeds show were visible before they struck: admission webhooks

@@ -89,8 +89,12 @@ func newValidateCommand() *cobra.Command {
 	var sets []string
 	var output string
 	cmd := &cobra.Command{
-		Use:   "validate SCENARIO...",
-		Short: "Check scenario files without running them",
+		Use: "validate SCENARIO...",
+		Example: `  faultline validate my-scenario.yaml
+  faultline validate scenarios/ -o json
+  faultline validate power-off-worker --set budget.notready=1m`,
+		ValidArgsFunction: completeScenarios,
+		Short:             "Check scenario files without running them",
 		Long: `Check scenario files, the scenario files of folders, or catalogue names. Every
 problem of a file is reported in one pass, as file:line:col: field: message,
 with the nearest known name for a misspelt field, fault, probe, target or
@@ -154,8 +158,9 @@ func newLabCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "lab", Short: "Run parts of the embedded lab on their own"}
 	var listen, envFile string
 	vcsim := &cobra.Command{
-		Use:   "vcsim",
-		Short: "Serve the embedded vCenter simulator on loopback until interrupted",
+		Use:     "vcsim",
+		Example: `  faultline lab vcsim --listen 127.0.0.1:8989`,
+		Short:   "Serve the embedded vCenter simulator on loopback until interrupted",
 		Long: `Serve govmomi's vCenter simulator with TLS on 127.0.0.1, for trying the vsphere
 provider or govc. Prints (and with --env-file writes) the GOVC_* settings that
 reach it, including its CA file.`,

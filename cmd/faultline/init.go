@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/scenarios"
 )
 
 // starterScenario is what faultline init writes: a scenario that runs on
@@ -88,12 +90,16 @@ const schemaURL = "https://raw.githubusercontent.com/faultline-dev/faultline/mai
 
 func newInitCommand() *cobra.Command {
 	var force bool
+	var from string
 	cmd := &cobra.Command{
 		Use:   "init NAME",
 		Short: "Write NAME.yaml, a commented scenario to start from",
 		Long: `Write NAME.yaml in the current folder: a scenario that runs on the embedded lab
-as it is (a worker powered off and replaced), every part commented. NAME is
-the scenario's metadata.name: lower case letters, digits and '-'.`,
+as it is (a worker powered off and replaced), every part commented, or with
+--from a copy of a catalogue scenario renamed NAME. NAME is the scenario's
+metadata.name: lower case letters, digits and '-'.`,
+		Example: `  faultline init my-power-off
+  faultline init my-quorum-loss --from kill-etcd-quorum`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
@@ -101,6 +107,12 @@ the scenario's metadata.name: lower case letters, digits and '-'.`,
 				return usageErr("scenario name %q: %s", name, strings.Join(errs, "; "))
 			}
 			body := fmt.Sprintf(starterScenario, name, schemaURL)
+			if from != "" {
+				var err error
+				if body, err = fromCatalogue(from, name); err != nil {
+					return err
+				}
+			}
 			// What init writes must load: a broken template is a bug here,
 			// not the user's.
 			if _, err := scenario.Parse(name+".yaml", []byte(body), nil, engine.Vocabulary); err != nil {
@@ -129,5 +141,25 @@ the scenario's metadata.name: lower case letters, digits and '-'.`,
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite NAME.yaml if it exists")
+	cmd.Flags().StringVar(&from, "from", "", "start from this catalogue scenario ('faultline list' names them) instead of the starter")
 	return cmd
+}
+
+// catalogueName is the metadata.name line of a catalogue scenario.
+var catalogueName = regexp.MustCompile(`(?m)^  name: (\S+)$`)
+
+// fromCatalogue is the catalogue scenario from, renamed name, with the
+// schema line pointing where an editor outside this repository finds it.
+func fromCatalogue(from, name string) (string, error) {
+	data, err := scenarios.Read(from)
+	if err != nil {
+		return "", usageErr("--from: %v", err)
+	}
+	body := string(data)
+	m := catalogueName.FindStringSubmatchIndex(body)
+	if m == nil || body[m[2]:m[3]] != from {
+		return "", fmt.Errorf("catalogue scenario %s: no metadata.name line to rename", from)
+	}
+	body = body[:m[2]] + name + body[m[3]:]
+	return strings.Replace(body, "$schema=../docs/scenario.schema.json", "$schema="+schemaURL, 1), nil
 }

@@ -22,7 +22,9 @@ func newKindUpCommand() *cobra.Command {
 		verbose int
 	)
 	cmd := &cobra.Command{
-		Use:   "up",
+		Use: "up",
+		Example: `  faultline kind up --name night --control-planes 3 --workers 2
+  faultline run kind-power-off-worker --provider kind --kind-cluster night`,
 		Short: "Create a kind cluster with real control-plane components and kubelets",
 		Long: `Create a kind cluster from a node image: by default the newest local
 faultline.dev/kind-node image, which hack/kind-image.sh builds with no
@@ -73,8 +75,11 @@ commands (see README). The cluster's kubeconfig is printed, not merged into
 
 func newKindDownCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "down [NAME...]",
-		Short: "Delete kind clusters faultline created, and what it made for them",
+		Use: "down [NAME...]",
+		Example: `  faultline kind down night
+  faultline kind down`,
+		ValidArgsFunction: completeKindClusters,
+		Short:             "Delete kind clusters faultline created, and what it made for them",
 		Long: `Delete the named kind clusters (default: every one faultline has a record of,
 including ones a crash left half created): their containers and volumes, the
 kind network when faultline created it and nothing else uses it, the docker

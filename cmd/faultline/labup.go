@@ -31,7 +31,9 @@ func newLabUpCommand() *cobra.Command {
 		wait          time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "up",
+		Use: "up",
+		Example: `  faultline lab up
+  faultline lab up --clusters 3 --control-planes 3 --workers 2 --nodes containers`,
 		Short: "Start the Cluster API lab and keep it running until Ctrl-C or 'faultline lab down'",
 		Long: `Start the embedded Cluster API lab: a management cluster with the real Cluster
 API and CAPV controllers, vcsim, and workload clusters run by the node
@@ -132,8 +134,11 @@ func runLabUp(ctx context.Context, cfg session.LabConfig, stdout, stderr io.Writ
 
 func newLabDownCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "down [LAB...]",
-		Short: "Clean up after labs whose process is gone, or stop the labs named",
+		Use: "down [LAB...]",
+		Example: `  faultline lab down
+  faultline lab down lab-1234`,
+		ValidArgsFunction: completeLabs,
+		Short:             "Clean up after labs whose process is gone, or stop the labs named",
 		Long: `Every lab ('lab up''s, a run's, a suite's or a test's) records itself, while it
 runs, in the user's lab records (faultline/labs in $XDG_CACHE_HOME or
 ~/.cache): its folder, and the pid and start time of the process that owns it.

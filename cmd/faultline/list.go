@@ -22,8 +22,9 @@ type listEntry struct {
 func newListCommand() *cobra.Command {
 	var output, selector string
 	cmd := &cobra.Command{
-		Use:   "list [SCENARIO...]",
-		Short: "List scenarios: the catalogue, or files and folders",
+		Use:               "list [SCENARIO...]",
+		ValidArgsFunction: completeScenarios,
+		Short:             "List scenarios: the catalogue, or files and folders",
 		Long: `List scenarios with their tier, the incident reports (seeds) they reproduce
 and the first sentence of their description, cut to the terminal's width
 (120 columns in a pipe); -o wide adds every label and the capabilities each requires, -o json|yaml

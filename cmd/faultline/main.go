@@ -153,7 +153,8 @@ Exit codes: 0 pass (or skipped), 1 scenario failed, 2 invalid input or usage,
 		Version:       versionString(),
 	}
 	root.SetVersionTemplate("faultline {{.Version}}\n")
-	root.AddCommand(newRunCommand(), newValidateCommand(), newInitCommand(), newListCommand(), newRecoverCommand(), newVersionCommand(), newLabCommand(), newCheckCommand(), newReportCommand(), newHistoryCommand(), newCompareCommand(), newKindCommand(), newGenDocsCommand())
+	root.AddCommand(newDescribeCommand(), newRunCommand(), newValidateCommand(), newInitCommand(), newListCommand(), newRecoverCommand(), newVersionCommand(), newLabCommand(), newCheckCommand(), newReportCommand(), newHistoryCommand(), newCompareCommand(), newKindCommand(), newGenDocsCommand())
+	registerCompletions(root)
 	return root
 }
 

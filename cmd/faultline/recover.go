@@ -31,7 +31,11 @@ type recoverOptions struct {
 func newRecoverCommand() *cobra.Command {
 	o := &recoverOptions{}
 	cmd := &cobra.Command{
-		Use:   "recover [JOURNAL...]",
+		Use: "recover [JOURNAL...]",
+		Example: `  # every journal under $ARTIFACTS (or _artifacts)
+  faultline recover
+  # one crashed run's journal, against the vCenter it went to
+  faultline recover _artifacts/power-off-worker-20261127-101500/journal.jsonl --allow-vcenter vc.example.com`,
 		Short: "Undo the faults a crashed or killed run left in place",
 		Long: `Replay the pending undo entries of journals: each argument is a journal
 file, or a folder searched at any depth for journal.jsonl files. With no

@@ -14,7 +14,9 @@ import (
 
 func newReportCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "report RUN_FOLDER",
+		Use: "report RUN_FOLDER",
+		Example: `  faultline report _artifacts/power-off-worker-20261127-101500
+  faultline report _artifacts/power-off-worker-20261127-101500 --history nightly-history`,
 		Short: "Write a run folder's report.html and junit.xml again from its result.json",
 		Long: `Write report.html and junit.xml of a run folder from its result.json, linking
 the dumps the folder holds: for a result copied from elsewhere, or after an
@@ -51,7 +53,9 @@ upgrade of faultline.`,
 func newHistoryCommand() *cobra.Command {
 	var dir, provider, profile string
 	cmd := &cobra.Command{
-		Use:   "history SCENARIO",
+		Use: "history SCENARIO",
+		Example: `  faultline history power-off-worker --history nightly-history
+  FAULTLINE_HISTORY=nightly-history faultline history delete-cp-vm --provider lab --profile compressed`,
 		Short: "Show a scenario's past phase times, as the regression gate (run --gate) sees them",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

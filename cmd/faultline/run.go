@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/faultline-dev/faultline/session"
@@ -62,8 +61,17 @@ type runOptions struct {
 func newRunCommand() *cobra.Command {
 	o := &runOptions{}
 	cmd := &cobra.Command{
-		Use:   "run SCENARIO...",
-		Short: "Run scenarios (files, folders, or names from 'faultline list')",
+		Use: "run SCENARIO...",
+		Example: `  # a catalogue scenario on the embedded lab (no vCenter, no cluster)
+  faultline run power-off-worker
+  # on real kubeadm nodes in containers, the budgets of a real cluster
+  faultline run power-off-worker --nodes containers --set budget.unhealthy=7m
+  # your own CAPV management cluster, one Cluster, replaying a night's pick
+  faultline run power-off-worker --provider capi --context mgmt --allow-context mgmt --cluster default/prod-1 --seed 42
+  # every core scenario, with history and the regression gate, for CI
+  faultline run -l tier=core --history nightly-history --gate --summary summary.md`,
+		ValidArgsFunction: completeScenarios,
+		Short:             "Run scenarios (files, folders, or names from 'faultline list')",
 		Long: `Run scenario files, the scenario files of folders, or catalogue scenarios by
 name; -l selects among them (or, with no argument, the catalogue) by their
 metadata.labels, as kubectl selects objects. Several run one after the other,
@@ -121,18 +129,6 @@ in --allow-vcenter.`,
 	o.cluster.register(fs)
 	o.kind.register(fs)
 	return cmd
-}
-
-func parseSets(sets []string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, s := range sets {
-		k, v, ok := strings.Cut(s, "=")
-		if !ok || k == "" {
-			return nil, usageErr("--set %q: expected name=value", s)
-		}
-		out[k] = v
-	}
-	return out, nil
 }
 
 func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -43,3 +43,16 @@ func summaryLine(res *engine.Result) string {
 	}
 	return line
 }
+
+// parseSets reads --set values, name=value each.
+func parseSets(sets []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, s := range sets {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return nil, usageErr("--set %q: expected name=value", s)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
