@@ -64,20 +64,32 @@ func (h *History) Add(res *engine.Result) error {
 		return fmt.Errorf("history: %w", err)
 	}
 	if _, err := f.Write(append(b, '\n')); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("history: %w", err)
+		return errors.Join(fmt.Errorf("history: %w", err), f.Close())
 	}
 	return f.Close()
 }
 
 // PhaseStats is one phase's history: the seconds it took in past passing
-// runs on the same provider and profile.
+// runs on the same provider and profile. Failed counts the runs that did
+// not pass, which the statistics leave out; Points are every run in the
+// order they finished, passing or not, for a trend.
 type PhaseStats struct {
-	Phase string  `json:"phase"`
-	Runs  int     `json:"runs"`
-	P50   float64 `json:"p50"`
-	P95   float64 `json:"p95"`
-	Last  float64 `json:"last"`
+	Phase  string  `json:"phase"`
+	Runs   int     `json:"runs"`
+	Failed int     `json:"failed"`
+	P50    float64 `json:"p50"`
+	P95    float64 `json:"p95"`
+	Last   float64 `json:"last"`
+	Points []Point `json:"points,omitempty"`
+}
+
+// Point is one past run in a phase's trend: when it finished, its verdict,
+// and the phase's seconds when the run reached it.
+type Point struct {
+	At      time.Time      `json:"at"`
+	Verdict engine.Verdict `json:"verdict"`
+	Reached bool           `json:"reached"`
+	Seconds float64        `json:"seconds,omitempty"`
 }
 
 // Limit is the longest the phase may take before the gate calls it a
@@ -87,36 +99,73 @@ func (s PhaseStats) Limit() float64 { return s.P95 + math.Max(5, 0.2*s.P95) }
 // Stats reads the history of a scenario on a provider and profile, phase
 // by phase, from its passing runs. A scenario with no history has none.
 func (h *History) Stats(scenario, provider, profile string) (map[string]PhaseStats, error) {
+	return h.StatsBefore(scenario, provider, profile, time.Time{})
+}
+
+// StatsBefore is Stats over the runs that finished before before (all of
+// them when it is zero): a run's report shows it against the runs before
+// it, not against itself or later ones.
+func (h *History) StatsBefore(scenario, provider, profile string, before time.Time) (map[string]PhaseStats, error) {
+	recs, err := h.records(scenario, provider, profile, before)
+	if err != nil {
+		return nil, err
+	}
+	phases := map[string]bool{}
+	failed := 0
+	for _, r := range recs {
+		for name := range r.Phases {
+			phases[name] = true
+		}
+		if r.Verdict != engine.Pass {
+			failed++
+		}
+	}
+	out := map[string]PhaseStats{}
+	for name := range phases {
+		st := PhaseStats{Phase: name, Failed: failed}
+		var passing []float64
+		for _, r := range recs {
+			secs, reached := r.Phases[name]
+			st.Points = append(st.Points, Point{At: r.FinishedAt, Verdict: r.Verdict, Reached: reached, Seconds: secs})
+			if reached && r.Verdict == engine.Pass {
+				passing = append(passing, secs)
+			}
+		}
+		if len(passing) > 0 {
+			st.Runs, st.Last = len(passing), passing[len(passing)-1]
+			sort.Float64s(passing)
+			st.P50, st.P95 = percentile(passing, 50), percentile(passing, 95)
+		}
+		out[name] = st
+	}
+	return out, nil
+}
+
+// records are the scenario's runs on provider and profile that finished
+// before before (any time when it is zero), in file order.
+func (h *History) records(scenario, provider, profile string, before time.Time) ([]record, error) {
 	f, err := os.Open(h.file(scenario))
 	if errors.Is(err, os.ErrNotExist) {
-		return map[string]PhaseStats{}, nil
+		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
 	defer f.Close()
-	seen := map[string][]float64{}
+	var out []record
 	sc := bufio.NewScanner(f)
 	for line := 1; sc.Scan(); line++ {
 		var r record
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			return nil, fmt.Errorf("history %s:%d: %w", h.file(scenario), line, err)
 		}
-		if r.Verdict != engine.Pass || r.Provider != provider || r.Profile != profile {
+		if r.Provider != provider || r.Profile != profile || (!before.IsZero() && !r.FinishedAt.Before(before)) {
 			continue
 		}
-		for name, secs := range r.Phases {
-			seen[name] = append(seen[name], secs)
-		}
+		out = append(out, r)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("history %s: %w", h.file(scenario), err)
-	}
-	out := map[string]PhaseStats{}
-	for name, all := range seen {
-		last := all[len(all)-1]
-		sort.Float64s(all)
-		out[name] = PhaseStats{Phase: name, Runs: len(all), P50: percentile(all, 50), P95: percentile(all, 95), Last: last}
 	}
 	return out, nil
 }

@@ -77,3 +77,53 @@ func TestHistoryGate(t *testing.T) {
 		t.Errorf("a corrupt history: %v, want the file and line", err)
 	}
 }
+
+// A phase's trend: every past run in order, the failed ones counted and
+// left out of P50 and P95, only the runs before the one shown, and in the
+// report a point per run, this run last, the band and the gate's limit;
+// the Markdown summary gives the change against the last passing run.
+func TestHistoryTrend(t *testing.T) {
+	h, err := OpenHistory(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 20, 2, 0, 0, 0, time.UTC)
+	for i, secs := range []float64{10, 11, 30, 12, 13, 14} {
+		v := engine.Pass
+		if secs == 30 {
+			v = engine.Fail
+		}
+		r := runTook(v, "compressed", secs)
+		r.FinishedAt = t0.Add(time.Duration(i) * 24 * time.Hour)
+		if err := h.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := runTook(engine.Pass, "compressed", 15)
+	now.FinishedAt = t0.Add(5 * 24 * time.Hour) // the last record is this run
+	stats, err := h.StatsBefore("power-off-worker", "lab", "compressed", now.FinishedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := stats["machine-unhealthy"]
+	if len(s.Points) != 5 || s.Runs != 4 || s.Failed != 1 || s.Last != 13 || s.Points[2].Verdict != engine.Fail {
+		t.Fatalf("stats %+v: want 5 points, 4 passing runs, 1 failed, last 13", s)
+	}
+	var b strings.Builder
+	if err := WriteReport(&b, now, nil, stats); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	for _, want := range []string{"+2.0s on the last (4 passing runs, 1 failed left out)", `<svg class="trend"`, `class="band"`, `class="limit"`, `class="now"`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if n := strings.Count(html, `<circle class="past"`); n != 4 {
+		t.Errorf("%d past points, want 4 (the failed run is a cross)", n)
+	}
+	md, err := MarkdownSummary([]*engine.Result{now}, h)
+	if err != nil || !strings.Contains(md, "| P50 11.0s, P95 13.0s, +2.0s on the last (4 runs, 1 failed left out) |") {
+		t.Errorf("summary (%v):\n%s", err, md)
+	}
+}

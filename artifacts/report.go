@@ -186,12 +186,17 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 	},
 	"ts0":  func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
 	"plus": func(a, b float64) float64 { return a + b },
-	"hist": func(h map[string]PhaseStats, phase string) string {
-		s, ok := h[phase]
+	"hist": func(h map[string]PhaseStats, p engine.PhaseResult) template.HTML {
+		s, ok := h[p.Name]
 		if !ok {
 			return "-"
 		}
-		return fmt.Sprintf("P50 %.1fs, P95 %.1fs, limit %.1fs (%d runs)", s.P50, s.P95, s.Limit(), s.Runs)
+		var took *float64
+		if p.SinceAnchor != nil && p.OK {
+			secs := p.SinceAnchor.Seconds()
+			took = &secs
+		}
+		return historyCell(s, took)
 	},
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
@@ -213,6 +218,8 @@ svg text { font: 12px system-ui, sans-serif; fill: #222; }
 rect.fault { fill: #5c6bc0; } rect.reached { fill: #43a047; } rect.missed { fill: #e53935; }
 line.budget { stroke: #222; stroke-width: 2; } line.undo { stroke: #1a237e; stroke-width: 3; }
 line.tick { stroke: #ccc; } line.zero { stroke: #888; stroke-dasharray: 4 3; }
+svg.trend rect.band { fill: #c8e6c9; } svg.trend line.limit { stroke: #c62828; stroke-dasharray: 3 2; }
+svg.trend circle.past { fill: #555; } svg.trend circle.now { fill: #1565c0; } svg.trend path.failed { stroke: #c62828; stroke-width: 1.5; fill: none; }
 </style>
 </head>
 <body>
@@ -232,7 +239,7 @@ their budget (red); a black mark is a budget's end.</p>
 
 <h2>Phases</h2>
 <table><tr><th>phase</th><th>reached</th><th>after its anchor</th><th>since injection</th><th>budget</th>{{if .History}}<th>history</th>{{end}}<th></th><th>message</th></tr>
-{{range .Res.Phases}}<tr><td>{{.Name}}</td><td>{{ts .ObservedAt}}</td><td>{{if .SinceAnchor}}{{dur .SinceAnchor}} after {{.From}}{{else}}-{{end}}</td><td>{{dur .SinceInject}}</td><td>{{dur .Budget}}</td>{{if $.History}}<td>{{hist $.History .Name}}</td>{{end}}{{if .OK}}<td class="ok">ok</td>{{else if .Cut}}<td>not reached ({{.Cut}})</td>{{else}}<td class="bad">missed</td>{{end}}<td>{{.Message}}</td></tr>
+{{range .Res.Phases}}<tr><td>{{.Name}}</td><td>{{ts .ObservedAt}}</td><td>{{if .SinceAnchor}}{{dur .SinceAnchor}} after {{.From}}{{else}}-{{end}}</td><td>{{dur .SinceInject}}</td><td>{{dur .Budget}}</td>{{if $.History}}<td>{{hist $.History .}}</td>{{end}}{{if .OK}}<td class="ok">ok</td>{{else if .Cut}}<td>not reached ({{.Cut}})</td>{{else}}<td class="bad">missed</td>{{end}}<td>{{.Message}}</td></tr>
 {{end}}</table>
 
 <h2>Assertions</h2>

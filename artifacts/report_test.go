@@ -173,7 +173,7 @@ func TestWriteReportWorkload(t *testing.T) {
 	if props["workload.web.requests.total"] != "750ms" || props["workload.web.requests.gaps"] != "2" || props["workload.web.endpoints.failed"] != "0 of 160" {
 		t.Errorf("JUnit properties %v", props)
 	}
-	if s := MarkdownSummary([]*engine.Result{res}); !strings.Contains(s, "| | workload web, requests | 2 gap(s), 750ms down in all, longest 500ms (3 of 160 samples failed) |") {
+	if s, err := MarkdownSummary([]*engine.Result{res}, nil); err != nil || !strings.Contains(s, "| | workload web, requests | 2 gap(s), 750ms down in all, longest 500ms (3 of 160 samples failed) |") {
 		t.Errorf("summary lacks the workload's line:\n%s", s)
 	}
 }

@@ -14,8 +14,9 @@ const EnvStepSummary = "GITHUB_STEP_SUMMARY"
 
 // MarkdownSummary is the runs as Markdown, for a CI job's page: a line per
 // scenario with its verdict, then each run's phases against their budgets
-// and its assertions.
-func MarkdownSummary(results []*engine.Result) string {
+// and its assertions; with history (nil for none), each phase's P50, P95
+// and change against the last passing run before this one.
+func MarkdownSummary(results []*engine.Result, history *History) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## faultline: %d of %d scenarios passed\n\n", Passed(results), len(results))
 	b.WriteString("| scenario | verdict | took | reason |\n|---|---|---|---|\n")
@@ -27,7 +28,15 @@ func MarkdownSummary(results []*engine.Result) string {
 		if len(res.Phases) == 0 && len(res.Assertions) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\n### %s on %s\n\n| | phase or assertion | when | budget |\n|---|---|---|---|\n", cell(res.Scenario), cell(res.Provider))
+		var stats map[string]PhaseStats
+		if history != nil {
+			var err error
+			if stats, err = history.StatsBefore(res.Scenario, res.Provider, res.Profile, res.FinishedAt); err != nil {
+				return "", err
+			}
+		}
+		fmt.Fprintf(&b, "\n### %s on %s\n\n| | phase or assertion | when | budget |%s\n|---|---|---|---|%s\n", cell(res.Scenario), cell(res.Provider),
+			ifHistory(stats, " history |"), ifHistory(stats, "---|"))
 		for _, p := range res.Phases {
 			when := "not reached"
 			if p.SinceAnchor != nil {
@@ -37,18 +46,44 @@ func MarkdownSummary(results []*engine.Result) string {
 			if p.Budget != nil {
 				budget = p.Budget.String()
 			}
-			fmt.Fprintf(&b, "| %s | phase %s | %s | %s |\n", okMark(p.OK), cell(p.Name), cell(when), budget)
+			fmt.Fprintf(&b, "| %s | phase %s | %s | %s |%s\n", okMark(p.OK), cell(p.Name), cell(when), budget, ifHistory(stats, " "+cell(historyLine(stats, p))+" |"))
 		}
 		for _, a := range res.Assertions {
-			fmt.Fprintf(&b, "| %s | assertion %s | %s | |\n", okMark(a.OK), cell(a.Name), cell(a.Message))
+			fmt.Fprintf(&b, "| %s | assertion %s | %s | |%s\n", okMark(a.OK), cell(a.Name), cell(a.Message), ifHistory(stats, " |"))
 		}
 		for _, w := range res.Workloads {
 			for _, m := range w.Measures {
-				fmt.Fprintf(&b, "| | workload %s, %s | %s |  |\n", cell(w.Name), m.Of, cell(WorkloadLine(m)))
+				fmt.Fprintf(&b, "| | workload %s, %s | %s |  |%s\n", cell(w.Name), m.Of, cell(WorkloadLine(m)), ifHistory(stats, " |"))
 			}
 		}
 	}
-	return b.String()
+	return b.String(), nil
+}
+
+// ifHistory is s when there is history to show, else nothing.
+func ifHistory(stats map[string]PhaseStats, s string) string {
+	if stats == nil {
+		return ""
+	}
+	return s
+}
+
+// historyLine is a phase's history in one line: P50, P95, and this run's
+// change against the last passing run.
+func historyLine(stats map[string]PhaseStats, p engine.PhaseResult) string {
+	s, ok := stats[p.Name]
+	if !ok || s.Runs == 0 {
+		return "-"
+	}
+	line := fmt.Sprintf("P50 %.1fs, P95 %.1fs", s.P50, s.P95)
+	if p.SinceAnchor != nil && p.OK {
+		line += fmt.Sprintf(", %+.1fs on the last", p.SinceAnchor.Seconds()-s.Last)
+	}
+	line += fmt.Sprintf(" (%d runs", s.Runs)
+	if s.Failed > 0 {
+		line += fmt.Sprintf(", %d failed left out", s.Failed)
+	}
+	return line + ")"
 }
 
 // WorkloadLine says in one line what a workload's measure felt.

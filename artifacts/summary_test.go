@@ -12,7 +12,10 @@ import (
 func TestMarkdownSummary(t *testing.T) {
 	failed := failedRun()
 	failed.Reason = "phase a | b\nnot reached"
-	md := MarkdownSummary([]*engine.Result{failed})
+	md, err := MarkdownSummary([]*engine.Result{failed}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{
 		"## faultline: 0 of 1 scenarios passed",
 		"| " + failed.Scenario + " | ❌ fail |",

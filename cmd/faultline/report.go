@@ -1,9 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"text/tabwriter"
 
@@ -13,14 +17,16 @@ import (
 )
 
 func newReportCommand() *cobra.Command {
-	return &cobra.Command{
+	var history string
+	cmd := &cobra.Command{
 		Use: "report RUN_FOLDER",
 		Example: `  faultline report _artifacts/power-off-worker-20261127-101500
   faultline report _artifacts/power-off-worker-20261127-101500 --history nightly-history`,
 		Short: "Write a run folder's report.html and junit.xml again from its result.json",
 		Long: `Write report.html and junit.xml of a run folder from its result.json, linking
 the dumps the folder holds: for a result copied from elsewhere, or after an
-upgrade of faultline.`,
+upgrade of faultline. With --history (or $FAULTLINE_HISTORY) each phase is
+shown against the runs of that folder that finished before this one.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
@@ -41,23 +47,45 @@ upgrade of faultline.`,
 				return infraErr(err)
 			}
 			defer run.Close()
-			if err := run.WriteReports(res, dumps, nil); err != nil {
+			if history == "" {
+				history = os.Getenv(artifacts.EnvHistory)
+			}
+			var stats map[string]artifacts.PhaseStats
+			if history != "" {
+				h, err := artifacts.OpenHistory(history)
+				if err != nil {
+					return usageErr("--history: %v", err)
+				}
+				if stats, err = h.StatsBefore(res.Scenario, res.Provider, res.Profile, res.FinishedAt); err != nil {
+					return infraErr(err)
+				}
+			}
+			if err := run.WriteReports(res, dumps, stats); err != nil {
 				return infraErr(err)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), filepath.Join(dir, artifacts.ReportFile))
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&history, "history", "", "folder of past results to show each phase against (default $"+artifacts.EnvHistory+")")
+	return cmd
 }
 
 func newHistoryCommand() *cobra.Command {
-	var dir, provider, profile string
+	var dir, provider, profile, html string
 	cmd := &cobra.Command{
-		Use: "history SCENARIO",
-		Example: `  faultline history power-off-worker --history nightly-history
+		Use:   "history [SCENARIO...]",
+		Short: "Show scenarios' past phase times and their trend, as the regression gate (run --gate) sees them",
+		Long: `Show each phase of a scenario (every scenario of the history folder when none
+is named) over its past runs on one provider and profile: P50 and P95 of the
+passing runs, the gate's limit, the last passing run, how many failed runs
+were left out, and the runs as a line, ▁ to █ for each passing run's time and
+✗ for each failed one. --html writes the same as one page with a plot per
+phase: a week of nightly runs on one page.`,
+		Example: `  faultline history --history nightly-history
+  faultline history power-off-worker --history nightly-history --html history.html
   FAULTLINE_HISTORY=nightly-history faultline history delete-cp-vm --provider lab --profile compressed`,
-		Short: "Show a scenario's past phase times, as the regression gate (run --gate) sees them",
-		Args:  cobra.ExactArgs(1),
+		ValidArgsFunction: completeScenarios,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dir == "" {
 				dir = os.Getenv(artifacts.EnvHistory)
@@ -69,28 +97,59 @@ func newHistoryCommand() *cobra.Command {
 			if err != nil {
 				return usageErr("--history: %v", err)
 			}
-			stats, err := h.Stats(args[0], provider, profile)
+			if len(args) == 0 {
+				if args, err = h.Scenarios(); err != nil {
+					return infraErr(err)
+				}
+			}
+			var trends []artifacts.ScenarioTrend
+			for _, sc := range args {
+				stats, err := h.Stats(sc, provider, profile)
+				if err != nil {
+					return infraErr(err)
+				}
+				trends = append(trends, artifacts.ScenarioTrend{Scenario: sc, Phases: stats})
+			}
+			if err := writeHistoryText(cmd.OutOrStdout(), trends, provider, profile); err != nil {
+				return err
+			}
+			if html == "" {
+				return nil
+			}
+			f, err := os.Create(html)
 			if err != nil {
+				return usageErr("--html: %v", err)
+			}
+			title := fmt.Sprintf("%s on %s %s", dir, provider, profile)
+			if err := errors.Join(artifacts.WriteHistoryPage(f, title, trends), f.Close()); err != nil {
 				return infraErr(err)
 			}
-			names := make([]string, 0, len(stats))
-			for n := range stats {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintf(w, "%s on %s %s: %d phases with history\n", args[0], provider, profile, len(names))
-			fmt.Fprintln(w, "phase\truns\tP50\tP95\tlimit\tlast")
-			for _, n := range names {
-				s := stats[n]
-				fmt.Fprintf(w, "%s\t%d\t%.1fs\t%.1fs\t%.1fs\t%.1fs\n", n, s.Runs, s.P50, s.P95, s.Limit(), s.Last)
-			}
-			return w.Flush()
+			fmt.Fprintln(cmd.OutOrStdout(), html)
+			return nil
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&dir, "history", "", "folder of past results (default $"+artifacts.EnvHistory+")")
 	fs.StringVar(&provider, "provider", "lab", "provider the runs were on")
 	fs.StringVar(&profile, "profile", "compressed", "the lab's time profile of the runs (empty elsewhere)")
+	fs.StringVar(&html, "html", "", "also write the trends as one HTML page to this file")
 	return cmd
+}
+
+// writeHistoryText prints each scenario's phases with their statistics and
+// trend.
+func writeHistoryText(w io.Writer, trends []artifacts.ScenarioTrend, provider, profile string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for i, t := range trends {
+		if i > 0 {
+			fmt.Fprintln(tw)
+		}
+		fmt.Fprintf(tw, "%s on %s %s: %d phases with history\n", t.Scenario, provider, profile, len(t.Phases))
+		fmt.Fprintln(tw, "phase\truns\tfailed\tP50\tP95\tlimit\tlast\ttrend (oldest first)")
+		for _, n := range slices.Sorted(maps.Keys(t.Phases)) {
+			s := t.Phases[n]
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.1fs\t%.1fs\t%.1fs\t%.1fs\t%s\n", n, s.Runs, s.Failed, s.P50, s.P95, s.Limit(), s.Last, artifacts.Sparkline(s))
+		}
+	}
+	return tw.Flush()
 }

@@ -36,6 +36,21 @@ func TestReport(t *testing.T) {
 	if err != nil || !bytes.Contains(junit, []byte(`failures="1"`)) {
 		t.Errorf("junit.xml: %v\n%s", err, junit)
 	}
+	// Again with the history: the run before counts, the one after not.
+	hist := t.TempDir()
+	records := `{"finishedAt":"2026-11-22T10:00:00Z","provider":"lab","verdict":"pass","phases":{"machine-unhealthy":3.5}}
+{"finishedAt":"2026-11-24T10:00:00Z","provider":"lab","verdict":"pass","phases":{"machine-unhealthy":9}}
+`
+	if err := os.WriteFile(filepath.Join(hist, "power-off-worker.jsonl"), []byte(records), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code := execute([]string{"report", dir, "--history", hist}, &out, &errOut); code != 0 {
+		t.Fatalf("--history: exit %d: %s", code, errOut.String())
+	}
+	report, err = os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil || !bytes.Contains(report, []byte("P50 3.5s, P95 3.5s, limit 8.5s (1 passing runs)")) || !bytes.Contains(report, []byte(`<svg class="trend"`)) {
+		t.Errorf("report.html with --history: %v\n%s", err, report)
+	}
 
 	if err := os.WriteFile(filepath.Join(dir, "result.json"), []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
@@ -64,17 +79,30 @@ func TestHistoryCommand(t *testing.T) {
 		t.Errorf("history: exit %d, %q", code, errOut.String())
 	}
 	dir := t.TempDir()
-	line := `{"finishedAt":"2026-11-23T10:00:00Z","provider":"lab","profile":"compressed","verdict":"pass","phases":{"machine-unhealthy":12.5}}` + "\n"
-	if err := os.WriteFile(filepath.Join(dir, "power-off-worker.jsonl"), []byte(line), 0o600); err != nil {
+	lines := `{"finishedAt":"2026-11-23T10:00:00Z","provider":"lab","profile":"compressed","verdict":"pass","phases":{"machine-unhealthy":12.5}}
+{"finishedAt":"2026-11-24T10:00:00Z","provider":"lab","profile":"compressed","verdict":"fail","phases":{}}
+{"finishedAt":"2026-11-25T10:00:00Z","provider":"lab","profile":"compressed","verdict":"pass","phases":{"machine-unhealthy":6.5}}
+`
+	if err := os.WriteFile(filepath.Join(dir, "power-off-worker.jsonl"), []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "delete-cp-vm.jsonl"), []byte(strings.SplitAfter(lines, "\n")[0]), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()
-	if code := execute([]string{"history", "power-off-worker", "--history", dir}, &out, &errOut); code != 0 {
+	page := filepath.Join(t.TempDir(), "history.html")
+	// No scenario named: every scenario of the folder.
+	if code := execute([]string{"history", "--history", dir, "--html", page}, &out, &errOut); code != 0 {
 		t.Fatalf("history: exit %d, %s", code, errOut.String())
 	}
-	for _, want := range []string{"power-off-worker on lab compressed: 1 phases with history", "machine-unhealthy  1     12.5s  12.5s  17.5s  12.5s"} {
+	for _, want := range []string{"power-off-worker on lab compressed: 1 phases with history", "machine-unhealthy  2     1       6.5s  12.5s  17.5s  6.5s  █✗▅",
+		"delete-cp-vm on lab compressed: 1 phases with history"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+	html, err := os.ReadFile(page)
+	if err != nil || strings.Count(string(html), `<svg class="trend"`) != 2 || !strings.Contains(string(html), "1 failed left out") {
+		t.Errorf("history page (%v):\n%s", err, html)
 	}
 }

@@ -181,7 +181,7 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 		if res == nil {
 			return err
 		}
-		return o.report(stdout, []*engine.Result{res}, []string{dir}, false, err)
+		return o.report(stdout, []*engine.Result{res}, []string{dir}, false, history, err)
 	}
 	return o.runMany(ctx, scs, sets, history, stdout, stderr, log)
 }
@@ -251,7 +251,7 @@ func (o *runOptions) runMany(ctx context.Context, scs []*scenario.Scenario, sets
 	if err != nil {
 		errs = append(errs, fmt.Errorf("write the run's JUnit: %w", err))
 	}
-	return o.report(stdout, results, dirs, true, errors.Join(errs...))
+	return o.report(stdout, results, dirs, true, history, errors.Join(errs...))
 }
 
 // setupDeadline is --setup-timeout, or by default the lab's own wait with

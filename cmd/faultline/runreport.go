@@ -14,11 +14,12 @@ import (
 	"github.com/faultline-dev/faultline/framework/engine"
 )
 
-// report prints the results (with summary, a line each after them) and
+// report prints the results (with summary, a line each after them),
+// writes the Markdown summary (with history, each phase against it), and
 // turns them into the exit code: the worst verdict's, an infrastructure
 // error's when err is set.
-func (o *runOptions) report(stdout io.Writer, results []*engine.Result, dirs []string, summary bool, err error) error {
-	if serr := o.writeSummary(results); serr != nil {
+func (o *runOptions) report(stdout io.Writer, results []*engine.Result, dirs []string, summary bool, history *artifacts.History, err error) error {
+	if serr := o.writeSummary(results, history); serr != nil {
 		err = errors.Join(err, serr)
 	}
 	if structured(o.output) {
@@ -102,8 +103,11 @@ func writable(artifactsDir, summary string) error {
 
 // writeSummary writes the Markdown summary to --summary and appends it to
 // $GITHUB_STEP_SUMMARY, where asked.
-func (o *runOptions) writeSummary(results []*engine.Result) error {
-	md := artifacts.MarkdownSummary(results)
+func (o *runOptions) writeSummary(results []*engine.Result, history *artifacts.History) error {
+	md, err := artifacts.MarkdownSummary(results, history)
+	if err != nil {
+		return fmt.Errorf("--summary: %w", err)
+	}
 	if o.summary != "" {
 		if err := os.WriteFile(o.summary, []byte(md), 0o644); err != nil {
 			return fmt.Errorf("--summary: %w", err)
