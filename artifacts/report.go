@@ -238,8 +238,8 @@ their budget (red); a black mark is a budget's end.</p>
 {{end}}</svg>
 
 <h2>Phases</h2>
-<table><tr><th>phase</th><th>reached</th><th>after its anchor</th><th>since injection</th><th>budget</th>{{if .History}}<th>history</th>{{end}}<th></th><th>message</th></tr>
-{{range .Res.Phases}}<tr><td>{{.Name}}</td><td>{{ts .ObservedAt}}</td><td>{{if .SinceAnchor}}{{dur .SinceAnchor}} after {{.From}}{{else}}-{{end}}</td><td>{{dur .SinceInject}}</td><td>{{dur .Budget}}</td>{{if $.History}}<td>{{hist $.History .}}</td>{{end}}{{if .OK}}<td class="ok">ok</td>{{else if .Cut}}<td>not reached ({{.Cut}})</td>{{else}}<td class="bad">missed</td>{{end}}<td>{{.Message}}</td></tr>
+<table><tr><th>phase</th><th>reached</th><th>after its anchor</th><th>since injection</th><th>budget</th>{{if .History}}<th>history</th>{{end}}<th></th><th>what was seen</th></tr>
+{{range .Res.Phases}}<tr><td>{{.Name}}</td><td>{{ts .ObservedAt}}</td><td>{{if .SinceAnchor}}{{dur .SinceAnchor}} after {{.From}}{{else}}-{{end}}</td><td>{{dur .SinceInject}}</td><td>{{dur .Budget}}</td>{{if $.History}}<td>{{hist $.History .}}</td>{{end}}{{if .OK}}<td class="ok">ok</td>{{else if .Cut}}<td>not reached ({{.Cut}})</td>{{else}}<td class="bad">missed</td>{{end}}<td>{{with .Message}}{{.}}{{else}}{{.Seen}}{{end}}</td></tr>
 {{end}}</table>
 
 <h2>Assertions</h2>

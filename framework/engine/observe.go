@@ -252,6 +252,7 @@ func (r *run) reached(ph scenario.Phase, from, at time.Time, seen Observation, u
 		p.ObservedAt = &at
 		p.SinceAnchor = &sinceAnchor
 		p.OK = true
+		p.Seen = seen.Detail
 		if !firstInject.IsZero() {
 			d := scenario.D(at.Sub(firstInject))
 			p.SinceInject = &d

@@ -108,6 +108,9 @@ type PhaseResult struct {
 	Budget  *scenario.Duration `json:"budget"`
 	OK      bool               `json:"ok"`
 	Message string             `json:"message,omitempty"`
+	// Seen is what faultline saw when the phase was reached (the
+	// replacement Machine's name, a Node's condition).
+	Seen string `json:"seen,omitempty"`
 	// Cut is why the wait ended before the phase's own window did
 	// (Interrupted or TimedOut): not reached, but not missed either.
 	Cut Verdict `json:"cut,omitempty"`
