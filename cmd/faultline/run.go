@@ -251,6 +251,9 @@ func (o *runOptions) runMany(ctx context.Context, scs []*scenario.Scenario, sets
 	if err != nil {
 		errs = append(errs, fmt.Errorf("write the run's JUnit: %w", err))
 	}
+	if err := writeIndex(root, results, dirs); err != nil {
+		errs = append(errs, fmt.Errorf("write the run's index: %w", err))
+	}
 	return o.report(stdout, results, dirs, true, history, errors.Join(errs...))
 }
 

@@ -144,3 +144,25 @@ func (o *runOptions) notRun(sc *scenario.Scenario, v engine.Verdict, reason stri
 	now := time.Now()
 	return &engine.Result{Scenario: sc.Metadata.Name, Provider: o.provider, Verdict: v, Reason: reason, StartedAt: now, FinishedAt: now}
 }
+
+// writeIndex writes root's index.html: a row per scenario, linking each
+// to its report.
+func writeIndex(root string, results []*engine.Result, dirs []string) error {
+	var entries []artifacts.IndexEntry
+	for i, res := range results {
+		e := artifacts.IndexEntry{Result: res}
+		if dirs[i] != "" {
+			rel, err := filepath.Rel(root, dirs[i])
+			if err != nil {
+				return err
+			}
+			e.Folder = rel
+		}
+		entries = append(entries, e)
+	}
+	f, err := os.Create(filepath.Join(root, artifacts.IndexFile))
+	if err != nil {
+		return err
+	}
+	return errors.Join(artifacts.WriteIndex(f, entries), f.Close())
+}

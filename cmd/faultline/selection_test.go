@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -118,6 +119,14 @@ func TestIntegrationRunSeveral(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(out, sc, "result.json")); err != nil {
 			t.Errorf("run folder of %s: %v", sc, err)
 		}
+	}
+	// One page for the run, linking each scenario's report; each verdict
+	// as its scenario ended.
+	if index, err := os.ReadFile(filepath.Join(out, artifacts.IndexFile)); err != nil || !strings.Contains(string(index), `<a href="team-a/report.html">team-a</a>`) || !strings.Contains(string(index), "2 of 2 scenarios passed") {
+		t.Errorf("index.html: %v\n%s", err, index)
+	}
+	if !regexp.MustCompile(`(?s)=== team-a\n.*---  PASS     team-a \(.*=== team-b`).MatchString(stderr.String()) {
+		t.Errorf("team-a's verdict not printed before team-b started:\n%s", stderr.String())
 	}
 	// The same scenario twice: each run keeps its own folder.
 	twice := t.TempDir()
