@@ -34,7 +34,9 @@ func WriteIndex(w io.Writer, entries []IndexEntry) error {
 }
 
 var indexPage = template.Must(template.New("index").Funcs(template.FuncMap{
-	"took":   func(r *engine.Result) string { return r.FinishedAt.Sub(r.StartedAt).Round(100 * time.Millisecond).String() },
+	"took": func(r *engine.Result) string {
+		return r.FinishedAt.Sub(r.StartedAt).Round(100 * time.Millisecond).String()
+	},
 	"report": func(folder string) string { return filepath.ToSlash(filepath.Join(folder, ReportFile)) },
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
