@@ -197,6 +197,9 @@ func TestIntegrationCrash(t *testing.T) {
 	}
 	bin := buildFaultline(t)
 	env, _ := startVCSimProcess(t, bin)
+	// A journal key of the test's own: a bare recover reads every journal
+	// recorded beside the key, and the user's holds other tests' journals.
+	env = append(env, engine.EnvJournalKey+"="+filepath.Join(t.TempDir(), "journal.key"))
 	scenario := filepath.Join(t.TempDir(), "hold.yaml")
 	if err := os.WriteFile(scenario, []byte(holdScenario), 0o600); err != nil {
 		t.Fatal(err)

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -32,14 +32,16 @@ func newRecoverCommand() *cobra.Command {
 	o := &recoverOptions{}
 	cmd := &cobra.Command{
 		Use: "recover [JOURNAL...]",
-		Example: `  # every journal under $ARTIFACTS (or _artifacts)
+		Example: `  # every journal under $ARTIFACTS (or _artifacts), and every one recorded
   faultline recover
   # one crashed run's journal, against the vCenter it went to
   faultline recover _artifacts/power-off-worker-20261127-101500/journal.jsonl --allow-vcenter vc.example.com`,
 		Short: "Undo the faults a crashed or killed run left in place",
 		Long: `Replay the pending undo entries of journals: each argument is a journal
 file, or a folder searched at any depth for journal.jsonl files. With no
-argument, every journal.jsonl under $ARTIFACTS (or _artifacts) is read.
+argument, every journal.jsonl under $ARTIFACTS (or _artifacts) is read, and
+every journal this user's faultline recorded writing (beside the journal
+key), wherever --artifacts put it.
 
 A journal is a file anyone who can write the artifacts folder can edit, so
 recover trusts nothing in it that would send credentials. Every entry must
@@ -125,10 +127,27 @@ func (o *recoverOptions) run(cmd *cobra.Command, args []string) error {
 		in.Heads = engine.JournalHeads(o.keyFile)
 	}
 	roots := args
+	var recorded []string
 	if len(roots) == 0 {
-		roots = []string{artifacts.Root()}
-		if _, err := os.Stat(roots[0]); errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(cmd.OutOrStdout(), "nothing to recover: %s does not exist\n", roots[0])
+		// $ARTIFACTS, and every journal this user's faultline recorded
+		// writing, wherever --artifacts put it.
+		if _, err := os.Stat(artifacts.Root()); err == nil {
+			roots = []string{artifacts.Root()}
+		}
+		heads := in.Heads
+		if heads == "" {
+			path, err := engine.JournalKeyPath()
+			if err != nil {
+				return infraErr(err)
+			}
+			heads = engine.JournalHeads(path)
+		}
+		var err error
+		if recorded, err = engine.RecordedJournals(heads); err != nil {
+			return infraErr(err)
+		}
+		if len(roots) == 0 && len(recorded) == 0 {
+			fmt.Fprintf(cmd.OutOrStdout(), "nothing to recover: %s does not exist and no journal is recorded in %s\n", artifacts.Root(), heads)
 			return nil
 		}
 	}
@@ -136,7 +155,12 @@ func (o *recoverOptions) run(cmd *cobra.Command, args []string) error {
 	if in.Journals, err = engine.FindJournals(roots); err != nil {
 		return usageErr("find journals: %v", err)
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "recover: %d journal(s) under %s\n", len(in.Journals), strings.Join(roots, ", "))
+	in.Journals = mergeJournals(in.Journals, recorded)
+	where := strings.Join(roots, ", ")
+	if len(recorded) > 0 {
+		where = strings.TrimPrefix(where+" and the journals recorded beside the journal key", " and ")
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "recover: %d journal(s) under %s\n", len(in.Journals), where)
 	ctx, stop := notifyContext(cmd.Context())
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
@@ -147,4 +171,25 @@ func (o *recoverOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	conns := &session.Reconnector{VCenter: vcfg, URL: o.vc.url, Contexts: o.contexts, AcceptThumbprint: o.accept}
 	return recoverJournals(ctx, cmd, in, conns)
+}
+
+// mergeJournals is found and recorded without a journal twice (the same
+// file named by two paths counts once).
+func mergeJournals(found, recorded []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, j := range append(found, recorded...) {
+		abs, err := filepath.Abs(j)
+		if err != nil {
+			abs = j
+		}
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = real
+		}
+		if !seen[abs] {
+			seen[abs] = true
+			out = append(out, j)
+		}
+	}
+	return out
 }

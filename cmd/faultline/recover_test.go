@@ -308,3 +308,32 @@ func TestIntegrationRecoverRenewedCertificate(t *testing.T) {
 		t.Errorf("--accept-thumbprint NEW: exit %d\n%s", code, out)
 	}
 }
+
+// A bare recover reads the journals recorded beside the journal key,
+// wherever --artifacts put them, besides $ARTIFACTS (here missing).
+func TestRecoverFindsRecordedJournals(t *testing.T) {
+	t.Setenv(engine.EnvJournalKey, filepath.Join(t.TempDir(), "journal.key"))
+	t.Setenv("ARTIFACTS", filepath.Join(t.TempDir(), "none"))
+	journal := filepath.Join(t.TempDir(), "elsewhere", "journal.jsonl")
+	if err := os.MkdirAll(filepath.Dir(journal), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	j, err := engine.OpenJournal(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := providers.Object{Kind: "VirtualMachine", Name: "vm-1", ID: "vm-1"}
+	undo := engine.UndoAction{Action: "vm.power-on", Target: vm}
+	ref := providers.ProviderRef{Name: "vsphere", Config: map[string]string{"url": "https://vc.example.invalid/sdk"}}
+	if err := errors.Join(j.Append(engine.JournalEntry{Op: engine.OpInject, FaultID: "off/vm-1", Kind: "vm.power-off", Target: &vm, Undo: &undo, Provider: ref}),
+		j.Append(engine.JournalEntry{Op: engine.OpDone, FaultID: "off/vm-1", Result: engine.ResultUndone}), j.Close()); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := execute([]string{"recover"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out.String(), errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "recover: 1 journal(s) under the journals recorded beside the journal key") || !strings.Contains(out.String(), "nothing to recover: no pending faults in 1 journal(s)") {
+		t.Errorf("recover:\n%s%s", out.String(), errOut.String())
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -201,4 +202,38 @@ func (c *chainCheck) end() (note string, err error) {
 		return "", c.broken(*c.last, "the last line is not the one faultline wrote there last")
 	}
 	return "", nil
+}
+
+// RecordedJournals are the journals whose heads heads records (every
+// journal this user's faultline wrote with that key, wherever it was
+// written) that still exist, sorted: what recover reads besides
+// $ARTIFACTS when it is given no journal.
+func RecordedJournals(heads string) ([]string, error) {
+	entries, err := os.ReadDir(heads)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal heads: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		b, err := regularfile.Read(filepath.Join(heads, e.Name()), regularfile.Small)
+		if err != nil {
+			return nil, fmt.Errorf("journal head: %w", err)
+		}
+		// "SEQ MAC PATH": the path may hold spaces.
+		f := strings.SplitN(strings.TrimSuffix(string(b), "\n"), " ", 3)
+		if len(f) < 3 || !filepath.IsAbs(f[2]) {
+			continue
+		}
+		if st, err := os.Stat(f[2]); err == nil && st.Mode().IsRegular() {
+			out = append(out, f[2])
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
