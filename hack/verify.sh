@@ -25,6 +25,11 @@ if ! go run ./hack/schema | diff -u docs/scenario.schema.json - >&2; then
   echo "docs/scenario.schema.json is stale: run go run ./hack/schema > docs/scenario.schema.json" >&2
   exit 1
 fi
+# The reference of faults and probes is generated from the vocabulary.
+if ! go run ./hack/reference | diff -u docs/reference.md - >&2; then
+  echo "docs/reference.md is stale: run go run ./hack/reference > docs/reference.md" >&2
+  exit 1
+fi
 # The embedded lab manifests must come from the versions go.mod requires.
 want="$(printf 'sigs.k8s.io/cluster-api %s\nsigs.k8s.io/cluster-api-provider-vsphere %s\n' \
   "$(go list -m -f '{{.Version}}' sigs.k8s.io/cluster-api)" "$(go list -m -f '{{.Version}}' sigs.k8s.io/cluster-api-provider-vsphere)")"
