@@ -103,6 +103,9 @@ type Config struct {
 	// Out, when set, receives lines for people: a lab's start and the
 	// time it took.
 	Out io.Writer
+	// Status, when set, is told the lab's start status each time it
+	// changes ("cluster lab: 3 of 5 Machines Running"), for a live line.
+	Status func(string)
 	// OptedIn says the configuration itself is the opt-in to destructive
 	// runs (a suite's e2e config names its cluster and vCenter): the
 	// allow-lists are not consulted.
@@ -284,7 +287,7 @@ func (s *Session) openLab(ctx context.Context, cfg Config) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	if err := l.WaitReady(wctx); err != nil {
+	if err := l.WaitReadyReporting(wctx, cfg.Status); err != nil {
 		return fmt.Errorf("lab %s: %w", cfg.Lab.Clusters[0].Name, err)
 	}
 	s.say(cfg, "lab: all Machines Running in %s\n", time.Since(started).Round(100*time.Millisecond))

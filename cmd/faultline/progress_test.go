@@ -91,3 +91,25 @@ func TestProgressLiveLineFits(t *testing.T) {
 		t.Errorf("after node-not-ready was reached the live line is %q", last)
 	}
 }
+
+// A lab's start: on a terminal one live line of its status, erased before
+// the next line; in a log a line per change, at most every startEvery.
+func TestStartLine(t *testing.T) {
+	var out bytes.Buffer
+	s := newStartLine(&out)
+	s.tty = true
+	s.status("cluster lab: 3 of 5 Machines Running; pending: lab-md-0-x Provisioning")
+	if _, err := s.Write([]byte("lab: all Machines Running in 20s\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.String(), "\r\x1b[K[0s] lab: cluster lab: 3 of 5 Machines Running\r\x1b[Klab: all Machines Running in 20s\n"; got != want {
+		t.Errorf("terminal:\n got %q\nwant %q", got, want)
+	}
+	out.Reset()
+	s = newStartLine(&out)
+	s.status("cluster lab: 0 of 5 Machines Running")
+	s.status("cluster lab: 1 of 5 Machines Running")
+	if got, want := out.String(), "[0s] lab: cluster lab: 0 of 5 Machines Running\n"; got != want {
+		t.Errorf("log:\n got %q\nwant %q", got, want)
+	}
+}

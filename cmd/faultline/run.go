@@ -368,7 +368,8 @@ func closeSession(ctx context.Context, release func(context.Context) error, log 
 // cluster client and vCenter session refuse every write (and it needs no
 // opt-in).
 func (o *runOptions) open(ctx context.Context, clusters []lab.ClusterSpec, destructive bool, stderr io.Writer, log logr.Logger) (*session.Session, error) {
-	cfg := session.Config{Provider: o.provider, Log: log, Out: stderr, Kind: session.KindConfig{Cluster: o.kind.cluster}, Destructive: destructive}
+	start := newStartLine(stderr)
+	cfg := session.Config{Provider: o.provider, Log: log, Out: start, Status: start.status, Kind: session.KindConfig{Cluster: o.kind.cluster}, Destructive: destructive}
 	cfg.Management = o.cluster.config()
 	cfg.Management.Cluster = o.scope
 	cfg.Management.ReadOnly = o.dryRun || !destructive

@@ -179,15 +179,20 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 
 // WaitReady waits until every cluster has all its Machines Running with
 // Ready Nodes, or ctx ends.
-func (l *Lab) WaitReady(ctx context.Context) error {
+func (l *Lab) WaitReady(ctx context.Context) error { return l.WaitReadyReporting(ctx, nil) }
+
+// WaitReadyReporting is WaitReady telling report, when set, each status it
+// reads that differs from the last ("cluster lab: 3 of 5 Machines
+// Running; pending: ...").
+func (l *Lab) WaitReadyReporting(ctx context.Context, report func(status string)) error {
 	var specs []ClusterSpec
 	for _, cs := range l.clusters.All() {
 		specs = append(specs, cs)
 	}
-	return l.waitReady(ctx, specs)
+	return l.waitReady(ctx, specs, report)
 }
 
-func (l *Lab) waitReady(ctx context.Context, specs []ClusterSpec) error {
+func (l *Lab) waitReady(ctx context.Context, specs []ClusterSpec, report func(string)) error {
 	c := l.mgmt.Client()
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
@@ -199,6 +204,9 @@ func (l *Lab) waitReady(ctx context.Context, specs []ClusterSpec) error {
 		}
 		if err != nil {
 			status = err.Error()
+		}
+		if report != nil && status != last {
+			report(status)
 		}
 		last = status
 		select {

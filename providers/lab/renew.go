@@ -92,7 +92,7 @@ func (l *Lab) Renew(ctx context.Context, s ClusterSpec) error {
 		err = context.Cause(ctx)
 	}
 	if err == nil {
-		err = l.waitReady(ctx, []ClusterSpec{s})
+		err = l.waitReady(ctx, []ClusterSpec{s}, nil)
 	}
 	return errors.Join(err, <-removed)
 }
