@@ -247,15 +247,25 @@ func deleteWithBackup(ctx context.Context, p providers.Provider, scope providers
 	if err != nil {
 		return err
 	}
-	ref := refFromParams(params)
-	ok, err := writeBackup(ctx, p, scope, ref, params[paramBackups])
+	ref, err := backUp(ctx, p, scope, params, "delete")
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return fmt.Errorf("%s: nothing to delete: %w", ref, providers.ErrNotFound)
-	}
 	return w.DeleteObject(ctx, scope, ref)
+}
+
+// backUp writes the backup of the object params name. A missing object is
+// an error: the fault has nothing to act on (verb says what it would do).
+func backUp(ctx context.Context, p providers.Provider, scope providers.Object, params map[string]string, verb string) (providers.ObjectRef, error) {
+	ref := refFromParams(params)
+	ok, err := writeBackup(ctx, p, scope, ref, params[paramBackups])
+	if err != nil {
+		return ref, err
+	}
+	if !ok {
+		return ref, fmt.Errorf("%s: nothing to %s: %w", ref, verb, providers.ErrNotFound)
+	}
+	return ref, nil
 }
 
 // changedSince tells, before recover undoes an object fault, whether the

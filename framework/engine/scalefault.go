@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strconv"
 
 	"github.com/faultline-dev/faultline/framework/scenario"
@@ -46,13 +48,9 @@ func scaleWithBackup(ctx context.Context, p providers.Provider, scope providers.
 	if err != nil {
 		return err
 	}
-	ref := refFromParams(params)
-	ok, err := writeBackup(ctx, p, scope, ref, params[paramBackups])
+	ref, err := backUp(ctx, p, scope, params, "scale")
 	if err != nil {
 		return err
-	}
-	if !ok {
-		return fmt.Errorf("%s: nothing to scale: %w", ref, providers.ErrNotFound)
 	}
 	o, _, err := readBackup(backupFile(params[paramBackups], ref))
 	if err != nil {
@@ -64,15 +62,21 @@ func scaleWithBackup(ctx context.Context, p providers.Provider, scope providers.
 	return setReplicas(ctx, p, scope, ref, n)
 }
 
-// unscale sets the replicas back to the count of the backup.
+// unscale sets the replicas back to the count of the backup. The fault
+// scales only after its backup is written and holds spec.replicas: with no
+// backup, or one without replicas, it changed nothing and there is nothing
+// to undo.
 func unscale(ctx context.Context, p providers.Provider, u UndoAction) error {
+	if _, err := os.Stat(u.Params["file"]); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	o, _, err := readBackup(u.Params["file"])
 	if err != nil {
 		return err
 	}
 	n, err := replicasOf(o)
 	if err != nil {
-		return fmt.Errorf("backup %s: %w", u.Params["file"], err)
+		return nil
 	}
 	return setReplicas(ctx, p, u.Target, objectRef(u.Params["cluster"], o), n)
 }
@@ -126,9 +130,15 @@ func scaledSince(ctx context.Context, p providers.Provider, u UndoAction) error 
 	if err != nil {
 		return err
 	}
+	if _, err := os.Stat(u.Params["file"]); errors.Is(err, fs.ErrNotExist) {
+		return nil // nothing was scaled (see unscale)
+	}
 	o, _, err := readBackup(u.Params["file"])
 	if err != nil {
 		return err
+	}
+	if _, err := replicasOf(o); err != nil {
+		return nil
 	}
 	ref := objectRef(u.Params["cluster"], o)
 	now, err := r.GetObject(ctx, u.Target, ref)

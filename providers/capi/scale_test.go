@@ -15,6 +15,7 @@ import (
 
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/scenarios/scenariotest"
 )
 
 // object.scale sets a MachineDeployment's replicas to zero, a phase sees
@@ -101,19 +102,7 @@ spec:
         fault: object.scale
         params: {cluster: management, apiVersion: cluster.x-k8s.io/v1beta2, kind: Machine, namespace: ns, name: w-1, replicas: "0"}
 `
-	sc, err := scenario.Parse("t.yaml", []byte(src), nil, engine.Vocabulary)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := engine.OpenJournal(filepath.Join(t.TempDir(), "journal.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	res, err := engine.Run(context.Background(), engine.RunInput{Scenario: sc, Provider: p, Journal: j})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := scenariotest.RunText(context.Background(), t, p, "t.yaml", []byte(src), nil)
 	if res.Verdict != engine.Error || !strings.Contains(res.Reason, "Machine ns/w-1 (management cluster): no spec.replicas to scale") {
 		t.Fatalf("verdict %s (%s), want an error naming the Machine", res.Verdict, res.Reason)
 	}
