@@ -81,14 +81,18 @@ func (r *Run) WriteResult(res *engine.Result) error {
 }
 
 // WriteReports writes junit.xml (one case, this run) and report.html,
-// linking the dumps (paths relative to the run folder) and showing each
-// phase against its history (nil: none).
+// linking the dumps (paths relative to the run folder), showing each phase
+// against its history (nil: none) and the folder's events.json.
 func (r *Run) WriteReports(res *engine.Result, dumps []string, history map[string]PhaseStats) error {
 	var junit, report bytes.Buffer
 	if err := WriteJUnit(&junit, ResultsJUnit([]*engine.Result{res})); err != nil {
 		return fmt.Errorf("write %s: %w", JUnitFile, err)
 	}
-	if err := WriteReport(&report, res, dumps, history); err != nil {
+	events, err := readEvents(r.dir)
+	if err != nil {
+		return err
+	}
+	if err := writeReport(&report, res, dumps, history, events); err != nil {
 		return fmt.Errorf("write %s: %w", ReportFile, err)
 	}
 	for name, b := range map[string][]byte{JUnitFile: junit.Bytes(), ReportFile: report.Bytes()} {

@@ -57,6 +57,8 @@ type reportData struct {
 	VerdictClass string
 	// Settings are the profile's settings, NAME=VALUE, sorted.
 	Settings []string
+	// Events are the clusters' Events of the run's window.
+	Events []RunEvent
 }
 
 // phaseBar is phase p's bar on the chart, x placing a time on it: from
@@ -93,7 +95,12 @@ func phaseBar(p engine.PhaseResult, x func(time.Time) float64, finished time.Tim
 // dumps (paths relative to the report); with history, each phase's past
 // P50 and P95 and the gate's limit. It loads nothing from anywhere.
 func WriteReport(w io.Writer, res *engine.Result, dumps []string, history map[string]PhaseStats) error {
-	d := reportData{Res: res, Dumps: dumps, History: history, Duration: res.FinishedAt.Sub(res.StartedAt).Round(time.Millisecond).String(),
+	return writeReport(w, res, dumps, history, nil)
+}
+
+// writeReport is WriteReport with the Events of the run's window.
+func writeReport(w io.Writer, res *engine.Result, dumps []string, history map[string]PhaseStats, events []RunEvent) error {
+	d := reportData{Res: res, Dumps: dumps, History: history, Events: events, Duration: res.FinishedAt.Sub(res.StartedAt).Round(time.Millisecond).String(),
 		PlotLeft: chartLabel, PlotRight: chartLabel + chartPlot, Width: chartLabel + chartPlot + 20, VerdictClass: string(res.Verdict)}
 	for _, k := range slices.Sorted(maps.Keys(res.ProfileSettings)) {
 		d.Settings = append(d.Settings, k+"="+res.ProfileSettings[k])
@@ -254,6 +261,11 @@ their budget (red); a black mark is a budget's end.</p>
 <table><tr><th>workload</th><th>measure</th><th>gap from</th><th>after the fault</th><th>lasted</th><th>failed samples</th><th>first reason</th></tr>
 {{range $w := .}}{{range $m := .Measures}}{{range .Gaps}}<tr><td>{{$w.Name}}</td><td>{{$m.Of}}</td><td>{{ts0 .Start}}</td><td>{{dur .SinceInject}}</td><td class="gap">{{.Duration.Round 1000000}}{{if .Open}} (still down){{end}}</td><td>{{.Failed}}</td><td>{{.Reason}}</td></tr>
 {{end}}{{end}}{{end}}</table>{{end}}
+
+{{with .Events}}<h2>Events during the run</h2>
+<table><tr><th>time</th><th>cluster</th><th>object</th><th>reason</th><th>message</th></tr>
+{{range .}}<tr><td>{{.Time}}</td><td>{{.Cluster}}</td><td>{{.Object}}</td><td>{{if eq .Type "Warning"}}<b>{{.Reason}}</b>{{else}}{{.Reason}}{{end}}{{if gt .Count 1}} (x{{.Count}}){{end}}</td><td>{{.Message}}</td></tr>
+{{end}}</table>{{end}}
 
 <h2>Faults</h2>
 <table><tr><th>fault</th><th>kind</th><th>target</th><th>injected</th><th>undone</th><th>undo</th><th>result</th></tr>

@@ -114,6 +114,9 @@ func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 	if res.Verdict == engine.Fail || res.Verdict == engine.Error || res.Verdict == engine.TimedOut {
 		dumps = dumpFailed(ctx, run.Provider, res, in.Dir, in.Log)
 	}
+	if !run.DryRun {
+		keepEvents(ctx, run.Provider, res, in.Dir, in.Log)
+	}
 	if err := out.WriteReports(res, dumps, stats); err != nil {
 		return res, err
 	}
@@ -128,16 +131,44 @@ func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 // clusters: of the Cluster the first target belongs to. What cannot be
 // read is logged; the run's verdict stands.
 func dumpFailed(ctx context.Context, p providers.Provider, res *engine.Result, dir string, log logr.Logger) []string {
-	o, ok := p.(providers.Objects)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	o, scope, ok := clusterScope(ctx, p, res, log)
 	if !ok {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	files, err := artifacts.Dump(ctx, o, scope, dir, res.StartedAt)
+	if err != nil {
+		log.Error(err, "dumps are incomplete")
+	}
+	return files
+}
+
+// keepEvents writes the Events of the run's window beside its result, on
+// a pass too (the report shows them). What cannot be read is logged.
+func keepEvents(ctx context.Context, p providers.Provider, res *engine.Result, dir string, log logr.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	o, scope, ok := clusterScope(ctx, p, res, log)
+	if !ok {
+		return
+	}
+	if err := artifacts.WriteEvents(ctx, o, scope, dir, res.StartedAt); err != nil {
+		log.Error(err, "the run's Events are incomplete")
+	}
+}
+
+// clusterScope is how to read the clusters of a run, when the provider
+// reads clusters: through the first target's object (or any Machine).
+func clusterScope(ctx context.Context, p providers.Provider, res *engine.Result, log logr.Logger) (providers.Objects, providers.Object, bool) {
+	o, ok := p.(providers.Objects)
+	if !ok {
+		return nil, providers.Object{}, false
+	}
 	all, err := p.Resolve(ctx, providers.Selector{})
 	if err != nil || len(all) == 0 {
-		log.Info("no dumps: no Machine to reach the cluster through", "error", err)
-		return nil
+		log.Info("no dumps or Events: no Machine to reach the cluster through", "error", err)
+		return nil, providers.Object{}, false
 	}
 	scope := all[0]
 	for _, obj := range all {
@@ -145,9 +176,5 @@ func dumpFailed(ctx context.Context, p providers.Provider, res *engine.Result, d
 			scope = obj
 		}
 	}
-	files, err := artifacts.Dump(ctx, o, scope, dir, res.StartedAt)
-	if err != nil {
-		log.Error(err, "dumps are incomplete")
-	}
-	return files
+	return o, scope, true
 }
