@@ -110,13 +110,7 @@ func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 	if err := out.WriteResult(res); err != nil {
 		return res, err
 	}
-	var dumps []string
-	if res.Verdict == engine.Fail || res.Verdict == engine.Error || res.Verdict == engine.TimedOut {
-		dumps = dumpFailed(ctx, run.Provider, res, in.Dir, in.Log)
-	}
-	if !run.DryRun {
-		keepEvents(ctx, run.Provider, res, in.Dir, in.Log)
-	}
+	dumps := keepEvidence(ctx, run, res, in.Dir, in.Log)
 	if err := out.WriteReports(res, dumps, stats); err != nil {
 		return res, err
 	}
@@ -125,6 +119,19 @@ func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 		return res, fmt.Errorf("timeline %s is incomplete: %w", filepath.Join(in.Dir, artifacts.TimelineFile), err)
 	}
 	return res, nil
+}
+
+// keepEvidence writes what the clusters say of the run beside its result:
+// the Events of its window (not for a dry run), and the dumps when it
+// failed, erred or timed out, whose files it returns.
+func keepEvidence(ctx context.Context, run engine.RunInput, res *engine.Result, dir string, log logr.Logger) []string {
+	if !run.DryRun {
+		keepEvents(ctx, run.Provider, res, dir, log)
+	}
+	if res.Verdict == engine.Fail || res.Verdict == engine.Error || res.Verdict == engine.TimedOut {
+		return dumpFailed(ctx, run.Provider, res, dir, log)
+	}
+	return nil
 }
 
 // dumpFailed writes the dumps of a failed run, when the provider reads
