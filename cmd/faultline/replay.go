@@ -1,6 +1,8 @@
 package main
 
 import (
+	"regexp"
+
 	"github.com/spf13/pflag"
 )
 
@@ -26,11 +28,19 @@ func replayBase(fs *pflag.FlagSet) []string {
 		}
 		if sv, ok := f.Value.(pflag.SliceValue); ok {
 			for _, v := range sv.GetSlice() {
-				args = append(args, "--"+f.Name+"="+v)
+				args = append(args, "--"+f.Name+"="+withoutUserinfo(v))
 			}
 			return
 		}
-		args = append(args, "--"+f.Name+"="+f.Value.String())
+		args = append(args, "--"+f.Name+"="+withoutUserinfo(f.Value.String()))
 	})
 	return args
 }
+
+// urlUserinfo matches the user:password@ of a URL.
+var urlUserinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@`)
+
+// withoutUserinfo is v with any URL's user and password left out: a
+// --vcenter-url may carry them, and the replay command is written into
+// result.json and JUnit.
+func withoutUserinfo(v string) string { return urlUserinfo.ReplaceAllString(v, "$1") }
