@@ -92,8 +92,26 @@ func (m *monitor) start(ctx context.Context) {
 			}
 		}()
 	})
-	m.loop(ctx, m.interval, func(ctx context.Context) { m.sampleEndpoints(ctx) })
+	// Endpoint readings overlap too, a few at most: an API server slow to
+	// answer one list does not move the next reading's time.
+	inFlight := make(chan struct{}, maxEndpointReads)
+	m.loop(ctx, m.interval, func(ctx context.Context) {
+		select {
+		case inFlight <- struct{}{}:
+		default:
+			return // as many reads as allowed wait on the API server
+		}
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			defer func() { <-inFlight }()
+			m.sampleEndpoints(ctx)
+		}()
+	})
 }
+
+// maxEndpointReads bounds the endpoint readings in flight at once.
+const maxEndpointReads = 4
 
 // stop ends the sampling and waits for the samples in flight.
 func (m *monitor) stop() {
