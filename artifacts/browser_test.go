@@ -50,3 +50,31 @@ func TestIntegrationReportInBrowser(t *testing.T) {
 		t.Error("a blocked script left no console message: the check above would not see errors")
 	}
 }
+
+// TestIntegrationTrendInBrowser renders a passing run's report with a
+// phase's history in headless chromium: the trend's P50-P95 band, this
+// run's dot and the limit and failed run (red) are drawn.
+func TestIntegrationTrendInBrowser(t *testing.T) {
+	browser := browsertest.Chromium(t)
+	res := failedRun()
+	res.Verdict, res.Reason = "pass", ""
+	for i := range res.Phases {
+		res.Phases[i].OK = true
+	}
+	stats := map[string]PhaseStats{"node-not-ready": {Phase: "node-not-ready", Runs: 5, Failed: 1, P50: 2.0, P95: 3.0, Last: 2.5, Points: []Point{
+		{Verdict: "pass", Reached: true, Seconds: 1.8}, {Verdict: "pass", Reached: true, Seconds: 2.0}, {Verdict: "fail"},
+		{Verdict: "pass", Reached: true, Seconds: 3.0}, {Verdict: "pass", Reached: true, Seconds: 2.2}, {Verdict: "pass", Reached: true, Seconds: 2.5}}}}
+	var b bytes.Buffer
+	if err := WriteReport(&b, res, nil, stats); err != nil {
+		t.Fatal(err)
+	}
+	img := browsertest.Page(t, browser, b.Bytes())
+	for name, c := range map[string]struct {
+		rgb uint32
+		min int
+	}{"band": {0xc8e6c9, 100}, "this run": {0x1565c0, 10}, "limit and failed run": {0xc62828, 10}} {
+		if n := browsertest.Pixels(img, c.rgb); n < c.min {
+			t.Errorf("%s: %d pixels of #%06x, want at least %d", name, n, c.rgb, c.min)
+		}
+	}
+}
