@@ -18,18 +18,10 @@ import (
 	"github.com/faultline-dev/faultline/scenarios/scenariotest"
 )
 
-// object.scale sets a MachineDeployment's replicas to zero, a phase sees
-// it, and the undo sets them back to the count its backup file holds.
-// A MachineDeployment scaled by someone else after the fault is not set
-// back: the undo's check refuses to overwrite the change.
-func TestObjectScaleRoundTrip(t *testing.T) {
-	t.Parallel()
-	mdObj := &clusterv1.MachineDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1-md-0"},
-		Spec:       clusterv1.MachineDeploymentSpec{ClusterName: "c1", Replicas: ptr.To[int32](3)},
-	}
-	p := newProvider(t, machine("w-1", md, "Running"), mdObj)
-	src := `apiVersion: faultline.dev/v1alpha1
+// scaleScenario scales the management cluster's object kind/name to zero,
+// then runs steps.
+func scaleScenario(kind, name, steps string) string {
+	return `apiVersion: faultline.dev/v1alpha1
 kind: Scenario
 metadata: {name: t}
 spec:
@@ -43,8 +35,20 @@ spec:
     - name: scale-down
       inject:
         fault: object.scale
-        params: {cluster: management, apiVersion: cluster.x-k8s.io/v1beta2, kind: MachineDeployment, namespace: ns, name: c1-md-0, replicas: "0"}
-    - name: scaled
+        params: {cluster: management, apiVersion: cluster.x-k8s.io/v1beta2, kind: ` + kind + `, namespace: ns, name: ` + name + `, replicas: "0"}
+` + steps
+}
+
+// object.scale sets a MachineDeployment's replicas to zero, a phase sees
+// it, and the undo sets them back to the count its backup file holds.
+func TestObjectScaleRoundTrip(t *testing.T) {
+	t.Parallel()
+	mdObj := &clusterv1.MachineDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1-md-0"},
+		Spec:       clusterv1.MachineDeploymentSpec{ClusterName: "c1", Replicas: ptr.To[int32](3)},
+	}
+	p := newProvider(t, machine("w-1", md, "Running"), mdObj)
+	src := scaleScenario("MachineDeployment", "c1-md-0", `    - name: scaled
       observe:
         phases:
           - name: zero
@@ -53,7 +57,7 @@ spec:
               target: scope
               args: {cluster: management, apiVersion: cluster.x-k8s.io/v1beta2, kind: MachineDeployment, namespace: ns, name: c1-md-0, expression: "object.spec.replicas == 0"}
             within: 5s
-`
+`)
 	sc, err := scenario.Parse("t.yaml", []byte(src), nil, engine.Vocabulary)
 	if err != nil {
 		t.Fatal(err)
@@ -87,21 +91,7 @@ spec:
 func TestObjectScaleNothingToScale(t *testing.T) {
 	t.Parallel()
 	p := newProvider(t, machine("w-1", md, "Running"))
-	src := `apiVersion: faultline.dev/v1alpha1
-kind: Scenario
-metadata: {name: t}
-spec:
-  requires: [ClusterAPI, Objects, ObjectWrites]
-  timeout: 20s
-  targets:
-    - name: scope
-      select: {role: worker}
-  steps:
-    - name: scale-down
-      inject:
-        fault: object.scale
-        params: {cluster: management, apiVersion: cluster.x-k8s.io/v1beta2, kind: Machine, namespace: ns, name: w-1, replicas: "0"}
-`
+	src := scaleScenario("Machine", "w-1", "")
 	res := scenariotest.RunText(context.Background(), t, p, "t.yaml", []byte(src), nil)
 	if res.Verdict != engine.Error || !strings.Contains(res.Reason, "Machine ns/w-1 (management cluster): no spec.replicas to scale") {
 		t.Fatalf("verdict %s (%s), want an error naming the Machine", res.Verdict, res.Reason)
