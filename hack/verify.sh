@@ -11,6 +11,12 @@ if ! diff -q go.mod /tmp/faultline-go.mod.bak >/dev/null || ! diff -q go.sum /tm
   echo "go.mod or go.sum is not tidy: run go mod tidy" >&2
   exit 1
 fi
+# The team's own module (suites/examples/team) requires this one through a
+# replace: a dependency added here must be in its go.mod too.
+if ! (cd suites/examples/team && go mod tidy -diff >/dev/null); then
+  echo "suites/examples/team's go.mod or go.sum is not tidy: run go mod tidy there" >&2
+  exit 1
+fi
 go run ./cmd/faultline validate scenarios/*.yaml
 # The CLI reference is generated from the commands' help.
 cli_docs="$(mktemp -d)"
