@@ -121,48 +121,39 @@ func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 	return res, nil
 }
 
-// keepEvidence writes what the clusters say of the run beside its result:
-// the Events of its window (not for a dry run), and the dumps when it
-// failed, erred or timed out, whose files it returns.
+// keepEvidence writes what the clusters say of the run beside its result,
+// when the provider reads clusters: the Events of its window (not for a
+// dry run), and the dumps when it failed, erred or timed out, whose files
+// it returns. The clusters are reached once for both. What cannot be read
+// is logged; the run's verdict stands.
 func keepEvidence(ctx context.Context, run engine.RunInput, res *engine.Result, dir string, log logr.Logger) []string {
-	if !run.DryRun {
-		keepEvents(ctx, run.Provider, res, dir, log)
+	failed := res.Verdict == engine.Fail || res.Verdict == engine.Error || res.Verdict == engine.TimedOut
+	if run.DryRun && !failed {
+		return nil
 	}
-	if res.Verdict == engine.Fail || res.Verdict == engine.Error || res.Verdict == engine.TimedOut {
-		return dumpFailed(ctx, run.Provider, res, dir, log)
-	}
-	return nil
-}
-
-// dumpFailed writes the dumps of a failed run, when the provider reads
-// clusters: of the Cluster the first target belongs to. What cannot be
-// read is logged; the run's verdict stands.
-func dumpFailed(ctx context.Context, p providers.Provider, res *engine.Result, dir string, log logr.Logger) []string {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	// Reaching the clusters and their Events: 30 s; the dumps: a minute.
+	base := context.WithoutCancel(ctx)
+	rctx, cancel := context.WithTimeout(base, 30*time.Second)
 	defer cancel()
-	o, scope, ok := clusterScope(ctx, p, res, log)
+	o, scope, ok := clusterScope(rctx, run.Provider, res, log)
 	if !ok {
 		return nil
 	}
-	files, err := artifacts.Dump(ctx, o, scope, dir, res.StartedAt)
+	if !run.DryRun {
+		if err := artifacts.WriteEvents(rctx, o, scope, dir, res.StartedAt); err != nil {
+			log.Error(err, "the run's Events are incomplete")
+		}
+	}
+	if !failed {
+		return nil
+	}
+	dctx, cancel := context.WithTimeout(base, time.Minute)
+	defer cancel()
+	files, err := artifacts.Dump(dctx, o, scope, dir, res.StartedAt)
 	if err != nil {
 		log.Error(err, "dumps are incomplete")
 	}
 	return files
-}
-
-// keepEvents writes the Events of the run's window beside its result, on
-// a pass too (the report shows them). What cannot be read is logged.
-func keepEvents(ctx context.Context, p providers.Provider, res *engine.Result, dir string, log logr.Logger) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	o, scope, ok := clusterScope(ctx, p, res, log)
-	if !ok {
-		return
-	}
-	if err := artifacts.WriteEvents(ctx, o, scope, dir, res.StartedAt); err != nil {
-		log.Error(err, "the run's Events are incomplete")
-	}
 }
 
 // clusterScope is how to read the clusters of a run, when the provider
