@@ -167,6 +167,11 @@ func redactValue(v any) any {
 	return v
 }
 
+// WithoutUserinfo leaves the user info of every URL in s out, for a
+// command line that must still reach the URL (redactURLs marks it
+// instead).
+func WithoutUserinfo(s string) string { return userinfo.ReplaceAllString(s, "${1}") }
+
 // redactURLs removes the user info of every URL in s.
 func redactURLs(s string) string {
 	if !strings.Contains(s, "@") {

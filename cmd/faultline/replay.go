@@ -1,9 +1,9 @@
 package main
 
 import (
-	"regexp"
-
 	"github.com/spf13/pflag"
+
+	"github.com/faultline-dev/faultline/artifacts"
 )
 
 // notReplayed are run's flags a replay command leaves out: the ones that
@@ -11,7 +11,9 @@ import (
 // gets its own folder), --set and --seed (the replay writes the values the
 // run used), and the ones that change what happens to faults or output
 // rather than where the run goes. User names are left out with the other
-// credentials (a password comes from a file the replay names).
+// credentials (a password comes from a file the replay names), and so are
+// the user and password of any URL (a --vcenter-url may carry them, and
+// the replay is written into result.json and JUnit).
 var notReplayed = map[string]bool{
 	"set": true, "seed": true, "selector": true, "artifacts": true, "output": true, "summary": true,
 	"history": true, "gate": true, "dry-run": true, "retain": true, "v": true,
@@ -28,19 +30,11 @@ func replayBase(fs *pflag.FlagSet) []string {
 		}
 		if sv, ok := f.Value.(pflag.SliceValue); ok {
 			for _, v := range sv.GetSlice() {
-				args = append(args, "--"+f.Name+"="+withoutUserinfo(v))
+				args = append(args, "--"+f.Name+"="+artifacts.WithoutUserinfo(v))
 			}
 			return
 		}
-		args = append(args, "--"+f.Name+"="+withoutUserinfo(f.Value.String()))
+		args = append(args, "--"+f.Name+"="+artifacts.WithoutUserinfo(f.Value.String()))
 	})
 	return args
 }
-
-// urlUserinfo matches the user:password@ of a URL.
-var urlUserinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@`)
-
-// withoutUserinfo is v with any URL's user and password left out: a
-// --vcenter-url may carry them, and the replay command is written into
-// result.json and JUnit.
-func withoutUserinfo(v string) string { return urlUserinfo.ReplaceAllString(v, "$1") }

@@ -112,6 +112,12 @@ func (c chain) recordHead() error {
 	return nil
 }
 
+// headFields splits a head as recordHead writes it, "SEQ MAC PATH" (the
+// path may hold spaces).
+func headFields(b []byte) []string {
+	return strings.SplitN(strings.TrimSuffix(string(b), "\n"), " ", 3)
+}
+
 // readHead reads the head recorded for journal id: its last line's number
 // and MAC; ok is false when none is recorded here.
 func readHead(heads, id string) (seq int, mac string, ok bool, err error) {
@@ -125,7 +131,7 @@ func readHead(heads, id string) (seq int, mac string, ok bool, err error) {
 	if err != nil {
 		return 0, "", false, fmt.Errorf("journal head: %w", err)
 	}
-	f := strings.Fields(string(b))
+	f := headFields(b)
 	if len(f) < 2 {
 		return 0, "", false, fmt.Errorf("journal head %s: malformed", filepath.Join(heads, id))
 	}
@@ -225,8 +231,7 @@ func RecordedJournals(heads string) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("journal head: %w", err)
 		}
-		// "SEQ MAC PATH": the path may hold spaces.
-		f := strings.SplitN(strings.TrimSuffix(string(b), "\n"), " ", 3)
+		f := headFields(b)
 		if len(f) < 3 || !filepath.IsAbs(f[2]) {
 			continue
 		}

@@ -62,23 +62,30 @@ func scaleWithBackup(ctx context.Context, p providers.Provider, scope providers.
 	return setReplicas(ctx, p, scope, ref, n)
 }
 
-// unscale sets the replicas back to the count of the backup. The fault
-// scales only after its backup is written and holds spec.replicas: with no
-// backup, or one without replicas, it changed nothing and there is nothing
-// to undo.
+// unscale sets the replicas back to the count of the backup.
 func unscale(ctx context.Context, p providers.Provider, u UndoAction) error {
-	if _, err := os.Stat(u.Params["file"]); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	o, _, err := readBackup(u.Params["file"])
-	if err != nil {
+	o, n, scaled, err := backupReplicas(u.Params["file"])
+	if err != nil || !scaled {
 		return err
 	}
-	n, err := replicasOf(o)
-	if err != nil {
-		return nil
-	}
 	return setReplicas(ctx, p, u.Target, objectRef(u.Params["cluster"], o), n)
+}
+
+// backupReplicas reads a scale fault's backup and the count it holds.
+// The fault scales only after its backup is written and holds
+// spec.replicas: with no backup, or one without replicas, it changed
+// nothing (scaled is false) and there is nothing to undo.
+func backupReplicas(file string) (o map[string]any, n int64, scaled bool, err error) {
+	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, false, nil
+	}
+	if o, _, err = readBackup(file); err != nil {
+		return nil, 0, false, err
+	}
+	if n, err = replicasOf(o); err != nil {
+		return o, 0, false, nil
+	}
+	return o, n, true, nil
 }
 
 // replicasOf reads spec.replicas.
@@ -130,15 +137,9 @@ func scaledSince(ctx context.Context, p providers.Provider, u UndoAction) error 
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(u.Params["file"]); errors.Is(err, fs.ErrNotExist) {
-		return nil // nothing was scaled (see unscale)
-	}
-	o, _, err := readBackup(u.Params["file"])
-	if err != nil {
+	o, _, scaled, err := backupReplicas(u.Params["file"])
+	if err != nil || !scaled {
 		return err
-	}
-	if _, err := replicasOf(o); err != nil {
-		return nil
 	}
 	ref := objectRef(u.Params["cluster"], o)
 	now, err := r.GetObject(ctx, u.Target, ref)
