@@ -8,6 +8,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/faultline-dev/faultline/framework/engine"
 )
 
 // Scenarios are the scenarios the history folder has runs of.
@@ -42,7 +44,7 @@ func Sparkline(s PhaseStats) string {
 	var b strings.Builder
 	for _, p := range s.Points {
 		switch {
-		case p.Verdict != "pass" || !p.Reached:
+		case p.Verdict != engine.Pass || !p.Reached:
 			b.WriteRune('✗')
 		case top == 0:
 			b.WriteRune(bars[0])

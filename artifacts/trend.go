@@ -5,6 +5,8 @@ import (
 	"html/template"
 	"math"
 	"strings"
+
+	"github.com/faultline-dev/faultline/framework/engine"
 )
 
 // The size of a phase's trend in the report's phase table.
@@ -64,7 +66,7 @@ func trendSVG(s PhaseStats, took *float64) template.HTML {
 	for i, p := range s.Points {
 		when := p.At.UTC().Format("2006-01-02 15:04")
 		switch {
-		case p.Verdict == "pass" && p.Reached:
+		case p.Verdict == engine.Pass && p.Reached:
 			fmt.Fprintf(&b, `<circle class="past" cx="%.1f" cy="%.1f" r="2.5"><title>%s: %.1fs</title></circle>`, x(i), y(p.Seconds), when, p.Seconds)
 		default:
 			at, what := y(top/1.1), "not reached"

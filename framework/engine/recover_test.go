@@ -213,39 +213,35 @@ func TestRecoverLeavesChangedObjects(t *testing.T) {
 // itself: TestObjectScaleRoundTrip in providers/capi).
 func TestRecoverLeavesRescaledObjects(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		now    int64
-		failed int
-	}{{now: 5, failed: 1}} {
-		p := fake.New("a")
-		dir := t.TempDir()
-		backup := filepath.Join(dir, "deployment-default-web.yaml")
-		if err := os.WriteFile(backup, []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: default\nspec:\n  replicas: 2\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		journal := filepath.Join(dir, "journal.jsonl")
-		j, err := engine.OpenJournal(journal)
-		if err != nil {
-			t.Fatal(err)
-		}
-		undo := &engine.UndoAction{Action: "object.unscale", Target: providers.Object{Kind: "VirtualMachine", Name: "a", ID: "a"}, Params: map[string]string{"cluster": "workload", "file": backup, "replicas": "0"}}
-		if err := errors.Join(j.Append(engine.JournalEntry{Op: engine.OpInject, FaultID: "scale/web", Kind: "object.scale", Undo: undo, Provider: providers.ProviderRef{Name: "fake"}}), j.Close()); err != nil {
-			t.Fatal(err)
-		}
-		ref := providers.ObjectRef{Cluster: "workload", APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web"}
-		p.SetObject(ref, map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "default"}, "spec": map[string]any{"replicas": tc.now}})
-		var got error
-		sum, err := engine.Recover(context.Background(), engine.RecoverInput{
-			Journals:  []string{journal},
-			Reconnect: func(context.Context, engine.JournalEntry) (providers.Provider, error) { return p, nil },
-			Report:    func(r engine.Recovered) { got = r.Err },
-		})
-		if err != nil || sum.Failed != tc.failed || (tc.failed == 1) != (got != nil && strings.Contains(got.Error(), "was scaled since the fault set its replicas to 0")) {
-			t.Errorf("replicas %d now: recover %v, %+v, %v", tc.now, err, sum, got)
-		}
-		o, err := p.GetObject(context.Background(), providers.Object{}, ref)
-		if spec, _ := o["spec"].(map[string]any); err != nil || spec["replicas"] != tc.now {
-			t.Errorf("replicas %d now: after recover %v (%v), want them left", tc.now, o, err)
-		}
+	p := fake.New("a")
+	dir := t.TempDir()
+	backup := filepath.Join(dir, "deployment-default-web.yaml")
+	if err := os.WriteFile(backup, []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: default\nspec:\n  replicas: 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	journal := filepath.Join(dir, "journal.jsonl")
+	j, err := engine.OpenJournal(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	undo := &engine.UndoAction{Action: "object.unscale", Target: providers.Object{Kind: "VirtualMachine", Name: "a", ID: "a"}, Params: map[string]string{"cluster": "workload", "file": backup, "replicas": "0"}}
+	if err := errors.Join(j.Append(engine.JournalEntry{Op: engine.OpInject, FaultID: "scale/web", Kind: "object.scale", Undo: undo, Provider: providers.ProviderRef{Name: "fake"}}), j.Close()); err != nil {
+		t.Fatal(err)
+	}
+	// Someone scaled it to 5 since the fault set 0.
+	ref := providers.ObjectRef{Cluster: "workload", APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web"}
+	p.SetObject(ref, map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "default"}, "spec": map[string]any{"replicas": int64(5)}})
+	var got error
+	sum, err := engine.Recover(context.Background(), engine.RecoverInput{
+		Journals:  []string{journal},
+		Reconnect: func(context.Context, engine.JournalEntry) (providers.Provider, error) { return p, nil },
+		Report:    func(r engine.Recovered) { got = r.Err },
+	})
+	if err != nil || sum.Failed != 1 || got == nil || !strings.Contains(got.Error(), "was scaled since the fault set its replicas to 0") {
+		t.Errorf("recover over a rescaled Deployment: %v, %+v, %v", err, sum, got)
+	}
+	o, err := p.GetObject(context.Background(), providers.Object{}, ref)
+	if spec, _ := o["spec"].(map[string]any); err != nil || spec["replicas"] != int64(5) {
+		t.Errorf("after recover %v (%v), want its 5 replicas left", o, err)
 	}
 }
