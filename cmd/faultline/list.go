@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -57,8 +56,8 @@ gives all of it. 'faultline describe NAME' shows one in full.`,
 			width := 0
 			if output == "text" {
 				width = 120
-				if f, ok := cmd.OutOrStdout().(*os.File); ok && isTerminal(f) {
-					width = terminalWidth(f)
+				if tty, now := terminal(cmd.OutOrStdout()); tty {
+					width = now()
 				}
 			}
 			return writeList(cmd.OutOrStdout(), entries, output == "wide", width)

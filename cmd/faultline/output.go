@@ -137,11 +137,9 @@ const (
 )
 
 func newProgressPrinter(w io.Writer) *progressPrinter {
-	f, ok := w.(*os.File)
-	p := newProgress(w, ok && isTerminal(f))
-	if ok {
-		p.width = func() int { return terminalWidth(f) }
-	}
+	tty, width := terminal(w)
+	p := newProgress(w, tty)
+	p.width = width
 	return p
 }
 
@@ -154,12 +152,20 @@ func newProgress(w io.Writer, tty bool) *progressPrinter {
 // defaultWidth is the width of a terminal whose size cannot be read.
 const defaultWidth = 80
 
-// terminalWidth is f's width in columns when f is a terminal.
-func terminalWidth(f *os.File) int {
-	if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
-		return w
+// terminal tells whether w is a terminal, and how wide it is when asked
+// (its width now, as it may be resized; defaultWidth when it cannot be
+// read or w is no terminal).
+func terminal(w io.Writer) (bool, func() int) {
+	f, ok := w.(*os.File)
+	if !ok || !isTerminal(f) {
+		return false, func() int { return defaultWidth }
 	}
-	return defaultWidth
+	return true, func() int {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+			return w
+		}
+		return defaultWidth
+	}
 }
 
 // fit cuts line to width columns (runes), ending it with "..." when cut.

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -27,10 +26,8 @@ type startLine struct {
 const startEvery = 15 * time.Second
 
 func newStartLine(w io.Writer) *startLine {
-	s := &startLine{w: w, started: time.Now(), width: func() int { return defaultWidth }}
-	if f, ok := w.(*os.File); ok && isTerminal(f) {
-		s.tty, s.width = true, func() int { return terminalWidth(f) }
-	}
+	s := &startLine{w: w, started: time.Now()}
+	s.tty, s.width = terminal(w)
 	return s
 }
 
