@@ -41,13 +41,16 @@ type manager struct {
 // newManagers are the four of the stack built in dir, with the provider
 // each serves; suffix, when set, ends their instance names.
 func newManagers(dir, suffix string) ([]*manager, error) {
+	// One call for every port: each listener is held until all are
+	// found, so no two managers are given the same port.
+	ports, err := freePorts(3 * len(managerBinaries))
+	if err != nil {
+		return nil, err
+	}
 	var ms []*manager
-	for _, m := range managerBinaries {
-		ports, err := freePorts(3)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, &manager{name: m.name, provider: m.provider, bin: dir, instance: m.name + suffix, webhookPort: ports[0], healthPort: ports[1], metricsPort: ports[2]})
+	for i, m := range managerBinaries {
+		p := ports[3*i:]
+		ms = append(ms, &manager{name: m.name, provider: m.provider, bin: dir, instance: m.name + suffix, webhookPort: p[0], healthPort: p[1], metricsPort: p[2]})
 	}
 	return ms, nil
 }
