@@ -135,7 +135,7 @@ func keepEvidence(ctx context.Context, run engine.RunInput, res *engine.Result, 
 	base := context.WithoutCancel(ctx)
 	rctx, cancel := context.WithTimeout(base, 30*time.Second)
 	defer cancel()
-	o, scope, ok := clusterScope(rctx, run.Provider, res, log)
+	o, scope, ok := clusterScope(rctx, run, res, log)
 	if !ok {
 		return nil
 	}
@@ -157,15 +157,21 @@ func keepEvidence(ctx context.Context, run engine.RunInput, res *engine.Result, 
 }
 
 // clusterScope is how to read the clusters of a run, when the provider
-// reads clusters: through the first target's object (or any Machine).
-func clusterScope(ctx context.Context, p providers.Provider, res *engine.Result, log logr.Logger) (providers.Objects, providers.Object, bool) {
-	o, ok := p.(providers.Objects)
+// reads clusters: through the first target's object, or a Machine of the
+// cluster the run was kept in (on a lab with clusters side by side, never
+// another run's), or any Machine.
+func clusterScope(ctx context.Context, run engine.RunInput, res *engine.Result, log logr.Logger) (providers.Objects, providers.Object, bool) {
+	o, ok := run.Provider.(providers.Objects)
 	if !ok {
 		return nil, providers.Object{}, false
 	}
-	all, err := p.Resolve(ctx, providers.Selector{})
+	var sel providers.Selector
+	if sc := run.Scenario; sc != nil && len(sc.Spec.Targets) > 0 {
+		sel.Cluster = sc.Spec.Targets[0].Select.Cluster
+	}
+	all, err := run.Provider.Resolve(ctx, sel)
 	if err != nil || len(all) == 0 {
-		log.Info("no dumps or Events: no Machine to reach the cluster through", "error", err)
+		log.Info("no dumps or Events: no Machine to reach the cluster through", "cluster", sel.Cluster, "error", err)
 		return nil, providers.Object{}, false
 	}
 	scope := all[0]

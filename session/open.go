@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
 	"github.com/faultline-dev/faultline/providers/kind"
@@ -132,6 +133,10 @@ type LabConfig struct {
 	Wait time.Duration
 	// Log receives the lab's controllers' logs.
 	Log logr.Logger
+	// Spares are the shapes of clusters the lab starts as soon as its
+	// management plane is up, beside Clusters, for runs side by side to
+	// lease (lab.Lab.Lease); the start does not wait for them.
+	Spares []scenario.LabSpec
 }
 
 // ManagementConfig reaches a Cluster API management cluster.
@@ -281,6 +286,14 @@ func (s *Session) openLab(ctx context.Context, cfg Config) error {
 		return err
 	}
 	s.closers = append(s.closers, l.Stop)
+	if n := len(cfg.Lab.Spares); n > 0 {
+		s.say(cfg, "lab: preparing %d more cluster(s) for the scenarios run side by side\n", n)
+	}
+	for _, shape := range cfg.Lab.Spares {
+		if err := l.Prepare(ctx, l.FreshSpec(lab.ClusterName, shape)); err != nil {
+			s.say(cfg, "lab: could not prepare a cluster (%s) ahead (%v); it is made when leased\n", lab.SpecFor(lab.ClusterName, shape).Shape(), err)
+		}
+	}
 	wait := cfg.Lab.Wait
 	if wait == 0 {
 		wait = LabWait(cfg.Lab.Profile)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/faultline-dev/faultline/framework/engine"
@@ -28,6 +29,8 @@ type Pool struct {
 	// Out, when set, receives a line for people per cluster made.
 	Out io.Writer
 
+	// mu guards warm, first and used for Lease.
+	mu   sync.Mutex
 	warm *Session
 	// first is the shape of the warm lab's first cluster; used says a
 	// scenario changed it (one of simulated nodes ran there, or Renew

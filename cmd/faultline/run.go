@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/faultline-dev/faultline/session"
@@ -50,6 +49,11 @@ type runOptions struct {
 	seedSet bool
 	// replay is faultline run with the flags that said where it ran.
 	replay []string
+	// parallel is how many scenarios run side by side (--parallel).
+	parallel int
+	// spares are the shapes of the clusters a warm lab prepares as it
+	// starts, for the scenarios run side by side.
+	spares []scenario.LabSpec
 	// pool gives the scenarios of a run of several on the lab their
 	// sessions (a warm lab); nil elsewhere.
 	pool *session.Pool
@@ -68,6 +72,8 @@ func newRunCommand() *cobra.Command {
   faultline run power-off-worker --nodes containers --set budget.unhealthy=7m
   # your own CAPV management cluster, one Cluster, replaying a night's pick
   faultline run power-off-worker --provider capi --context mgmt --allow-context mgmt --cluster default/prod-1 --seed 42
+  # the core scenarios, four at a time, each on a fresh cluster of one warm lab
+  faultline run -l tier=core --parallel 4
   # every core scenario, with history and the regression gate, for CI
   faultline run -l tier=core --history nightly-history --gate --summary summary.md`,
 		ValidArgsFunction: completeScenarios,
@@ -95,6 +101,12 @@ in --allow-vcenter.`,
 					return usageErr("--%s sets how the lab runs; it does nothing with --provider %s", f, o.provider)
 				}
 			}
+			if o.parallel < 1 {
+				return usageErr("--parallel %d: expected 1 or more", o.parallel)
+			}
+			if o.parallel > 1 && (o.provider != session.ProviderLab || o.scope != "") {
+				return usageErr("--parallel runs scenarios side by side on clusters of one lab; with --provider %s or --cluster they would share one cluster", o.provider)
+			}
 			if cmd.Flags().Changed("kind-cluster") && o.provider != session.ProviderKind {
 				return usageErr("--kind-cluster names the cluster of --provider kind; it does nothing with --provider %s", o.provider)
 			}
@@ -121,6 +133,7 @@ in --allow-vcenter.`,
 	fs.BoolVar(&o.retain, "retain", false, "leave injected faults in place at the end (undo later with 'faultline recover')")
 	fs.StringVar(&o.scope, "cluster", "", "keep every target inside this Cluster API cluster, namespace/name; required for a destructive run against a management cluster with several")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "resolve the targets and evaluate the blast-radius and quorum guards, print what would be injected where, and touch nothing (the lab is still started)")
+	fs.IntVar(&o.parallel, "parallel", 1, "with several scenarios on the lab: run up to this many side by side, each on a fresh cluster of one warm lab (a scenario labelled alone: \"true\", or one no such cluster serves, runs alone after them)")
 	fs.Int64Var(&o.seed, "seed", 0, "seed of every random target pick the scenario does not seed itself, to replay or fix a run's choices")
 	fs.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity on stderr (0 users, 1+ debugging)")
 	o.vcenter.register(fs, true)
@@ -177,7 +190,7 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 	o.abort = abort
 
 	if !many {
-		res, dir, err := o.runOne(ctx, scs[0], o.artifacts, sets, history, stderr, log)
+		res, dir, err := o.runOne(ctx, scs[0], o.artifacts, alone(stderr), sets, history, log)
 		if res == nil {
 			return err
 		}
@@ -201,60 +214,6 @@ func (o *runOptions) adjust(scs []*scenario.Scenario, many bool) error {
 		}
 	}
 	return nil
-}
-
-// runMany runs several scenarios, one after the other, each in a folder of
-// its own under one folder with the JUnit of all; on the lab, unscoped,
-// through a pool: one warm lab with a fresh cluster for each.
-func (o *runOptions) runMany(ctx context.Context, scs []*scenario.Scenario, sets map[string]string, history *artifacts.History, stdout, stderr io.Writer, log logr.Logger) error {
-	if o.provider == session.ProviderLab && o.scope == "" {
-		o.pool = &session.Pool{Out: stderr, Open: func(ctx context.Context, clusters ...lab.ClusterSpec) (*session.Session, error) {
-			return o.open(ctx, clusters, false, stderr, log)
-		}}
-		defer func() { closeSession(ctx, o.pool.Close, log) }()
-	}
-	root := o.artifacts
-	if root == "" {
-		root = artifacts.RunDir("run", time.Now())
-	}
-	var results []*engine.Result
-	var dirs []string
-	var errs []error
-	folders := map[string]int{}
-	for i, sc := range scs {
-		if ctx.Err() != nil {
-			break // interrupted: the rest do not start
-		}
-		o.next = nil
-		if i+1 < len(scs) {
-			o.next = scs[i+1]
-		}
-		if want := sc.Metadata.Labels["provider"]; want != "" && want != o.provider {
-			results, dirs = append(results, o.notRun(sc, engine.Skipped, "it runs on provider "+want)), append(dirs, "")
-			continue
-		}
-		fmt.Fprintf(stderr, "=== %s\n", sc.Metadata.Name)
-		res, dir, err := o.runOne(ctx, sc, filepath.Join(root, scenarioFolder(folders, sc.Metadata.Name)), sets, history, stderr, log)
-		if res == nil {
-			res = o.notRun(sc, engine.Error, err.Error())
-		} else if err != nil {
-			errs = append(errs, err)
-		}
-		results, dirs = append(results, res), append(dirs, dir)
-		// Each verdict as its scenario ends, not only in the summary.
-		fmt.Fprintf(stderr, "---%s\n", summaryLine(res))
-	}
-	f, err := os.Create(filepath.Join(root, artifacts.JUnitFile))
-	if err == nil {
-		err = errors.Join(artifacts.WriteJUnit(f, artifacts.ResultsJUnit(results)), f.Close())
-	}
-	if err != nil {
-		errs = append(errs, fmt.Errorf("write the run's JUnit: %w", err))
-	}
-	if err := writeIndex(root, results, dirs); err != nil {
-		errs = append(errs, fmt.Errorf("write the run's index: %w", err))
-	}
-	return o.report(stdout, results, dirs, true, history, errors.Join(errs...))
 }
 
 // setupDeadline is --setup-timeout, or by default the lab's own wait with
@@ -281,14 +240,15 @@ func (o *runOptions) setupDeadline() time.Duration {
 // runOne runs sc on a session (the pool's, or one of its own), with its
 // artifacts in dir (a new folder when ""), and returns its result (nil
 // when it could not run) and the folder.
-func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir string, sets map[string]string, history *artifacts.History, stderr io.Writer, log logr.Logger) (*engine.Result, string, error) {
+func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir string, sl slot, sets map[string]string, history *artifacts.History, log logr.Logger) (*engine.Result, string, error) {
 	began := time.Now()
-	sess, release, err := o.acquire(ctx, sc, stderr, log)
+	stderr := sl.out
+	sess, release, err := o.acquire(ctx, sc, sl, log)
 	if err != nil {
 		return nil, "", err
 	}
 	defer closeSession(ctx, release, log)
-	if o.pool != nil && !o.dryRun {
+	if o.pool != nil && !o.dryRun && !sl.lease {
 		o.pool.Prepare(ctx, o.next)
 	}
 	if err := sess.RequireScope(ctx, o.scope, sc.Metadata.Name, injects(sc) && !o.dryRun); err != nil {
@@ -313,7 +273,7 @@ func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir stri
 	if dir == "" {
 		dir = artifacts.RunDir(sc.Metadata.Name, time.Now())
 	}
-	progress := newProgressPrinter(stderr)
+	progress := sl.progress()
 	res, err := session.Execute(ctx, session.ExecuteInput{
 		Dir: dir, Profile: sess.Profile, Release: sess.Release(), Log: log, History: history, Gate: o.gate,
 		Faultline: versionString(), Replay: o.replay,
@@ -332,16 +292,22 @@ func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir stri
 
 // acquire is the session sc runs on, within the set-up deadline, and how
 // to release it: the pool's, or one of its own.
-func (o *runOptions) acquire(ctx context.Context, sc *scenario.Scenario, stderr io.Writer, log logr.Logger) (*session.Session, func(context.Context) error, error) {
+func (o *runOptions) acquire(ctx context.Context, sc *scenario.Scenario, sl slot, log logr.Logger) (*session.Session, func(context.Context) error, error) {
 	setup := o.setupDeadline()
 	sctx, cancel := context.WithTimeout(ctx, setup)
 	defer cancel()
 	var sess *session.Session
 	var release func(context.Context) error
 	var err error
-	if o.pool != nil {
+	switch {
+	case sl.lease:
+		sess, release, err = o.pool.Lease(sctx, sc)
+	case o.pool != nil:
 		sess, release, err = o.pool.Acquire(sctx, sc)
-	} else if sess, err = o.open(sctx, session.LabClusters(sc), injects(sc), stderr, log); err == nil {
+	default:
+		sess, err = o.open(sctx, session.LabClusters(sc), injects(sc), sl.out, log)
+	}
+	if err == nil && release == nil {
 		release = sess.Close
 	}
 	if err != nil && errors.Is(sctx.Err(), context.DeadlineExceeded) {
@@ -376,6 +342,7 @@ func (o *runOptions) open(ctx context.Context, clusters []lab.ClusterSpec, destr
 	var err error
 	if o.provider == session.ProviderLab {
 		cfg.Lab, err = o.lab.config(log, clusters...)
+		cfg.Lab.Spares = o.spares
 	} else {
 		cfg.VCenter, err = o.vcenter.sessionConfig(log)
 	}

@@ -184,11 +184,17 @@ func (l *Lab) WaitReady(ctx context.Context) error { return l.WaitReadyReporting
 // WaitReadyReporting is WaitReady telling report, when set, each status it
 // reads that differs from the last ("cluster lab: 3 of 5 Machines
 // Running; pending: ...").
+// Clusters that Prepare started for a later Renew or Lease are not waited
+// for: they come up meanwhile.
 func (l *Lab) WaitReadyReporting(ctx context.Context, report func(status string)) error {
+	l.renewMu.Lock()
 	var specs []ClusterSpec
-	for _, cs := range l.clusters.All() {
-		specs = append(specs, cs)
+	for key, cs := range l.clusters.All() {
+		if _, later := l.prepared[key]; !later {
+			specs = append(specs, cs)
+		}
 	}
+	l.renewMu.Unlock()
 	return l.waitReady(ctx, specs, report)
 }
 

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/faultline-dev/faultline/artifacts"
+	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/providers/lab"
+	"github.com/faultline-dev/faultline/session"
+)
+
+// runMany runs several scenarios, each in a folder of its own under one
+// folder with the JUnit of all; on the lab, unscoped, through a pool: one
+// warm lab, with a fresh cluster for each scenario. With --parallel above
+// 1, those a leased cluster serves run side by side first, the others one
+// after the other after them.
+func (o *runOptions) runMany(ctx context.Context, scs []*scenario.Scenario, sets map[string]string, history *artifacts.History, stdout, stderr io.Writer, log logr.Logger) error {
+	if o.parallel > 1 {
+		stderr = &lockedWriter{w: stderr}
+	}
+	if o.provider == session.ProviderLab && o.scope == "" {
+		o.pool = &session.Pool{Out: stderr, Open: func(ctx context.Context, clusters ...lab.ClusterSpec) (*session.Session, error) {
+			return o.open(ctx, clusters, false, stderr, log)
+		}}
+		defer func() { closeSession(ctx, o.pool.Close, log) }()
+	}
+	root := o.artifacts
+	if root == "" {
+		root = artifacts.RunDir("run", time.Now())
+	}
+	plan := make([]*planned, len(scs))
+	folders := map[string]int{}
+	for i, sc := range scs {
+		plan[i] = &planned{sc: sc, dir: filepath.Join(root, scenarioFolder(folders, sc.Metadata.Name))}
+		if want := sc.Metadata.Labels["provider"]; want != "" && want != o.provider {
+			plan[i].res, plan[i].dir = o.notRun(sc, engine.Skipped, "it runs on provider "+want), ""
+		}
+	}
+	together := o.together(plan, stderr)
+	// The first of them runs on the warm lab's first cluster; the
+	// clusters of those beside it start with the lab.
+	for _, i := range together[min(1, len(together)):min(o.parallel, len(together))] {
+		o.spares = append(o.spares, *plan[i].sc.Spec.Lab)
+	}
+	o.runTogether(ctx, plan, together, sets, history, stderr, log)
+	o.spares = nil
+	var rest []*planned
+	for i, p := range plan {
+		if p.res == nil && !slices.Contains(together, i) {
+			rest = append(rest, p)
+		}
+	}
+	o.runAlone(ctx, rest, sets, history, stderr, log)
+	var results []*engine.Result
+	var dirs []string
+	var errs []error
+	for _, p := range plan {
+		if p.res != nil { // nil: interrupted before it started
+			results, dirs, errs = append(results, p.res), append(dirs, p.dir), append(errs, p.err)
+		}
+	}
+	f, err := os.Create(filepath.Join(root, artifacts.JUnitFile))
+	if err == nil {
+		err = errors.Join(artifacts.WriteJUnit(f, artifacts.ResultsJUnit(results)), f.Close())
+	}
+	if err != nil {
+		errs = append(errs, fmt.Errorf("write the run's JUnit: %w", err))
+	}
+	if err := writeIndex(root, results, dirs); err != nil {
+		errs = append(errs, fmt.Errorf("write the run's index: %w", err))
+	}
+	return o.report(stdout, results, dirs, true, history, errors.Join(errs...))
+}
+
+// runAlone runs the scenarios of plan one after the other, the pool
+// preparing each one's cluster during the one before; an interrupt starts
+// no more of them.
+func (o *runOptions) runAlone(ctx context.Context, plan []*planned, sets map[string]string, history *artifacts.History, stderr io.Writer, log logr.Logger) {
+	for i, p := range plan {
+		if ctx.Err() != nil {
+			break // interrupted: the rest do not start
+		}
+		o.next = nil
+		if i+1 < len(plan) {
+			o.next = plan[i+1].sc
+		}
+		fmt.Fprintf(stderr, "=== %s\n", p.sc.Metadata.Name)
+		p.res, p.dir, p.err = o.runOne(ctx, p.sc, p.dir, alone(stderr), sets, history, log)
+		if p.res == nil {
+			p.res, p.err = o.notRun(p.sc, engine.Error, p.err.Error()), nil
+		}
+		// Each verdict as its scenario ends, not only in the summary.
+		fmt.Fprintf(stderr, "---%s\n", summaryLine(p.res))
+	}
+}
+
+// planned is one scenario of a run of several: where its artifacts go,
+// and its result once it ran (or why it did not).
+type planned struct {
+	sc  *scenario.Scenario
+	dir string
+	res *engine.Result
+	// err is what kept its evidence from being whole (the result
+	// stands).
+	err error
+}
+
+// together are the indexes of the scenarios that run side by side, each
+// on a cluster leased from the warm lab (--parallel above 1): those a
+// leased cluster serves, on the release of the first of them. The others
+// run alone, one after the other, saying why.
+func (o *runOptions) together(plan []*planned, stderr io.Writer) []int {
+	if o.parallel < 2 || o.pool == nil {
+		return nil
+	}
+	var idx []int
+	var first *scenario.LabSpec
+	for i, p := range plan {
+		if p.res != nil {
+			continue
+		}
+		if why := session.Leasable(p.sc); why != "" {
+			fmt.Fprintf(stderr, "%s runs alone, after the others: %s\n", p.sc.Metadata.Name, why)
+			continue
+		}
+		if first == nil {
+			first = p.sc.Spec.Lab
+		} else if !first.Release.SameStack(p.sc.Spec.Lab.Release) {
+			fmt.Fprintf(stderr, "%s runs alone, after the others: its release %s is not the warm lab's, %s\n", p.sc.Metadata.Name, p.sc.Spec.Lab.Release, first.Release)
+			continue
+		}
+		idx = append(idx, i)
+	}
+	return idx
+}
+
+// runTogether runs the scenarios of idx at most --parallel at a time, each
+// on a cluster leased from the warm lab. Their progress goes to stderr as
+// lines that name the scenario; an interrupt starts no more of them.
+func (o *runOptions) runTogether(ctx context.Context, plan []*planned, idx []int, sets map[string]string, history *artifacts.History, stderr io.Writer, log logr.Logger) {
+	next := make(chan *planned)
+	var wg sync.WaitGroup
+	for range min(o.parallel, len(idx)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range next {
+				name := p.sc.Metadata.Name
+				fmt.Fprintf(stderr, "=== %s (beside others)\n", name)
+				res, dir, err := o.runOne(ctx, p.sc, p.dir, slotOf(stderr, name), sets, history, log)
+				p.res, p.dir, p.err = res, dir, err
+				if res == nil {
+					p.res, p.err = o.notRun(p.sc, engine.Error, err.Error()), nil
+				}
+				fmt.Fprintf(stderr, "---%s\n", summaryLine(p.res))
+			}
+		}()
+	}
+	for _, i := range idx {
+		if ctx.Err() != nil {
+			break // interrupted: the rest do not start
+		}
+		select {
+		case next <- plan[i]:
+		case <-ctx.Done():
+		}
+	}
+	close(next)
+	wg.Wait()
+}
+
+// slot is how one scenario's run shows its progress and gets its
+// session.
+type slot struct {
+	// progress is the scenario's progress printer.
+	progress func() *progressPrinter
+	// lease: the session is a cluster leased from the warm lab beside
+	// other runs, not the pool's one at a time or a session of its own.
+	lease bool
+	// out receives the lines for people of the run's set-up.
+	out io.Writer
+}
+
+// alone is the slot of a scenario run on its own: the live line on
+// stderr.
+func alone(stderr io.Writer) slot {
+	return slot{progress: func() *progressPrinter { return newProgressPrinter(stderr) }, out: stderr}
+}
+
+// slotOf is the slot of scenario name run beside others: its progress
+// as whole lines on stderr, each beginning with its name.
+func slotOf(stderr io.Writer, name string) slot {
+	w := &prefixed{w: stderr, prefix: name + ": "}
+	return slot{progress: func() *progressPrinter { return newProgress(w, false) }, lease: true, out: stderr}
+}
+
+// lockedWriter writes to w one Write at a time: the lines of scenarios
+// run side by side do not interleave.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// prefixed begins each line written to w with prefix; a line is written
+// once whole.
+type prefixed struct {
+	mu      sync.Mutex
+	w       io.Writer
+	prefix  string
+	pending []byte
+}
+
+func (p *prefixed) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pending = append(p.pending, b...)
+	for {
+		i := bytes.IndexByte(p.pending, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		if _, err := io.WriteString(p.w, p.prefix+string(p.pending[:i+1])); err != nil {
+			return len(b), err
+		}
+		p.pending = p.pending[i+1:]
+	}
+}

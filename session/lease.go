@@ -1,0 +1,78 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/providers/lab"
+)
+
+// LabelAlone is the label by which a scenario says it must run alone: a
+// run of several (run --parallel) runs it after the others, never beside
+// them, as it does a scenario no leased cluster serves (Leasable).
+const LabelAlone = "alone"
+
+// Leasable says why sc cannot run on a cluster leased from a warm lab
+// beside other scenarios, "" when it can. A scenario that cannot runs
+// alone, on a lab of its own (or the warm lab, one scenario at a time).
+func Leasable(sc *scenario.Scenario) string {
+	l := sc.Spec.Lab
+	switch {
+	case sc.Metadata.Labels[LabelAlone] == "true":
+		return "it is labelled " + LabelAlone + `: "true"`
+	case len(LabClusters(sc)) == 0:
+		return "it has no spec.lab (a vCenter simulator alone)"
+	case sc.OwnCluster():
+		return "it is labelled " + scenario.LabelOwnCluster
+	case UpgradesManagement(sc):
+		return "it upgrades the management plane every cluster of a lab shares"
+	case l.RealNodes():
+		return "its nodes are real, and a lab runs real nodes for one cluster"
+	}
+	return ""
+}
+
+// Lease is a session for sc on a fresh cluster of the warm lab, beside
+// the clusters other scenarios lease at the same time, and how to give it
+// back (the cluster is removed). The first Lease starts the warm lab with
+// sc's shape, and its first cluster serves that lease; the others wait for
+// it. sc must be Leasable and on the warm lab's release. Lease is safe for
+// concurrent use; Acquire is not, and is not to be called beside it.
+func (p *Pool) Lease(ctx context.Context, sc *scenario.Scenario) (*Session, func(context.Context) error, error) {
+	if why := Leasable(sc); why != "" {
+		return nil, nil, fmt.Errorf("%s cannot lease a cluster of the warm lab: %s", sc.Metadata.Name, why)
+	}
+	shape := *sc.Spec.Lab
+	p.mu.Lock()
+	if p.warm == nil {
+		if err := p.Start(ctx, shape); err != nil {
+			p.mu.Unlock()
+			return nil, nil, err
+		}
+	}
+	warm := p.warm
+	if !p.first.Release.SameStack(shape.Release) {
+		p.mu.Unlock()
+		return nil, nil, fmt.Errorf("%s runs on release %s, the warm lab on %s: it runs alone", sc.Metadata.Name, releaseName(shape.Release), releaseName(p.first.Release))
+	}
+	first := p.firstServes(shape)
+	p.used = true
+	p.mu.Unlock()
+	spec := lab.SpecFor(lab.ClusterName, p.first)
+	if !first {
+		began := time.Now()
+		var err error
+		if spec, err = warm.Lab.Lease(ctx, lab.ClusterName, shape); err != nil {
+			return nil, nil, err
+		}
+		p.say("lab: %s leased cluster %s (%s), Running in %s\n", sc.Metadata.Name, spec.Key(), spec.Shape(), time.Since(began).Round(100*time.Millisecond))
+	}
+	give := func(ctx context.Context) error { return warm.Lab.Return(ctx, spec.Key()) }
+	if err := p.scope(sc, spec); err != nil {
+		return nil, nil, errors.Join(err, give(context.WithoutCancel(ctx)))
+	}
+	return warm, give, nil
+}
