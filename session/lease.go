@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/faultline-dev/faultline/framework/scenario"
@@ -42,6 +43,11 @@ func Leasable(sc *scenario.Scenario) string {
 // it. sc must be Leasable and on the warm lab's release. Lease is safe for
 // concurrent use; Acquire is not, and is not to be called beside it.
 func (p *Pool) Lease(ctx context.Context, sc *scenario.Scenario) (*Session, func(context.Context) error, error) {
+	return p.lease(ctx, sc, p.Out)
+}
+
+// lease is Lease saying to out (when set) which cluster sc leased.
+func (p *Pool) lease(ctx context.Context, sc *scenario.Scenario, out io.Writer) (*Session, func(context.Context) error, error) {
 	if why := Leasable(sc); why != "" {
 		return nil, nil, fmt.Errorf("%s cannot lease a cluster of the warm lab: %s", sc.Metadata.Name, why)
 	}
@@ -68,7 +74,9 @@ func (p *Pool) Lease(ctx context.Context, sc *scenario.Scenario) (*Session, func
 		if spec, err = warm.Lab.Lease(ctx, lab.ClusterName, shape); err != nil {
 			return nil, nil, err
 		}
-		p.say("lab: %s leased cluster %s (%s), Running in %s\n", sc.Metadata.Name, spec.Key(), spec.Shape(), time.Since(began).Round(100*time.Millisecond))
+		if out != nil {
+			fmt.Fprintf(out, "lab: %s leased cluster %s (%s), Running in %s\n", sc.Metadata.Name, spec.Key(), spec.Shape(), time.Since(began).Round(100*time.Millisecond))
+		}
 	}
 	give := func(ctx context.Context) error { return warm.Lab.Return(ctx, spec.Key()) }
 	if err := p.scope(sc, spec); err != nil {

@@ -174,3 +174,44 @@ func TestPoolRestartsForAnotherRelease(t *testing.T) {
 		}
 	}
 }
+
+// Leasable: a scenario runs on a cluster leased beside others unless it
+// says it must run alone, has no lab cluster, wants a lab of its own,
+// upgrades the management plane or runs on real nodes; and Lease refuses
+// it with the same reason, before anything is opened.
+func TestLeasable(t *testing.T) {
+	alone := load(t, "power-off-worker")
+	alone.Metadata.Labels[session.LabelAlone] = "true"
+	own := load(t, "power-off-worker")
+	own.Metadata.Labels[scenario.LabelOwnCluster] = "true"
+	real := load(t, "power-off-worker")
+	if err := session.Adjust(real, session.Adjustments{Nodes: scenario.NodesContainers}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		sc   *scenario.Scenario
+		want string
+	}{
+		{load(t, "power-off-worker"), ""},
+		{alone, `it is labelled alone: "true"`},
+		{load(t, "vm-power-cycle"), "it has no spec.lab"},
+		{own, "it is labelled " + scenario.LabelOwnCluster},
+		{load(t, "upgrade-management-during-remediation"), "it upgrades the management plane"},
+		{real, "its nodes are real"},
+	} {
+		got := session.Leasable(tt.sc)
+		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+			t.Errorf("Leasable(%s) = %q, want %q", tt.sc.Metadata.Name, got, tt.want)
+		}
+		if tt.want == "" {
+			continue
+		}
+		p := &session.Pool{Open: func(context.Context, ...lab.ClusterSpec) (*session.Session, error) {
+			t.Fatalf("Lease(%s) opened a lab", tt.sc.Metadata.Name)
+			return nil, nil
+		}}
+		if _, _, err := p.Lease(context.Background(), tt.sc); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Lease(%s) = %v, want the reason %q", tt.sc.Metadata.Name, err, tt.want)
+		}
+	}
+}

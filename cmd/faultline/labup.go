@@ -12,6 +12,7 @@ import (
 
 	"github.com/faultline-dev/faultline/session"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -29,6 +30,7 @@ func newLabUpCommand() *cobra.Command {
 		cpMHC         bool
 		noWorkerMHC   bool
 		wait          time.Duration
+		pool          int
 	)
 	cmd := &cobra.Command{
 		Use: "up",
@@ -44,6 +46,9 @@ another shell. Everything listens on 127.0.0.1.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if clusters < 1 {
 				return usageErr("--clusters %d: expected 1 or more", clusters)
+			}
+			if pool < 1 {
+				return usageErr("--pool %d: expected 1 or more", pool)
 			}
 			if wait <= 0 {
 				return usageErr("--wait %s: expected a positive duration, such as 10m", wait)
@@ -77,7 +82,10 @@ another shell. Everything listens on 127.0.0.1.`,
 				return usageErr("%v", err)
 			}
 			cfg.Clusters, cfg.Dir, cfg.Wait = in.Clusters, dir, wait
-			return runLabUp(ctx, cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			// The clusters served runs lease are simulated, of the
+			// shape a scenario's spec.lab gives with these counts.
+			stock := scenario.LabSpec{ControlPlanes: controlPlanes, Workers: workers}
+			return runLabUp(ctx, cfg, served{stock: stock, n: pool}, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fs := cmd.Flags()
@@ -87,11 +95,19 @@ another shell. Everything listens on 127.0.0.1.`,
 	fs.IntVar(&workers, "workers", 2, "workers per cluster")
 	fs.BoolVar(&cpMHC, "control-plane-mhc", false, "add a MachineHealthCheck on the control plane")
 	fs.BoolVar(&noWorkerMHC, "no-worker-mhc", false, "leave the workers without a MachineHealthCheck")
+	fs.IntVar(&pool, "pool", 2, "clusters the lab keeps ready, of each shape scenarios run with --lab ask for, so a run does not wait for one")
 	fs.DurationVar(&wait, "wait", session.DefaultLabWait, "how long the lab may take to have every Machine Running (many clusters on a small machine take longer)")
 	return cmd
 }
 
-func runLabUp(ctx context.Context, cfg session.LabConfig, stdout, stderr io.Writer) error {
+// served is what a lab up serves runs with: the shape of the clusters it
+// keeps ready at first, and how many of each shape.
+type served struct {
+	stock scenario.LabSpec
+	n     int
+}
+
+func runLabUp(ctx context.Context, cfg session.LabConfig, sv served, stdout, stderr io.Writer) error {
 	started := time.Now()
 	// Out shows the lab's start, and a stack's build on its first use.
 	sess, err := session.Open(ctx, session.Config{Provider: session.ProviderLab, Lab: cfg, Out: stderr})
@@ -127,9 +143,35 @@ func runLabUp(ctx context.Context, cfg session.LabConfig, stdout, stderr io.Writ
 	host := l.Sim().URL().Host
 	fmt.Fprintf(stdout, "with those exported, run a scenario on it as on a cluster of your own:\n  faultline run power-off-worker --provider capi --allow-context %s --cluster %s --allow-vcenter %s\n",
 		kc.CurrentContext, cfg.Clusters[0].Key(), host)
+	servedEnd, err := serveRuns(ctx, sess, sv, cfg.Log)
+	if err != nil {
+		return infraErr(err)
+	}
+	fmt.Fprintf(stdout, "or on a fresh cluster of its own, of which the lab keeps %d ready per shape (%s first):\n  faultline run power-off-worker --lab %s\n", sv.n, lab.SpecFor(lab.ClusterName, sv.stock).Shape(), filepath.Base(l.Dir()))
 	fmt.Fprintf(stdout, "Ctrl-C or 'faultline lab down %s' stops it.\n", filepath.Base(l.Dir()))
 	<-ctx.Done()
+	// Runs under way are interrupted, their faults undone, before the
+	// lab stops.
+	if err := <-servedEnd; err != nil {
+		fmt.Fprintln(stderr, "faultline:", err)
+	}
 	return nil
+}
+
+// serveRuns serves runs on sess's lab (run --lab) until ctx ends; the
+// channel gets Serve's end.
+func serveRuns(ctx context.Context, sess *session.Session, sv served, log logr.Logger) (<-chan error, error) {
+	srv, err := session.NewServer(ctx, sess, sv.stock, sv.n, log)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := session.Listen(sess.Lab.Dir())
+	if err != nil {
+		return nil, err
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	return served, nil
 }
 
 func newLabDownCommand() *cobra.Command {

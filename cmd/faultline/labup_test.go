@@ -50,7 +50,7 @@ func TestIntegrationLabUpDown(t *testing.T) {
 	}
 	for _, how := range []string{"lab-down", "sigkill", "sigkill-release"} {
 		t.Run(how, func(t *testing.T) {
-			args := []string{"lab", "up", "--control-planes", "1", "--workers", "1"}
+			args := []string{"lab", "up", "--control-planes", "1", "--workers", "1", "--pool", "1"}
 			if how == "sigkill-release" {
 				args = append(args, "--release", lab.Stacks()[1].Name)
 			}
@@ -91,8 +91,8 @@ func TestIntegrationLabUpDown(t *testing.T) {
 					if v, ok := strings.CutPrefix(l, "export "); ok {
 						exports = append(exports, v)
 					}
-					if v, ok := strings.CutPrefix(l, "  faultline run "); ok {
-						run = strings.Fields(v)
+					if v, ok := strings.CutPrefix(l, "  faultline run "); ok && run == nil {
+						run = strings.Fields(v) // the first: --provider capi
 					}
 					if _, v, ok := strings.Cut(l, "folder "); ok && strings.HasPrefix(l, "lab up in") {
 						dir = v
@@ -122,8 +122,10 @@ func TestIntegrationLabUpDown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The lab's own cluster; the one it keeps ready for runs
+			// (--pool 1) is in a namespace of its own.
 			var machines clusterv1.MachineList
-			if err := c.List(context.Background(), &machines); err != nil {
+			if err := c.List(context.Background(), &machines, client.InNamespace("default")); err != nil {
 				t.Fatal(err)
 			}
 			if len(machines.Items) != 2 {
@@ -135,6 +137,9 @@ func TestIntegrationLabUpDown(t *testing.T) {
 			dry.Env = append(append([]string(nil), env...), exports...)
 			if out, err := dry.CombinedOutput(); err != nil || len(exports) != 5 || !strings.Contains(string(out), "PASS (dry run: nothing was injected)") {
 				t.Errorf("the printed command %v with %v: %v\n%s", run, exports, err, out)
+			}
+			if how == "lab-down" {
+				runOnServedLab(t, bin, env, filepath.Base(dir), c)
 			}
 			// A plain `lab down` leaves a lab whose owner runs alone.
 			name := filepath.Base(dir)

@@ -157,6 +157,12 @@ func TestValidateExitCodes(t *testing.T) {
 		{[]string{"run", "no-such.yaml"}, 2, "scenario no-such.yaml: stat no-such.yaml: no such file or directory"},
 		{[]string{"run", t.TempDir()}, 2, "no .yaml or .yml file in it"},
 		{[]string{"lab", "up", "--wait", "0s"}, 2, "--wait 0s: expected a positive duration, such as 10m"},
+		{[]string{"lab", "up", "--pool", "0"}, 2, "--pool 0: expected 1 or more"},
+		{[]string{"run", "power-off-worker", "--parallel", "0"}, 2, "--parallel 0: expected 1 or more"},
+		{[]string{"run", "power-off-worker", "stop-kubelet-worker", "--parallel", "2", "--provider", "capi", "--kubeconfig", kubeconfig}, 2, "--parallel runs scenarios side by side on clusters of one lab; with --provider capi or --cluster they would share one cluster"},
+		{[]string{"run", "power-off-worker", "--lab", "mine", "--nodes", "containers"}, 2, "--nodes does nothing with --lab: the running lab says where and how scenarios run"},
+		{[]string{"run", "power-off-worker", "--lab", "no-such-lab"}, 2, `lab "no-such-lab": no`},
+		{[]string{"run", "upgrade-management-during-remediation", "--lab", "no-such-lab"}, 2, "upgrade-management-during-remediation cannot run on a cluster of lab no-such-lab: it upgrades the management plane every cluster of a lab shares; run it without --lab"},
 		{[]string{"list", "-l", "seed-003"}, 0, ""},
 		{[]string{"list"}, 0, ""},
 	}

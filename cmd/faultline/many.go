@@ -30,7 +30,7 @@ func (o *runOptions) runMany(ctx context.Context, scs []*scenario.Scenario, sets
 	if o.parallel > 1 {
 		stderr = &lockedWriter{w: stderr}
 	}
-	if o.provider == session.ProviderLab && o.scope == "" {
+	if o.provider == session.ProviderLab && o.scope == "" && o.served == "" {
 		o.pool = &session.Pool{Out: stderr, Open: func(ctx context.Context, clusters ...lab.ClusterSpec) (*session.Session, error) {
 			return o.open(ctx, clusters, false, stderr, log)
 		}}
@@ -122,7 +122,7 @@ type planned struct {
 // leased cluster serves, on the release of the first of them. The others
 // run alone, one after the other, saying why.
 func (o *runOptions) together(plan []*planned, stderr io.Writer) []int {
-	if o.parallel < 2 || o.pool == nil {
+	if o.parallel < 2 || (o.pool == nil && o.served == "") {
 		return nil
 	}
 	var idx []int

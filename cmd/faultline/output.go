@@ -220,6 +220,14 @@ func (p *progressPrinter) drawLive(now time.Time) {
 	p.drawn = now
 }
 
+// say prints a line for people above the live line.
+func (p *progressPrinter) say(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clearLive()
+	fmt.Fprint(p.w, line)
+}
+
 // done erases the live line at the end of the run.
 func (p *progressPrinter) done() {
 	p.mu.Lock()

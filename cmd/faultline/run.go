@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
@@ -49,6 +50,8 @@ type runOptions struct {
 	seedSet bool
 	// replay is faultline run with the flags that said where it ran.
 	replay []string
+	// served is the running lab that carries out the runs (--lab).
+	served string
 	// parallel is how many scenarios run side by side (--parallel).
 	parallel int
 	// spares are the shapes of the clusters a warm lab prepares as it
@@ -96,16 +99,8 @@ in --allow-vcenter.`,
 			if o.scope != "" && (o.provider == session.ProviderKind || (o.provider == session.ProviderVSphere && o.cluster.kubeconfig == "")) {
 				return usageErr("--cluster names a Cluster API cluster; --provider %s has none (use --provider capi or lab)", o.provider)
 			}
-			for _, f := range []string{"profile", "nodes", "release"} {
-				if cmd.Flags().Changed(f) && o.provider != session.ProviderLab {
-					return usageErr("--%s sets how the lab runs; it does nothing with --provider %s", f, o.provider)
-				}
-			}
-			if o.parallel < 1 {
-				return usageErr("--parallel %d: expected 1 or more", o.parallel)
-			}
-			if o.parallel > 1 && (o.provider != session.ProviderLab || o.scope != "") {
-				return usageErr("--parallel runs scenarios side by side on clusters of one lab; with --provider %s or --cluster they would share one cluster", o.provider)
+			if err := o.checkPlace(cmd.Flags()); err != nil {
+				return err
 			}
 			if cmd.Flags().Changed("kind-cluster") && o.provider != session.ProviderKind {
 				return usageErr("--kind-cluster names the cluster of --provider kind; it does nothing with --provider %s", o.provider)
@@ -133,6 +128,7 @@ in --allow-vcenter.`,
 	fs.BoolVar(&o.retain, "retain", false, "leave injected faults in place at the end (undo later with 'faultline recover')")
 	fs.StringVar(&o.scope, "cluster", "", "keep every target inside this Cluster API cluster, namespace/name; required for a destructive run against a management cluster with several")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "resolve the targets and evaluate the blast-radius and quorum guards, print what would be injected where, and touch nothing (the lab is still started)")
+	fs.StringVar(&o.served, "lab", "", "run on a fresh cluster of the running lab of this name ('faultline lab up' prints it), which keeps one ready: no lab start, nothing to configure")
 	fs.IntVar(&o.parallel, "parallel", 1, "with several scenarios on the lab: run up to this many side by side, each on a fresh cluster of one warm lab (a scenario labelled alone: \"true\", or one no such cluster serves, runs alone after them)")
 	fs.Int64Var(&o.seed, "seed", 0, "seed of every random target pick the scenario does not seed itself, to replay or fix a run's choices")
 	fs.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity on stderr (0 users, 1+ debugging)")
@@ -142,6 +138,31 @@ in --allow-vcenter.`,
 	o.cluster.register(fs)
 	o.kind.register(fs)
 	return cmd
+}
+
+// checkPlace refuses flags that say where and how to run and do nothing
+// with the others given: --profile, --nodes and --release off the lab;
+// --parallel off one lab's clusters; anything of the kind with --lab.
+func (o *runOptions) checkPlace(fs *pflag.FlagSet) error {
+	for _, f := range []string{"profile", "nodes", "release"} {
+		if fs.Changed(f) && o.provider != session.ProviderLab {
+			return usageErr("--%s sets how the lab runs; it does nothing with --provider %s", f, o.provider)
+		}
+	}
+	if o.parallel < 1 {
+		return usageErr("--parallel %d: expected 1 or more", o.parallel)
+	}
+	if o.served != "" {
+		for _, f := range []string{"provider", "cluster", "profile", "nodes", "release", "assets"} {
+			if fs.Changed(f) {
+				return usageErr("--%s does nothing with --lab: the running lab says where and how scenarios run", f)
+			}
+		}
+	}
+	if o.parallel > 1 && (o.provider != session.ProviderLab || o.scope != "") {
+		return usageErr("--parallel runs scenarios side by side on clusters of one lab; with --provider %s or --cluster they would share one cluster", o.provider)
+	}
+	return nil
 }
 
 func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -241,6 +262,9 @@ func (o *runOptions) setupDeadline() time.Duration {
 // artifacts in dir (a new folder when ""), and returns its result (nil
 // when it could not run) and the folder.
 func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir string, sl slot, sets map[string]string, history *artifacts.History, log logr.Logger) (*engine.Result, string, error) {
+	if o.served != "" {
+		return o.runServed(ctx, sc, dir, sl, sets)
+	}
 	began := time.Now()
 	stderr := sl.out
 	sess, release, err := o.acquire(ctx, sc, sl, log)

@@ -65,3 +65,22 @@ func (l *Lab) Return(ctx context.Context, key string) error {
 	}
 	return errors.Join(l.removeCluster(ctx, key), l.cleanVCenter(ctx))
 }
+
+// Stock prepares clusters of shape s named name until n of them are
+// prepared, for runs to Lease without waiting.
+func (l *Lab) Stock(ctx context.Context, name string, s labconfig.LabSpec, n int) error {
+	l.renewMu.Lock()
+	have := 0
+	for _, c := range l.prepared {
+		if c.spec.Name == name && reflect.DeepEqual(c.spec.LabSpec, s) {
+			have++
+		}
+	}
+	l.renewMu.Unlock()
+	for ; have < n; have++ {
+		if err := l.Prepare(ctx, l.FreshSpec(name, s)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

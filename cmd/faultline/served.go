@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/faultline-dev/faultline/artifacts"
+	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/session"
+)
+
+// runServed has the running lab that --lab names carry out sc, on a fresh
+// cluster of its own, with its artifacts in dir (a new folder when "");
+// the lab's messages show on sl as a run of this process's would.
+func (o *runOptions) runServed(ctx context.Context, sc *scenario.Scenario, dir string, sl slot, sets map[string]string) (*engine.Result, string, error) {
+	if why := session.Leasable(sc); why != "" {
+		return nil, "", usageErr("%s cannot run on a cluster of lab %s: %s; run it without --lab", sc.Metadata.Name, o.served, why)
+	}
+	labDir, err := session.ServedLab(o.served)
+	if err != nil {
+		return nil, "", sessionErr(err)
+	}
+	if dir == "" {
+		dir = artifacts.RunDir(sc.Metadata.Name, time.Now())
+	}
+	req := session.RunRequest{
+		Source: sc.Source, Text: sc.Text, Sets: map[string]string{},
+		DryRun: o.dryRun, Retain: o.retain, Gate: o.gate, Faultline: versionString(), Replay: o.replay,
+	}
+	for k, v := range sets {
+		if _, declared := sc.Spec.Parameters[k]; declared {
+			req.Sets[k] = v
+		}
+	}
+	if o.seedSet {
+		req.Seed = &o.seed
+	}
+	if o.timeoutSet {
+		req.Timeout = o.timeout
+	}
+	// The lab writes the artifacts and the history record itself.
+	if req.Dir, err = filepath.Abs(dir); err == nil && o.history != "" && !o.dryRun {
+		req.History, err = filepath.Abs(o.history)
+	}
+	if err != nil {
+		return nil, "", infraErr(err)
+	}
+	fmt.Fprintf(sl.out, "lab: %s runs on lab %s\n", sc.Metadata.Name, o.served)
+	progress := sl.progress()
+	res, err := session.RunServed(ctx, o.abort, labDir, req, func(m session.RunMessage) {
+		switch {
+		case m.Say != "":
+			progress.say(m.Say)
+		case m.Progress != nil:
+			progress.print(*m.Progress)
+		case m.Event != nil:
+			progress.event(*m.Event)
+		}
+	})
+	progress.done()
+	if res == nil {
+		return nil, dir, infraErr(err)
+	}
+	return res, dir, err
+}
