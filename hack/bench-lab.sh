@@ -148,6 +148,12 @@ if ((runs > 0)) && [[ "${BENCH_SCALE:-1}" != 0 ]]; then
     scale_mib=""
   fi
 fi
+# Issue 34: a running lab serving runs, scenarios side by side, and how
+# remediation times grow with concurrent runs. BENCH_SERVED=0 skips it.
+served_fast="" served_slow="" parallel_catalogue="" sequential_catalogue="${catalogue}"
+if ((runs > 0)) && [[ "${BENCH_SERVED:-1}" != 0 ]]; then
+  source "$(dirname "$0")/bench-served.sh"
+fi
 echo
 printf '%-58s %10s %8s %8s\n' "goal (medians of ${runs})" value goal ratio
 goal "lab start to 3 control planes + 2 workers Running" "${goal_start:-}" 10 s
@@ -155,6 +161,10 @@ goal "faultline run power-off-worker, start to exit" "${goal_proc:-}" 25 s
 goal "every lab scenario of the catalogue, one run command" "${catalogue}" 300 s
 goal "20 clusters x 10 machines Running" "${scale_s}" 90 s
 goal "20 clusters x 10 machines, peak RSS (faultline+apiserver+etcd)" "${scale_mib}" 3072 " MiB"
+goal "run power-off-worker --lab, whole process (CAPV fast path)" "${served_fast}" 12 s
+goal "run power-off-worker --lab, whole process (CAPV 10 s requeue)" "${served_slow}" 12 s
+goal "lab catalogue, --parallel 4 on one warm lab" "${parallel_catalogue}" 240 s
+goal "replacement-running, 20 concurrent runs against 2x alone" "${concurrent_ratio:-}" 2 x
 
 real_runs="${REAL_RUNS:-1}"
 ((real_runs > 0)) || exit 0

@@ -1,0 +1,72 @@
+# Sourced by hack/bench-lab.sh (its helpers: runs, median, seconds).
+#
+# 1. `faultline run power-off-worker --lab NAME` against a `lab up` that
+#    keeps 2 clusters ready: one uncounted run first (the pool up), then
+#    RUNS runs, whole process each, sorted by CAPV's path (the replacement
+#    Running within 10 s of the injection: the fast path; else its 10 s IP
+#    requeue) and how long the lease waited for a cluster.
+# 2. The lab catalogue through one `run --parallel 4` on one warm lab,
+#    beside the one-after-the-other figure of the same bench run.
+# 3. Concurrency: CONCURRENCY (default "1 5 20") power-off-worker runs at
+#    once on one warm lab (--parallel C), each on its own cluster; the
+#    median of their replacement-running phases, and its ratio to one run
+#    alone.
+
+replacement_s() { # replacement_s DIR: replacement-running's seconds after inject, from result.json
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(next(p["sinceInjectSeconds"] for p in r["phases"] if p["name"]=="replacement-running"))' "$1/result.json" 2>/dev/null || echo ""
+}
+
+echo
+printf '%-30s %4s %12s %14s %12s %s\n' "run --lab" run "lease s" "replacement s" "process s" verdict
+up_log="$(mktemp)"
+setsid bin/faultline lab up >"${up_log}" 2>&1 &
+up_pid=$!
+until grep -q '^Ctrl-C' "${up_log}" || ! kill -0 "${up_pid}" 2>/dev/null; do
+  sleep 1 # polling the log for the lab's readiness line
+done
+lab_name="$(sed -n 's/.*--lab \(faultline-lab-[0-9]*\).*/\1/p' "${up_log}" | head -n 1)"
+fast=() slow=()
+for i in $(seq 0 "${runs}"); do
+  dir="$(mktemp -d)" log="$(mktemp)"
+  began="$(date +%s.%N)"
+  bin/faultline run power-off-worker --lab "${lab_name}" --artifacts "${dir}" >"${log}" 2>&1 || true
+  proc="$(awk -v a="${began}" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')"
+  lease="$(sed -n 's/^lab: .* leased cluster .* Running in \([0-9.ms]*\)$/\1/p' "${log}" | seconds)"
+  repl="$(replacement_s "${dir}")"
+  verdict="$(sed -n 's/^scenario .*: \([A-Z]*\) in .*/\1/p' "${log}")"
+  label="counted"
+  ((i == 0)) && label="uncounted (pool up)"
+  printf '%-30s %4d %12s %14s %12s %s\n' "${label}" "${i}" "${lease:-?}" "${repl:-?}" "${proc}" "${verdict:-see ${log}}"
+  ((i == 0)) && continue
+  if [[ -n "${repl}" ]] && awk -v r="${repl}" 'BEGIN { exit !(r < 10) }'; then fast+=("${proc}"); else slow+=("${proc}"); fi
+done
+kill -INT "${up_pid}" 2>/dev/null || true
+wait "${up_pid}" || true
+((${#fast[@]} > 0)) && served_fast="$(printf '%s\n' "${fast[@]}" | median)"
+((${#slow[@]} > 0)) && served_slow="$(printf '%s\n' "${slow[@]}" | median)"
+echo "run --lab: ${#fast[@]} run(s) on CAPV's fast path, ${#slow[@]} with its 10 s requeue"
+
+if [[ "${BENCH_CATALOGUE:-1}" != 0 ]]; then
+  began="$(date +%s)"
+  bin/faultline run -l 'provider!=kind' --parallel 4 --artifacts "$(mktemp -d)" >/tmp/faultline-bench-parallel.log 2>&1 || true
+  parallel_catalogue=$(($(date +%s) - began))
+  echo "lab catalogue --parallel 4: ${parallel_catalogue} s ($(grep -E 'scenarios passed' /tmp/faultline-bench-parallel.log || echo 'no summary')); one after the other: ${sequential_catalogue:-?} s"
+fi
+
+echo
+printf '%-30s %16s %10s %s\n' "concurrent power-off-worker" "replacement s" ratio "verdicts"
+alone_repl=""
+for c in ${CONCURRENCY:-1 5 20}; do
+  dir="$(mktemp -d)"
+  args=()
+  for _ in $(seq 1 "${c}"); do args+=(power-off-worker); done
+  if ((c > 1)); then args+=(--parallel "${c}"); fi
+  bin/faultline run "${args[@]}" --artifacts "${dir}" --setup-timeout 20m >"${dir}.log" 2>&1 || true
+  repl="$(for d in "${dir}"/power-off-worker*; do replacement_s "${d}"; done | grep . | median)"
+  ((c == 1)) && repl="$(replacement_s "${dir}")" && alone_repl="${repl}"
+  ratio="$(awk -v r="${repl}" -v a="${alone_repl}" 'BEGIN { if (r == "" || a == "") print "-"; else printf "%.2fx", r / a }')"
+  passed="$(grep -cE '^---  PASS' "${dir}.log" || true)"
+  ((c == 1)) && passed="$(grep -cE '^scenario .*: PASS in' "${dir}.log" || true)"
+  printf '%-30s %16s %10s %s\n' "${c} at once" "${repl:-?}" "${ratio}" "${passed} passed of ${c}"
+  ((c == 20)) && concurrent_ratio="$(awk -v r="${repl}" -v a="${alone_repl}" 'BEGIN { if (r != "" && a != "") printf "%.2f", r / a }')"
+done
