@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 
 	"github.com/faultline-dev/faultline/providers/lab/labconfig"
@@ -42,7 +41,7 @@ func (l *Lab) take(ctx context.Context, name string, s labconfig.LabSpec) (creat
 	l.renewMu.Lock()
 	defer l.renewMu.Unlock()
 	for _, key := range slices.Sorted(maps.Keys(l.prepared)) {
-		if c := l.prepared[key]; c.spec.Name == name && reflect.DeepEqual(c.spec.LabSpec, s) {
+		if c := l.prepared[key]; c.is(name, s) {
 			delete(l.prepared, key)
 			return c, nil
 		}
@@ -72,7 +71,7 @@ func (l *Lab) Stock(ctx context.Context, name string, s labconfig.LabSpec, n int
 	l.renewMu.Lock()
 	have := 0
 	for _, c := range l.prepared {
-		if c.spec.Name == name && reflect.DeepEqual(c.spec.LabSpec, s) {
+		if c.is(name, s) {
 			have++
 		}
 	}

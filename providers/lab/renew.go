@@ -114,7 +114,7 @@ func (l *Lab) NextSpec(name string, s labconfig.LabSpec) (spec ClusterSpec, prep
 	l.renewMu.Lock()
 	keys := slices.Sorted(maps.Keys(l.prepared))
 	for _, key := range keys {
-		if c := l.prepared[key]; c.spec.Name == name && reflect.DeepEqual(c.spec.LabSpec, s) {
+		if c := l.prepared[key]; c.is(name, s) {
 			l.renewMu.Unlock()
 			return c.spec, true
 		}
@@ -156,6 +156,11 @@ func (l *Lab) Prepare(ctx context.Context, s ClusterSpec) error {
 type creation struct {
 	spec ClusterSpec
 	done chan error
+}
+
+// is tells whether c is a cluster named name of shape s.
+func (c creation) is(name string, s labconfig.LabSpec) bool {
+	return c.spec.Name == name && reflect.DeepEqual(c.spec.LabSpec, s)
 }
 
 // begin creates the namespace and starts creating the cluster of s.
