@@ -66,8 +66,8 @@ func (p *Pool) lease(ctx context.Context, sc *scenario.Scenario, out io.Writer) 
 	}
 	first := p.firstServes(shape)
 	p.used = true
-	p.mu.Unlock()
 	spec := lab.SpecFor(lab.ClusterName, p.first)
+	p.mu.Unlock()
 	if !first {
 		began := time.Now()
 		var err error
