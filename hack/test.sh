@@ -16,6 +16,9 @@
 # Extra arguments go to pass 1 (-short: unit tests only); with -short passes
 # 2 and 3 are skipped.
 source "$(dirname "$0")/lib.sh"
+# A developer's running lab ('faultline lab up') must not take the tests'
+# runs that name no provider.
+export FAULTLINE_NO_SERVED_LAB=1
 assets="$(ls -d "$(pwd)"/bin/envtest/*-linux-amd64 2>/dev/null | sort | tail -n 1 || true)"
 if [[ -n "${assets}" && -z "${KUBEBUILDER_ASSETS:-}" ]]; then
   export KUBEBUILDER_ASSETS="${assets}"

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -248,6 +249,26 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
+// EnvNoServedLab, set to anything, keeps a run with no --provider and
+// no --lab from going to the one running lab that serves runs (the tests
+// set it: a developer's lab must not take their runs).
+const EnvNoServedLab = "FAULTLINE_NO_SERVED_LAB"
+
+// ServingLabs are the names of this user's running labs that serve runs.
+func ServingLabs() ([]string, error) {
+	records, err := lab.Records()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, r := range records {
+		if _, err := os.Stat(filepath.Join(r.Dir, ServeFile)); err == nil && r.OwnerAlive() {
+			names = append(names, r.Name())
+		}
+	}
+	return names, nil
+}
+
 // ServedLab is the folder of the running lab named name (its folder's
 // name, as `lab up` prints it) that serves runs; the error lists those
 // that do.
@@ -256,18 +277,14 @@ func ServedLab(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var serving []string
+	serving, err := ServingLabs()
+	if err != nil {
+		return "", err
+	}
 	for _, r := range records {
-		if !r.OwnerAlive() {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(r.Dir, ServeFile)); err != nil {
-			continue
-		}
-		if r.Name() == name || r.Dir == name {
+		if r.Name() == name && slices.Contains(serving, name) {
 			return r.Dir, nil
 		}
-		serving = append(serving, r.Name())
 	}
 	if len(serving) == 0 {
 		return "", configErr("lab %q: no running lab serves runs; start one with 'faultline lab up'", name)

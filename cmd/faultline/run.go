@@ -50,8 +50,12 @@ type runOptions struct {
 	seedSet bool
 	// replay is faultline run with the flags that said where it ran.
 	replay []string
-	// served is the running lab that carries out the runs (--lab).
-	served string
+	// served is the running lab that carries out the runs (--lab, or
+	// the one that serves runs when no flag says where); servedNamed:
+	// --lab named it, and a scenario it cannot run is refused rather
+	// than run on a lab of its own.
+	served      string
+	servedNamed bool
 	// parallel is how many scenarios run side by side (--parallel).
 	parallel int
 	// spares are the shapes of the clusters a warm lab prepares as it
@@ -102,6 +106,7 @@ in --allow-vcenter.`,
 			if err := o.checkPlace(cmd.Flags()); err != nil {
 				return err
 			}
+			o.defaultLab(cmd.Flags(), cmd.ErrOrStderr())
 			if cmd.Flags().Changed("kind-cluster") && o.provider != session.ProviderKind {
 				return usageErr("--kind-cluster names the cluster of --provider kind; it does nothing with --provider %s", o.provider)
 			}
@@ -263,7 +268,11 @@ func (o *runOptions) setupDeadline() time.Duration {
 // when it could not run) and the folder.
 func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir string, sl slot, sets map[string]string, history *artifacts.History, log logr.Logger) (*engine.Result, string, error) {
 	if o.served != "" {
-		return o.runServed(ctx, sc, dir, sl, sets)
+		why := session.Leasable(sc)
+		if why == "" || o.servedNamed {
+			return o.runServed(ctx, sc, dir, sl, sets)
+		}
+		fmt.Fprintf(sl.out, "faultline: %s runs on a lab of its own, not on lab %s: %s\n", sc.Metadata.Name, o.served, why)
 	}
 	began := time.Now()
 	stderr := sl.out

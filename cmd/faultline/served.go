@@ -3,14 +3,46 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/session"
 )
+
+// defaultLab makes a run that no flag points anywhere (no --provider,
+// --lab, --cluster or lab flag) go to this user's one running lab that
+// serves runs, saying so; with several it says to name one.
+func (o *runOptions) defaultLab(fs *pflag.FlagSet, stderr io.Writer) {
+	if o.served != "" {
+		o.servedNamed = true
+		return
+	}
+	for _, f := range []string{"provider", "cluster", "profile", "nodes", "release", "assets"} {
+		if fs.Changed(f) {
+			return
+		}
+	}
+	if os.Getenv(session.EnvNoServedLab) != "" {
+		return
+	}
+	names, err := session.ServingLabs()
+	switch {
+	case err != nil || len(names) == 0:
+	case len(names) == 1:
+		o.served = names[0]
+		fmt.Fprintf(stderr, "faultline: running on lab %s, which 'faultline lab up' keeps running (--provider lab starts a lab of this run's own)\n", o.served)
+	default:
+		fmt.Fprintf(stderr, "faultline: labs %s serve runs; this run starts a lab of its own (--lab NAME runs on one of them)\n", strings.Join(names, ", "))
+	}
+}
 
 // runServed has the running lab that --lab names carry out sc, on a fresh
 // cluster of its own, with its artifacts in dir (a new folder when "");

@@ -89,4 +89,12 @@ func runOnServedLab(t *testing.T, bin string, env []string, name string, c clien
 	if err != nil {
 		t.Errorf("the lab's pool after the run: clusters %v, want default/lab-1 and a new one Running: %v", after, err)
 	}
+	// With no flag that says where, a run goes to the one running lab
+	// that serves runs, and says so.
+	cmd = exec.CommandContext(ctx, bin, "run", file, "--dry-run", "--artifacts", t.TempDir())
+	cmd.Env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "FAULTLINE_NO_SERVED_LAB=") })
+	got, err = cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(got), "faultline: running on lab "+name+", which 'faultline lab up' keeps running") || !strings.Contains(string(got), "PASS (dry run") {
+		t.Errorf("a run with no flag beside the lab: %v\n%s", err, got)
+	}
 }
