@@ -151,6 +151,7 @@ func (s *Server) serve(ctx context.Context, conn net.Conn) {
 		enc.send(RunMessage{Done: true, Error: fmt.Sprintf("read the run request: %v", err)})
 		return
 	}
+	served := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go func() {
@@ -163,7 +164,7 @@ func (s *Server) serve(ctx context.Context, conn net.Conn) {
 		}
 		cancel(errors.New(cause))
 	}()
-	res, giveBack, err := s.run(ctx, req, enc)
+	res, giveBack, err := s.run(ctx, served, req, enc)
 	m := RunMessage{Done: true, HasResult: res != nil}
 	if err != nil {
 		m.Error = err.Error()
@@ -175,9 +176,11 @@ func (s *Server) serve(ctx context.Context, conn net.Conn) {
 	}
 }
 
-// run leases a cluster for req's scenario, runs it there and gives the
-// cluster back.
-func (s *Server) run(ctx context.Context, req RunRequest, enc *encoder) (*engine.Result, func(), error) {
+// run leases a cluster for req's scenario and runs it there; the function
+// it returns gives the cluster back, within served (the lab serving: a run
+// interrupted still gives its cluster back, a lab that stops does not
+// wait for it).
+func (s *Server) run(ctx, served context.Context, req RunRequest, enc *encoder) (*engine.Result, func(), error) {
 	sc, err := scenario.Parse(req.Source, req.Text, req.Sets, engine.Vocabulary)
 	if err != nil {
 		return nil, nil, err
@@ -199,7 +202,7 @@ func (s *Server) run(ctx context.Context, req RunRequest, enc *encoder) (*engine
 	// The cluster goes, and the lab prepares another of its shape, once
 	// the run is over: neither takes the run's CPU.
 	giveBack := func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lab.RemoveTimeout)
+		rctx, cancel := context.WithTimeout(served, lab.RemoveTimeout)
 		defer cancel()
 		if err := give(rctx); err != nil {
 			s.log.Error(err, "return a served run's cluster")
