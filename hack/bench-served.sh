@@ -10,12 +10,13 @@
 # 3. Concurrency: CONCURRENCY (default "1 5 20") power-off-worker runs at
 #    once on one warm lab (--parallel C), each on its own cluster; the
 #    median of their replacement-running phases, and its ratio to one run
-#    alone.
+#    alone. BENCH_SERVED_RUNS=0 skips 1 (default RUNS).
 
 replacement_s() { # replacement_s DIR: replacement-running's seconds after inject, from result.json
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(next(p["sinceInjectSeconds"] for p in r["phases"] if p["name"]=="replacement-running"))' "$1/result.json" 2>/dev/null || echo ""
 }
 
+if [[ "${BENCH_SERVED_RUNS:-${runs}}" != 0 ]]; then
 echo
 printf '%-30s %4s %12s %14s %12s %s\n' "run --lab" run "lease s" "replacement s" "process s" verdict
 up_log="$(mktemp)"
@@ -45,6 +46,7 @@ wait "${up_pid}" || true
 ((${#fast[@]} > 0)) && served_fast="$(printf '%s\n' "${fast[@]}" | median)"
 ((${#slow[@]} > 0)) && served_slow="$(printf '%s\n' "${slow[@]}" | median)"
 echo "run --lab: ${#fast[@]} run(s) on CAPV's fast path, ${#slow[@]} with its 10 s requeue"
+fi
 
 if [[ "${BENCH_CATALOGUE:-1}" != 0 ]]; then
   began="$(date +%s)"
@@ -62,8 +64,11 @@ for c in ${CONCURRENCY:-1 5 20}; do
   for _ in $(seq 1 "${c}"); do args+=(power-off-worker); done
   if ((c > 1)); then args+=(--parallel "${c}"); fi
   bin/faultline run "${args[@]}" --artifacts "${dir}" --setup-timeout 20m >"${dir}.log" 2>&1 || true
-  repl="$(for d in "${dir}"/power-off-worker*; do replacement_s "${d}"; done | grep . | median)"
-  ((c == 1)) && repl="$(replacement_s "${dir}")" && alone_repl="${repl}"
+  if ((c == 1)); then
+    repl="$(replacement_s "${dir}")" alone_repl="$(replacement_s "${dir}")"
+  else
+    repl="$(for d in "${dir}"/power-off-worker*/; do replacement_s "${d}"; done | { grep . || true; } | median)"
+  fi
   ratio="$(awk -v r="${repl}" -v a="${alone_repl}" 'BEGIN { if (r == "" || a == "") print "-"; else printf "%.2fx", r / a }')"
   passed="$(grep -cE '^---  PASS' "${dir}.log" || true)"
   ((c == 1)) && passed="$(grep -cE '^scenario .*: PASS in' "${dir}.log" || true)"

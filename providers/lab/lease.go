@@ -35,16 +35,29 @@ func (l *Lab) Lease(ctx context.Context, name string, s labconfig.LabSpec) (Clus
 	return created.spec, nil
 }
 
-// take is the creation a lease of shape s named name gets: a prepared one,
-// or one begun now.
+// take is the creation a lease of shape s named name gets: a prepared one
+// already Running, else the one prepared first, else one begun now.
 func (l *Lab) take(ctx context.Context, name string, s labconfig.LabSpec) (creation, error) {
 	l.renewMu.Lock()
 	defer l.renewMu.Unlock()
+	var first string
 	for _, key := range slices.Sorted(maps.Keys(l.prepared)) {
-		if c := l.prepared[key]; c.is(name, s) {
-			delete(l.prepared, key)
-			return c, nil
+		c := l.prepared[key]
+		if !c.is(name, s) {
+			continue
 		}
+		if running, _, err := l.ready(ctx, l.Client(), []ClusterSpec{c.spec}); err == nil && running {
+			first = key
+			break
+		}
+		if first == "" || l.prepared[first].begun.After(c.begun) {
+			first = key
+		}
+	}
+	if first != "" {
+		c := l.prepared[first]
+		delete(l.prepared, first)
+		return c, nil
 	}
 	l.fresh++
 	spec := ClusterSpec{Name: name, Namespace: fmt.Sprintf("lab-%d", l.fresh+1), LabSpec: s}

@@ -154,8 +154,9 @@ func (l *Lab) Prepare(ctx context.Context, s ClusterSpec) error {
 // creation is a cluster being created: done receives the creation's
 // error once its objects are.
 type creation struct {
-	spec ClusterSpec
-	done chan error
+	spec  ClusterSpec
+	done  chan error
+	begun time.Time
 }
 
 // is tells whether c is a cluster named name of shape s.
@@ -181,7 +182,7 @@ func (l *Lab) begin(ctx context.Context, s ClusterSpec) (creation, error) {
 		return creation{}, fmt.Errorf("renew: create namespace %s: %w", ns.Name, err)
 	}
 	l.clusters.Set(s.Key(), s)
-	c := creation{spec: s, done: make(chan error, 1)}
+	c := creation{spec: s, done: make(chan error, 1), begun: time.Now()}
 	go func() { c.done <- l.createSimulated(ctx, s) }()
 	return c, nil
 }
