@@ -59,8 +59,7 @@ func (l *Lab) take(ctx context.Context, name string, s labconfig.LabSpec) (creat
 		delete(l.prepared, first)
 		return c, nil
 	}
-	l.fresh++
-	spec := ClusterSpec{Name: name, Namespace: fmt.Sprintf("lab-%d", l.fresh+1), LabSpec: s}
+	spec := l.freshSpec(name, s)
 	c, err := l.begin(ctx, spec)
 	c.spec = spec
 	return c, err

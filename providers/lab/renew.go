@@ -103,6 +103,11 @@ func (l *Lab) Renew(ctx context.Context, s ClusterSpec) error {
 func (l *Lab) FreshSpec(name string, s labconfig.LabSpec) ClusterSpec {
 	l.renewMu.Lock()
 	defer l.renewMu.Unlock()
+	return l.freshSpec(name, s)
+}
+
+// freshSpec is FreshSpec with renewMu held.
+func (l *Lab) freshSpec(name string, s labconfig.LabSpec) ClusterSpec {
 	l.fresh++
 	return ClusterSpec{Name: name, Namespace: fmt.Sprintf("lab-%d", l.fresh+1), LabSpec: s}
 }
