@@ -20,10 +20,17 @@ const LabelAlone = "alone"
 // beside other scenarios, "" when it can. A scenario that cannot runs
 // alone, on a lab of its own (or the warm lab, one scenario at a time).
 func Leasable(sc *scenario.Scenario) string {
+	if sc.Metadata.Labels[LabelAlone] == "true" {
+		return "it is labelled " + LabelAlone + `: "true"`
+	}
+	return freshClusterRefused(sc)
+}
+
+// freshClusterRefused says why a fresh simulated cluster of a warm lab
+// cannot serve sc, "" when it can.
+func freshClusterRefused(sc *scenario.Scenario) string {
 	l := sc.Spec.Lab
 	switch {
-	case sc.Metadata.Labels[LabelAlone] == "true":
-		return "it is labelled " + LabelAlone + `: "true"`
 	case len(LabClusters(sc)) == 0:
 		return "it has no spec.lab (a vCenter simulator alone)"
 	case sc.OwnCluster():

@@ -124,7 +124,7 @@ func (p *Pool) Acquire(ctx context.Context, sc *scenario.Scenario) (*Session, fu
 // nothing where next would not get a fresh cluster; one it could not
 // start is made by Acquire.
 func (p *Pool) Prepare(ctx context.Context, next *scenario.Scenario) {
-	if p.warm == nil || next == nil || next.Spec.Lab == nil || next.OwnCluster() || UpgradesManagement(next) || next.Spec.Lab.RealNodes() || p.firstServes(*next.Spec.Lab) ||
+	if p.warm == nil || next == nil || freshClusterRefused(next) != "" || p.firstServes(*next.Spec.Lab) ||
 		!p.first.Release.SameStack(next.Spec.Lab.Release) {
 		return
 	}
