@@ -259,35 +259,38 @@ const EnvNoServedLab = "FAULTLINE_NO_SERVED_LAB"
 
 // ServingLabs are the names of this user's running labs that serve runs.
 func ServingLabs() ([]string, error) {
-	records, err := lab.Records()
-	if err != nil {
-		return nil, err
-	}
+	records, err := servingRecords()
 	var names []string
 	for _, r := range records {
-		if _, err := os.Stat(filepath.Join(r.Dir, ServeFile)); err == nil && r.OwnerAlive() {
-			names = append(names, r.Name())
-		}
+		names = append(names, r.Name())
 	}
-	return names, nil
+	return names, err
+}
+
+// servingRecords are the records of this user's running labs that serve
+// runs.
+func servingRecords() ([]lab.Record, error) {
+	records, err := lab.Records()
+	return slices.DeleteFunc(records, func(r lab.Record) bool {
+		_, err := os.Stat(filepath.Join(r.Dir, ServeFile))
+		return err != nil || !r.OwnerAlive()
+	}), err
 }
 
 // ServedLab is the folder of the running lab named name (its folder's
 // name, as `lab up` prints it) that serves runs; the error lists those
 // that do.
 func ServedLab(name string) (string, error) {
-	records, err := lab.Records()
+	records, err := servingRecords()
 	if err != nil {
 		return "", err
 	}
-	serving, err := ServingLabs()
-	if err != nil {
-		return "", err
-	}
+	var serving []string
 	for _, r := range records {
-		if r.Name() == name && slices.Contains(serving, name) {
+		if r.Name() == name {
 			return r.Dir, nil
 		}
+		serving = append(serving, r.Name())
 	}
 	if len(serving) == 0 {
 		return "", configErr("lab %q: no running lab serves runs; start one with 'faultline lab up'", name)
