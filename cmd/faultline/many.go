@@ -96,14 +96,24 @@ func (o *runOptions) runAlone(ctx context.Context, plan []*planned, sets map[str
 		if i+1 < len(plan) {
 			o.next = plan[i+1].sc
 		}
-		fmt.Fprintf(stderr, "=== %s\n", p.sc.Metadata.Name)
-		p.res, p.dir, p.err = o.runOne(ctx, p.sc, p.dir, alone(stderr), sets, history, log)
-		if p.res == nil {
-			p.res, p.err = o.notRun(p.sc, engine.Error, p.err.Error()), nil
-		}
-		// Each verdict as its scenario ends, not only in the summary.
-		fmt.Fprintf(stderr, "---%s\n", summaryLine(p.res))
+		o.runPlanned(ctx, p, alone(stderr), sets, history, log)
 	}
+}
+
+// runPlanned runs p on sl and keeps its result (an error result when it
+// could not run), printing its name as it starts and its verdict as it
+// ends, not only in the summary.
+func (o *runOptions) runPlanned(ctx context.Context, p *planned, sl slot, sets map[string]string, history *artifacts.History, log logr.Logger) {
+	beside := ""
+	if sl.lease {
+		beside = " (beside others)"
+	}
+	fmt.Fprintf(sl.out, "=== %s%s\n", p.sc.Metadata.Name, beside)
+	p.res, p.dir, p.err = o.runOne(ctx, p.sc, p.dir, sl, sets, history, log)
+	if p.res == nil {
+		p.res, p.err = o.notRun(p.sc, engine.Error, p.err.Error()), nil
+	}
+	fmt.Fprintf(sl.out, "---%s\n", summaryLine(p.res))
 }
 
 // planned is one scenario of a run of several: where its artifacts go,
@@ -157,14 +167,7 @@ func (o *runOptions) runTogether(ctx context.Context, plan []*planned, idx []int
 		go func() {
 			defer wg.Done()
 			for p := range next {
-				name := p.sc.Metadata.Name
-				fmt.Fprintf(stderr, "=== %s (beside others)\n", name)
-				res, dir, err := o.runOne(ctx, p.sc, p.dir, slotOf(stderr, name), sets, history, log)
-				p.res, p.dir, p.err = res, dir, err
-				if res == nil {
-					p.res, p.err = o.notRun(p.sc, engine.Error, err.Error()), nil
-				}
-				fmt.Fprintf(stderr, "---%s\n", summaryLine(p.res))
+				o.runPlanned(ctx, p, slotOf(stderr, p.sc.Metadata.Name), sets, history, log)
 			}
 		}()
 	}
