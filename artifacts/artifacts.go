@@ -19,6 +19,9 @@ const (
 	JournalFile  = engine.JournalName
 	// ScenarioFile is the scenario file as the run read it.
 	ScenarioFile = "scenario.yaml"
+	// QueuesFile is, on the lab, what the management plane's controllers'
+	// work queues did during the run (management.QueueUse).
+	QueuesFile = "queues.json"
 )
 
 // EnvArtifacts overrides the artifacts root, as in Cluster API's e2e suites.

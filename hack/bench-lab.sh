@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Measures the embedded lab on this machine: for each scenario, RUNS times
-# (default 3), one at a time, `faultline run` from a cold lab. Prints per
+# (default 3), one at a time, `faultline run` from a cold lab (BENCH_SCENARIOS,
+# default power-off-worker and delete-cp-vm). Prints per
 # run and as medians: lab start to all Machines Running, the scenario's own
 # wall time, the whole process's, and peak RSS of faultline +
 # kube-apiserver + etcd (+ a stack's managers; sampled every 200 ms from
 # /proc). The same for power-off-worker on every other Cluster API + CAPV
-# stack (BENCH_RELEASES=0 skips it). Then the goals
+# stack (BENCH_RELEASES=0 skips it), and power-off-worker with every
+# management plane started fresh (FAULTLINE_STATE=off) beside the stored
+# state's. Then the goals
 # of issue 17 with their ratios: those two, every lab scenario of the
 # catalogue through one `run` (one warm lab, a fresh cluster per scenario;
 # BENCH_CATALOGUE=0 skips it) and a lab of 20 clusters x 10 machines
 # (BENCH_SCALE=0 skips it), with the CPU seconds faultline, kube-apiserver
-# and etcd used until it was Running: what bounds it on a small machine.
+# and etcd used until it was Running (what bounds it on a small machine),
+# and per Machine; BENCH_SCALE_50=1 reports 50 x 10 first.
 #
 # Then the real-node tier (REAL_RUNS times, default 1; 0 skips it; needs
 # docker and the node image): bring-up to all Machines Running of 1 control
@@ -44,7 +48,9 @@ rss_tree() { # rss_tree PID: summed VmRSS (KiB) of PID and its descendants
 # seconds 1m5.3s -> 65.3 (Go duration strings)
 seconds() { awk '{ s = 0; d = $0; if (d ~ /m/) { split(d, a, "m"); s = a[1] * 60; d = a[2] } sub(/s$/, "", d); print s + d }'; }
 
-median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+# median: of the numbers on stdin; nothing for none (not 0, which would
+# read as a figure and meet any goal).
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) exit; if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 # run_once LABEL RUN ARGS...: one `faultline run ARGS...` from a cold lab;
 # prints its row and sets start, wall, proc and peak (MiB).
@@ -87,13 +93,18 @@ runs() {
 
 printf '%-24s %4s %14s %14s %14s %14s %s\n' scenario run "lab start s" "scenario s" "process s" "peak RSS MiB" verdict
 # RUNS=0 skips the simulated tier (to measure the real-node tier alone).
-scenarios=(power-off-worker delete-cp-vm)
+read -r -a scenarios <<<"${BENCH_SCENARIOS:-power-off-worker delete-cp-vm}"
 ((runs > 0)) || scenarios=()
 for scenario in "${scenarios[@]}"; do
   runs "${scenario}" "${scenario}"
   [[ "${scenario}" == power-off-worker ]] || continue
   goal_start="${med_start}" goal_proc="${med_proc}"
 done
+# The same with every management plane started fresh, not from the stored
+# state (docs/lab.md): what the stored state saves, in one run.
+if ((runs > 0)); then
+  (export FAULTLINE_STATE=off && runs "power-off-worker, fresh" power-off-worker)
+fi
 
 # Per Cluster API + CAPV stack (faultline lab releases): lab start and
 # power-off-worker, each stack's managers as processes but the compiled
@@ -122,11 +133,14 @@ if ((runs > 0)) && [[ "${BENCH_CATALOGUE:-1}" != 0 ]]; then
   catalogue=$(($(date +%s) - began))
   grep -E 'scenarios passed' /tmp/faultline-bench-catalogue.log || true
 fi
-if ((runs > 0)) && [[ "${BENCH_SCALE:-1}" != 0 ]]; then
-  # 20 clusters of 3 control planes and 7 workers.
+# scale_lab CLUSTERS WAIT: a lab of CLUSTERS clusters of 3 control planes
+# and 7 workers; sets scale_s (until Running), scale_mib (peak RSS) and
+# scale_cpu (CPU seconds per Machine until Running).
+scale_lab() {
+  local clusters="$1" wait="$2" log pid peak=0 cpu="" r
   log="$(mktemp)"
-  setsid bin/faultline lab up --clusters 20 --control-planes 3 --workers 7 --wait 15m >"${log}" 2>&1 &
-  pid=$! peak=0 cpu=""
+  setsid bin/faultline lab up --clusters "${clusters}" --control-planes 3 --workers 7 --wait "${wait}" >"${log}" 2>&1 &
+  pid=$!
   while kill -0 "${pid}" 2>/dev/null; do
     r="$(rss_tree "${pid}")"
     ((r > peak)) && peak=${r}
@@ -138,15 +152,28 @@ if ((runs > 0)) && [[ "${BENCH_SCALE:-1}" != 0 ]]; then
   done
   wait "${pid}" || true
   scale_s="$(sed -n 's/^lab up in \([0-9.ms]*\) .*/\1/p' "${log}" | seconds)"
-  scale_mib=$((peak / 1024))
+  scale_mib=$((peak / 1024)) scale_cpu=""
   # What bounds it: the CPU each process used until Running, against
   # what the machine's cores could give in that time.
-  [[ -n "${cpu}" ]] && echo "20 clusters x 10 machines: CPU until Running: ${cpu}of $(nproc) cores x ${scale_s} s = $(awk -v n="$(nproc)" -v s="${scale_s}" 'BEGIN { printf "%.0f", n * s }') s" >&2
+  if [[ -n "${cpu}" ]]; then
+    scale_cpu="$(awk -v c="${cpu}" -v m="$((clusters * 10))" 'BEGIN { n = split(c, f, /[^0-9]+/); for (i = 1; i <= n; i++) t += f[i]; printf "%.2f", t / m }')"
+    echo "${clusters} clusters x 10 machines: CPU until Running: ${cpu}of $(nproc) cores x ${scale_s} s = $(awk -v n="$(nproc)" -v s="${scale_s}" 'BEGIN { printf "%.0f", n * s }') s; ${scale_cpu} CPU-s per Machine" >&2
+  fi
   if [[ -z "${scale_s}" ]]; then
     # Its memory up to then is no figure for a lab that is up.
-    echo "20 clusters x 10 machines: not Running within 15 minutes ($(grep -o 'lab not ready: .\{0,160\}' "${log}" | head -n 1 || true)...; log ${log}); peak RSS until then ${scale_mib} MiB" >&2
-    scale_mib=""
+    echo "${clusters} clusters x 10 machines: not Running within ${wait} ($(grep -o 'lab not ready: .\{0,160\}' "${log}" | head -n 1 || true)...; log ${log}); peak RSS until then ${scale_mib} MiB" >&2
+    scale_mib="" scale_cpu=""
   fi
+}
+scale_cpu=""
+if ((runs > 0)) && [[ "${BENCH_SCALE_50:-0}" != 0 ]]; then
+  # Reported, with no goal: 50 clusters x 10 machines (BENCH_SCALE_50=1).
+  scale_lab 50 40m
+  echo "50 clusters x 10 machines: Running in ${scale_s:-?} s, peak RSS ${scale_mib:-?} MiB, ${scale_cpu:-?} CPU-s per Machine" >&2
+  scale_s="" scale_mib="" scale_cpu=""
+fi
+if ((runs > 0)) && [[ "${BENCH_SCALE:-1}" != 0 ]]; then
+  scale_lab 20 15m
 fi
 # Issue 34: a running lab serving runs, scenarios side by side, and how
 # remediation times grow with concurrent runs. BENCH_SERVED=0 skips it.
@@ -161,6 +188,7 @@ goal "faultline run power-off-worker, start to exit" "${goal_proc:-}" 25 s
 goal "every lab scenario of the catalogue, one run command" "${catalogue}" 300 s
 goal "20 clusters x 10 machines Running" "${scale_s}" 90 s
 goal "20 clusters x 10 machines, peak RSS (faultline+apiserver+etcd)" "${scale_mib}" 3072 " MiB"
+goal "20 clusters x 10 machines, CPU-s per Machine until Running" "${scale_cpu}" 1.5 " CPU-s"
 goal "run power-off-worker --lab, whole process (CAPV fast path)" "${served_fast}" 12 s
 goal "run power-off-worker --lab, whole process (CAPV 10 s requeue)" "${served_slow}" 12 s
 goal "lab catalogue, --parallel 4 on one warm lab" "${parallel_catalogue}" 240 s

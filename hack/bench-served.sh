@@ -10,7 +10,33 @@
 # 3. Concurrency: CONCURRENCY (default "1 5 20") power-off-worker runs at
 #    once on one warm lab (--parallel C), each on its own cluster; the
 #    median of their replacement-running phases, and its ratio to one run
-#    alone. BENCH_SERVED_RUNS=0 skips 1 (default RUNS).
+#    alone; and the controllers whose work queues kept items waiting
+#    longest meanwhile (each run's queues.json: the median over the runs
+#    of each controller's mean wait, and of its reconciles' seconds per
+#    second of the run: how many of its workers were busy). BENCH_SERVED_RUNS=0 skips 1
+#    (default RUNS).
+
+busiest_queues() { # busiest_queues DIR...: the 3 controllers with the longest median mean wait
+  python3 - "$@" <<'PY'
+import datetime, json, os, statistics, sys
+def when(s):
+    return datetime.datetime.fromisoformat(s[:26].rstrip("Z") if "." in s else s.rstrip("Z"))
+waits, adds, busy = {}, {}, {}
+for d in sys.argv[1:]:
+    p = os.path.join(d, "queues.json")
+    if not os.path.exists(p):
+        continue
+    r = json.load(open(os.path.join(d, "result.json")))
+    window = (when(r["finishedAt"]) - when(r["startedAt"])).total_seconds() or 1
+    for q in json.load(open(p)):
+        c = q["controller"]
+        waits.setdefault(c, []).append(q["meanWaitSeconds"])
+        adds.setdefault(c, []).append(q["adds"])
+        busy.setdefault(c, []).append(q["workSeconds"] / window)
+top = sorted(waits, key=lambda c: -statistics.median(waits[c]))[:3]
+print(", ".join("%s %.2f s (%d adds, %.1f workers busy)" % (c, statistics.median(waits[c]), statistics.median(adds[c]), statistics.median(busy[c])) for c in top) or "no queues.json")
+PY
+}
 
 replacement_s() { # replacement_s DIR: replacement-running's seconds after inject, from result.json
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(next(p["sinceInjectSeconds"] for p in r["phases"] if p["name"]=="replacement-running"))' "$1/result.json" 2>/dev/null || echo ""
@@ -72,6 +98,10 @@ for c in ${CONCURRENCY:-1 5 20}; do
   ratio="$(awk -v r="${repl}" -v a="${alone_repl}" 'BEGIN { if (r == "" || a == "") print "-"; else printf "%.2fx", r / a }')"
   passed="$(grep -cE '^---  PASS' "${dir}.log" || true)"
   ((c == 1)) && passed="$(grep -cE '^scenario .*: PASS in' "${dir}.log" || true)"
-  printf '%-30s %16s %10s %s\n' "${c} at once" "${repl:-?}" "${ratio}" "${passed} passed of ${c}"
+  reached="$(for d in "${dir}"/power-off-worker*/; do replacement_s "${d}"; done | grep -c . || true)"
+  ((c == 1)) && reached="$(replacement_s "${dir}" | grep -c . || true)"
+  printf '%-30s %16s %10s %s\n' "${c} at once" "${repl:-?}" "${ratio}" "${passed} passed of ${c}, ${reached} reached replacement-running"
+  if ((c == 1)); then queues="$(busiest_queues "${dir}")"; else queues="$(busiest_queues "${dir}"/power-off-worker*/)"; fi
+  printf '%-30s %s\n' "" "longest queue waits: ${queues}"
   ((c == 20)) && concurrent_ratio="$(awk -v r="${repl}" -v a="${alone_repl}" 'BEGIN { if (r != "" && a != "") printf "%.2f", r / a }')"
 done

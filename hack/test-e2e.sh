@@ -21,6 +21,10 @@
 #                       with PROVIDER=lab and NODES=containers,
 #                       suites/config/lab-containers.yaml, which raises
 #                       the budgets a physical join needs)
+#   PARALLEL            with PROVIDER=lab: N scenarios side by side (ginkgo
+#                       -p --procs N), each on a fresh cluster of one warm
+#                       lab; those a leased cluster cannot serve run after
+#                       them, one at a time (suites/e2e/parallel.go)
 #   GINKGO_LABEL_FILTER e.g. 'tier:core && !seed-003'
 #   GINKGO_FOCUS        a regular expression over spec names
 #   ARTIFACTS           where junit.<suite>.xml and each scenario's run
@@ -55,7 +59,17 @@ if [[ "${RELEASE:-}" == all ]]; then
   done
   exit "${rc}"
 fi
+if [[ -n "${PARALLEL:-}" ]]; then
+  [[ "${PARALLEL}" =~ ^[1-9][0-9]*$ ]] || { echo "PARALLEL=${PARALLEL}: expected a number of scenarios at once, 1 or more" >&2; exit 2; }
+  [[ "${PROVIDER}" == lab ]] || { echo "PARALLEL=${PARALLEL}: runs side by side need PROVIDER=lab (on one shared cluster each spec's faults would be the others' failures)" >&2; exit 2; }
+  [[ "${RELEASE:-}" != all ]] || { echo "PARALLEL with RELEASE=all: run one release at a time" >&2; exit 2; }
+fi
 [[ -n "${RELEASE:-}" ]] && export E2E_RELEASE="${RELEASE}"
 [[ -n "${UPGRADE_TO:-}" ]] && export E2E_UPGRADE_TO="${UPGRADE_TO}"
 [[ -n "${UPGRADE_RUNS:-}" ]] && export E2E_UPGRADE_RUNS="${UPGRADE_RUNS}"
+if [[ -n "${PARALLEL:-}" ]]; then
+  # Ginkgo's own CLI runs the processes; its flags are the same without
+  # the -ginkgo. prefix.
+  exec go run github.com/onsi/ginkgo/v2/ginkgo --procs "${PARALLEL}" --timeout 3h "${args[@]/#-ginkgo./--}" "./suites/${suite}"
+fi
 go test -v -count=1 -timeout 3h "./suites/${suite}" -args "${args[@]}"

@@ -2,7 +2,9 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -71,9 +73,13 @@ func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 		// warm lab while the scenario has a lab of its own).
 		in.Release = labRelease(lp.Lab())
 	}
+	queues := readQueues(ctx, lp, onLab && !run.DryRun, in.Log)
 	res, err := engine.Run(ctx, run)
 	if err != nil {
 		return nil, err
+	}
+	if queues != nil {
+		writeQueues(ctx, lp, queues, filepath.Join(in.Dir, artifacts.QueuesFile), in.Log)
 	}
 	res.Profile, res.Release = in.Profile, in.Release
 	if onLab {
@@ -81,17 +87,7 @@ func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 			res.Release.UpgradedTo = now
 		}
 	}
-	if p, err := lab.ProfileNamed(in.Profile); err == nil {
-		res.ProfileSettings = p.Knobs()
-		if in.Release != nil {
-			if s, err := lab.ParseRelease(in.Release.Stack).Resolve(); err == nil {
-				res.ProfileSettings = p.KnobsOn(s)
-			}
-		}
-		if l := run.Scenario.Spec.Lab; run.Scenario != nil && l != nil && l.NodeDrainTimeout.Duration > 0 {
-			res.ProfileSettings["nodeDrainTimeout"] = l.NodeDrainTimeout.String() + " (the scenario's spec.lab)"
-		}
-	}
+	res.ProfileSettings = profileSettings(in, run)
 	var stats map[string]artifacts.PhaseStats
 	if in.History != nil && !run.DryRun {
 		if stats, err = in.History.Stats(res.Scenario, res.Provider, res.Profile); err != nil {
@@ -119,6 +115,52 @@ func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 		return res, fmt.Errorf("timeline %s is incomplete: %w", filepath.Join(in.Dir, artifacts.TimelineFile), err)
 	}
 	return res, nil
+}
+
+// profileSettings are the settings of the run's time profile on its
+// release (nil: no lab profile).
+func profileSettings(in ExecuteInput, run engine.RunInput) map[string]string {
+	p, err := lab.ProfileNamed(in.Profile)
+	if err != nil {
+		return nil
+	}
+	settings := p.Knobs()
+	if in.Release != nil {
+		if s, err := lab.ParseRelease(in.Release.Stack).Resolve(); err == nil {
+			settings = p.KnobsOn(s)
+		}
+	}
+	if l := run.Scenario.Spec.Lab; run.Scenario != nil && l != nil && l.NodeDrainTimeout.Duration > 0 {
+		settings["nodeDrainTimeout"] = l.NodeDrainTimeout.String() + " (the scenario's spec.lab)"
+	}
+	return settings
+}
+
+// readQueues reads the lab's controllers' work queues before a run (nil
+// off the lab, or when they cannot be read, which is logged).
+func readQueues(ctx context.Context, lp *lab.Provider, onLab bool, log logr.Logger) lab.Queues {
+	if !onLab {
+		return nil
+	}
+	q, err := lp.Lab().Queues(ctx)
+	if err != nil {
+		log.Error(err, "the controllers' work queues are not kept for this run")
+	}
+	return q
+}
+
+// writeQueues writes to path what the work queues did since before.
+func writeQueues(ctx context.Context, lp *lab.Provider, before lab.Queues, path string, log logr.Logger) {
+	now, err := lp.Lab().Queues(context.WithoutCancel(ctx))
+	if err == nil {
+		var b []byte
+		if b, err = json.MarshalIndent(now.Since(before), "", "  "); err == nil {
+			err = os.WriteFile(path, append(b, '\n'), 0o644)
+		}
+	}
+	if err != nil {
+		log.Error(err, "the controllers' work queues are not kept for this run")
+	}
 }
 
 // keepEvidence writes what the clusters say of the run beside its result,

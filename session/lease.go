@@ -60,8 +60,13 @@ func (p *Pool) lease(ctx context.Context, sc *scenario.Scenario, out io.Writer) 
 	}
 	shape := *sc.Spec.Lab
 	p.mu.Lock()
+	if p.warm == nil && p.leaseErr != nil {
+		p.mu.Unlock()
+		return nil, nil, fmt.Errorf("the warm lab did not start, and is not started again for each scenario beside it: %w", p.leaseErr)
+	}
 	if p.warm == nil {
 		if err := p.Start(ctx, shape); err != nil {
+			p.leaseErr = err
 			p.mu.Unlock()
 			return nil, nil, err
 		}

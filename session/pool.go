@@ -37,6 +37,10 @@ type Pool struct {
 	// removed it).
 	first scenario.LabSpec
 	used  bool
+	// leaseErr is why the warm lab did not start for a Lease: the
+	// scenarios beside it waited for that start, and it is not tried
+	// again for each.
+	leaseErr error
 }
 
 // Warm is the warm lab's session, nil before the first.

@@ -41,9 +41,12 @@ type RunRequest struct {
 	Dir string `json:"dir"`
 	// Timeout, when set, replaces spec.timeout.
 	Timeout time.Duration `json:"timeout,omitempty"`
-	DryRun  bool          `json:"dryRun,omitempty"`
-	Retain  bool          `json:"retain,omitempty"`
-	Seed    *int64        `json:"seed,omitempty"`
+	// Release, when set, replaces spec.lab.release (a suite's
+	// E2E_RELEASE); it must be the served lab's.
+	Release string `json:"release,omitempty"`
+	DryRun  bool   `json:"dryRun,omitempty"`
+	Retain  bool   `json:"retain,omitempty"`
+	Seed    *int64 `json:"seed,omitempty"`
 	// History is the folder of past results ("" none); Gate applies the
 	// regression gate against it.
 	History string `json:"history,omitempty"`
@@ -51,6 +54,19 @@ type RunRequest struct {
 	// Faultline and Replay are recorded in the result (ExecuteInput).
 	Faultline string   `json:"faultline,omitempty"`
 	Replay    []string `json:"replay,omitempty"`
+}
+
+// NewRunRequest is the request to run sc as parsed with sets, of which it
+// keeps those sc declares (the lab parses the file again with them), with
+// its artifacts in dir; the run's other settings are the caller's to add.
+func NewRunRequest(sc *scenario.Scenario, sets map[string]string, dir string) RunRequest {
+	req := RunRequest{Source: sc.Source, Text: sc.Text, Sets: map[string]string{}, Dir: dir}
+	for k, v := range sets {
+		if _, declared := sc.Spec.Parameters[k]; declared {
+			req.Sets[k] = v
+		}
+	}
+	return req
 }
 
 // RunMessage is one message of a served run: from the lab, a line for
@@ -185,7 +201,11 @@ func (s *Server) run(ctx, served context.Context, req RunRequest, enc *encoder) 
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := Adjust(sc, Adjustments{Timeout: req.Timeout}); err != nil {
+	adjust := Adjustments{Timeout: req.Timeout}
+	if req.Release != "" {
+		adjust.Release = lab.ParseRelease(req.Release)
+	}
+	if err := Adjust(sc, adjust); err != nil {
 		return nil, nil, err
 	}
 	var history *artifacts.History

@@ -215,3 +215,22 @@ func TestLeasable(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseStartFailsOnce: the scenarios beside one another wait for one
+// start of the warm lab; when it fails, each gets its error, and the lab
+// is not started again for each.
+func TestLeaseStartFailsOnce(t *testing.T) {
+	opens := 0
+	p := &session.Pool{Open: func(context.Context, ...lab.ClusterSpec) (*session.Session, error) {
+		opens++
+		return nil, errors.New("lab not ready: cluster lab: 4 of 5 Machines Running")
+	}}
+	for range 3 {
+		if _, _, err := p.Lease(context.Background(), load(t, "power-off-worker")); err == nil || !strings.Contains(err.Error(), "4 of 5 Machines Running") {
+			t.Errorf("Lease = %v, want the start's error", err)
+		}
+	}
+	if opens != 1 {
+		t.Errorf("the lab was started %d times, want once", opens)
+	}
+}

@@ -80,6 +80,27 @@ func TestIntegrationRunLab(t *testing.T) {
 	}
 }
 
+// queueAdds reads a run's queues.json: each controller's adds.
+func queueAdds(t *testing.T, dir string) map[string]float64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "queues.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uses []struct {
+		Controller string
+		Adds       float64
+	}
+	if err := json.Unmarshal(b, &uses); err != nil {
+		t.Fatal(err)
+	}
+	adds := map[string]float64{}
+	for _, u := range uses {
+		adds[u.Controller] = u.Adds
+	}
+	return adds
+}
+
 func TestValidateExitCodes(t *testing.T) {
 	t.Parallel()
 	bad := filepath.Join(t.TempDir(), "bad.yaml")

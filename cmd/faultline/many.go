@@ -34,7 +34,7 @@ func (o *runOptions) runMany(ctx context.Context, scs []*scenario.Scenario, sets
 		o.pool = &session.Pool{Out: stderr, Open: func(ctx context.Context, clusters ...lab.ClusterSpec) (*session.Session, error) {
 			return o.open(ctx, clusters, false, stderr, log)
 		}}
-		defer func() { closeSession(ctx, o.pool.Close, log) }()
+		defer func() { closeSession(ctx, o.pool.Close, closeTimeout, log) }()
 	}
 	root := o.artifacts
 	if root == "" {

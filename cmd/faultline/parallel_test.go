@@ -16,7 +16,8 @@ import (
 // TestIntegrationRunParallel runs two destructive scenarios at once on one
 // warm lab (--parallel 2): the lab starts once, each scenario gets a
 // cluster of its own, their runs overlap in time, and each one's faults
-// (its journal) touch only its own cluster.
+// (its journal) touch only its own cluster; each keeps what the
+// controllers' work queues did meanwhile.
 func TestIntegrationRunParallel(t *testing.T) {
 	labtest.Require(t)
 	dir := t.TempDir()
@@ -65,6 +66,11 @@ func TestIntegrationRunParallel(t *testing.T) {
 			t.Fatalf("result of %s: %v", sc, err)
 		}
 		results = append(results, res)
+		// Both remediations went through MachineHealthCheck's work
+		// queue, read for each run's window.
+		if adds := queueAdds(t, filepath.Join(out, sc)); adds["machinehealthcheck"] == 0 || adds["machine"] == 0 {
+			t.Errorf("%s: queues.json %v, want machinehealthcheck and machine", sc, adds)
+		}
 	}
 	if own["side-a"] == own["side-b"] {
 		t.Errorf("both scenarios' faults went to namespace %s", own["side-a"])

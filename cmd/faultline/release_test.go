@@ -51,6 +51,10 @@ func TestIntegrationRunOtherRelease(t *testing.T) {
 				t.Errorf("%s: %s reported version %q, want %q (the build stamps it)", name, m, r.Managers[m], v)
 			}
 		}
+		// The managers' own metrics, read over loopback.
+		if adds := queueAdds(t, filepath.Join(dir, name)); adds["capi-manager/machine"] == 0 {
+			t.Errorf("%s: queues.json: %v, want capi-manager/machine", name, adds)
+		}
 	}
 }
 

@@ -58,15 +58,8 @@ func (o *runOptions) runServed(ctx context.Context, sc *scenario.Scenario, dir s
 	if dir == "" {
 		dir = artifacts.RunDir(sc.Metadata.Name, time.Now())
 	}
-	req := session.RunRequest{
-		Source: sc.Source, Text: sc.Text, Sets: map[string]string{},
-		DryRun: o.dryRun, Retain: o.retain, Gate: o.gate, Faultline: versionString(), Replay: o.replay,
-	}
-	for k, v := range sets {
-		if _, declared := sc.Spec.Parameters[k]; declared {
-			req.Sets[k] = v
-		}
-	}
+	req := session.NewRunRequest(sc, sets, "")
+	req.DryRun, req.Retain, req.Gate, req.Faultline, req.Replay = o.dryRun, o.retain, o.gate, versionString(), o.replay
 	if o.seedSet {
 		req.Seed = &o.seed
 	}

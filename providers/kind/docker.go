@@ -9,6 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Docker runs the docker CLI with an argument slice, never through a shell,
@@ -226,4 +229,31 @@ func quoteAll(args []string) []string {
 		out[i] = "'" + a + "'"
 	}
 	return out
+}
+
+// freezeRetry bounds how long Pause retries a freeze the kernel did not
+// finish.
+var freezeRetry = wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 7, Cap: 5 * time.Second}
+
+// Pause runs `docker pause name`, again while runc reports "unable to
+// freeze". On cgroup v1, runc gives up when the container's processes do
+// not all freeze in its few tries (a node busy forking, just after boot, on
+// a loaded host), thaws it and fails; runc's maintainers leave the retry to
+// the caller (opencontainers/runc#4388). About 20 s of tries in all.
+func Pause(ctx context.Context, d Docker, name string) error {
+	var last error
+	tries := 0
+	err := wait.ExponentialBackoffWithContext(ctx, freezeRetry, func(ctx context.Context) (bool, error) {
+		tries++
+		_, last = d.Run(ctx, "pause", name)
+		var de *DockerError
+		if errors.As(last, &de) && strings.Contains(de.Stderr, "unable to freeze") {
+			return false, nil
+		}
+		return true, last
+	})
+	if wait.Interrupted(err) && last != nil {
+		return fmt.Errorf("%w (tried %d times)", last, tries)
+	}
+	return err
 }

@@ -285,8 +285,7 @@ func (p *Provider) Suspend(ctx context.Context, obj providers.Object) error {
 	if err != nil || st.Paused {
 		return err
 	}
-	_, err = p.docker.Run(ctx, "pause", obj.Name)
-	return err
+	return Pause(ctx, p.docker, obj.Name)
 }
 
 // Reset implements providers.VMPower: `docker restart`.

@@ -40,7 +40,10 @@ type Input struct {
 	Dir      string
 	Profile  Profile
 	Clusters []ClusterSpec
-	Log      logr.Logger
+	// State is the folder of stored management states
+	// (management.Input.State): "" is the default, "off" starts fresh.
+	State string
+	Log   logr.Logger
 }
 
 // Validate checks the input.
@@ -170,9 +173,11 @@ func Start(ctx context.Context, in Input) (l *Lab, err error) {
 		}
 	}()
 	for _, step := range l.steps(assets) {
-		if err := step(ctx); err != nil {
+		began := time.Now()
+		if err := step.do(ctx); err != nil {
 			return l, err
 		}
+		l.in.Log.V(1).Info("lab start step done", "step", step.name, "took", time.Since(began).Round(time.Millisecond).String())
 	}
 	return l, nil
 }

@@ -195,6 +195,7 @@ func (l *Lab) begin(ctx context.Context, s ClusterSpec) (creation, error) {
 // removeCluster deletes the cluster of key from the management cluster and
 // the lab.
 func (l *Lab) removeCluster(ctx context.Context, key string) error {
+	began := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, RemoveTimeout)
 	defer cancel()
 	c := l.Client()
@@ -211,7 +212,7 @@ func (l *Lab) removeCluster(ctx context.Context, key string) error {
 		return false, client.IgnoreNotFound(err)
 	})
 	if err != nil {
-		return fmt.Errorf("remove cluster %s: its Cluster is not gone after %s (%s): %w", key, RemoveTimeout, l.remaining(context.WithoutCancel(ctx), ok.Namespace), err)
+		return fmt.Errorf("remove cluster %s: its Cluster is not gone after %s (%s): %w", key, time.Since(began).Round(100*time.Millisecond), l.remaining(context.WithoutCancel(ctx), ok.Namespace), err)
 	}
 	l.clusters.Remove(key)
 	errs := []error{l.nodes.RemoveCluster(key)}

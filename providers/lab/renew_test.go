@@ -3,7 +3,7 @@ package lab_test
 import (
 	"context"
 	"fmt"
-	"github.com/faultline-dev/faultline/providers/lab/labconfig"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -19,19 +19,23 @@ import (
 
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/lab"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
+	"github.com/faultline-dev/faultline/providers/lab/labtest"
 )
 
 // A scenario after a destructive one, on a renewed cluster of the same
 // warm lab, finds the cluster a fresh lab has: the same objects, Machines
 // and Nodes, and in vcsim no VM of the cluster before, even with the
 // faults that run left in place (a crashed run's: a VM powered off, a
-// kubelet stopped, a VM the scenario made).
+// kubelet stopped, a VM the scenario made). So does a lab whose
+// management plane started from the stored state, with the same plane.
 func TestIntegrationRenewMatchesFreshLab(t *testing.T) {
 	spec := lab.ClusterSpec{Name: "lab", LabSpec: labconfig.LabSpec{ControlPlanes: 1, Workers: 2, ControlPlaneMHC: ptr.To(true)}}
-	l := startLab(t, spec)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	l := labtest.StartInput(t, lab.Input{Clusters: []lab.ClusterSpec{spec}, State: "off"})
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	fresh := shapeOf(ctx, t, l, spec.Key())
+	freshPlane := planeOf(ctx, t, l)
 
 	// The damage.
 	workers, err := l.Provider().Resolve(ctx, providers.Selector{Cluster: spec.Key(), Role: "worker"})
@@ -82,6 +86,17 @@ func TestIntegrationRenewMatchesFreshLab(t *testing.T) {
 	}
 	if err := l.Renew(ctx, renewed); err == nil || !strings.Contains(err.Error(), "namespace renewed is in use") {
 		t.Errorf("renewing into a namespace in use: %v", err)
+	}
+
+	began = time.Now()
+	stored := storedStateLab(ctx, t, spec)
+	t.Logf("stored a state and started a lab from it in %s", time.Since(began).Round(100*time.Millisecond))
+	if got := shapeOf(ctx, t, stored, spec.Key()); !reflect.DeepEqual(got, fresh) {
+		t.Errorf("the cluster of a lab started from the stored state differs from a fresh lab's:\nfresh  %+v\nstored %+v", fresh, got)
+	}
+	plane := planeOf(ctx, t, stored)
+	if !slices.Equal(plane, freshPlane) {
+		t.Errorf("the management plane started from the stored state differs from a fresh one:\nfresh  %q\nstored %q", freshPlane, plane)
 	}
 }
 

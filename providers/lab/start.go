@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,16 +18,45 @@ import (
 	"github.com/faultline-dev/faultline/providers/vsphere"
 )
 
+// A step is one of Start's.
+type step struct {
+	name string
+	do   func(context.Context) error
+}
+
 // steps are Start's, in order: each starts one part of the lab from the
 // parts before it, and Stop undoes them all.
-func (l *Lab) steps(assets string) []func(context.Context) error {
-	return []func(context.Context) error{
-		l.startVCenter,
-		func(ctx context.Context) error { return l.startManagement(ctx, assets) },
-		l.startNodeSimulator,
-		l.createClusters,
-		l.runNodes,
+func (l *Lab) steps(assets string) []step {
+	return []step{
+		{"vcsim and management plane", func(ctx context.Context) error { return l.startVCenterAndManagement(ctx, assets) }},
+		{"node simulator", l.startNodeSimulator},
+		{"cluster objects", l.createClusters},
+		{"nodes", l.runNodes},
 	}
+}
+
+// startVCenterAndManagement starts vcsim and the management plane side
+// by side: neither needs the other until the node simulator (CAPV has
+// vcsim's credentials, which every simulator takes, and reaches vcsim
+// through the cluster objects created after). Each part's time is logged
+// at V(1).
+func (l *Lab) startVCenterAndManagement(ctx context.Context, assets string) error {
+	var vcErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		began := time.Now()
+		if vcErr = l.startVCenter(ctx); vcErr == nil {
+			l.in.Log.V(1).Info("lab start part done", "part", "vcsim", "took", time.Since(began).Round(time.Millisecond).String())
+		}
+	}()
+	began := time.Now()
+	err := l.startManagement(ctx, assets)
+	if err == nil {
+		l.in.Log.V(1).Info("lab start part done", "part", "management plane", "took", time.Since(began).Round(time.Millisecond).String())
+	}
+	<-done
+	return errors.Join(vcErr, err)
 }
 
 // startVCenter starts vcsim and logs in to it, and notes its inventory.
@@ -58,12 +88,16 @@ func (l *Lab) startManagement(ctx context.Context, assets string) error {
 	return err
 }
 
+// ManagementFromState tells whether the management plane started from a
+// stored state.
+func (l *Lab) ManagementFromState() bool { return l.mgmt.FromState() }
+
 // managementInput is what the management plane of stack needs, CAPV
 // logging in to vcsim.
 func (l *Lab) managementInput(stack Stack) management.Input {
 	return management.Input{
-		Dir: l.dir, Profile: l.in.Profile, Stack: stack,
-		VCUser: l.sim.Config().Username, VCPass: l.sim.Config().Password,
+		Dir: l.dir, Profile: l.in.Profile, Stack: stack, State: l.in.State,
+		VCUser: vcsim.Username, VCPass: vcsim.Password(),
 		Log: l.in.Log.WithName("controllers"),
 	}
 }
@@ -151,3 +185,9 @@ func (l *Lab) runNodes(ctx context.Context) error {
 	}()
 	return nil
 }
+
+// Queues are the work queues of the management plane's controllers.
+type Queues = management.Queues
+
+// Queues reads the work queues of the management plane's controllers.
+func (l *Lab) Queues(ctx context.Context) (Queues, error) { return l.mgmt.Queues(ctx) }

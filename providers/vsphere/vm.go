@@ -22,10 +22,16 @@ func (p *Provider) vm(obj providers.Object) *object.VirtualMachine {
 
 // task runs a vSphere task to completion or until ctx ends, and names the VM
 // and the fault when it fails.
+//
+// It waits on a property collector of its own (Task.Wait): Task.WaitEx
+// shares the session's default collector, and two tasks waited on at once,
+// as runs side by side do, took each other's updates; in the lab one
+// power-off then waited until the scenario's timeout for a task vcsim had
+// long finished.
 func (p *Provider) task(ctx context.Context, op string, obj providers.Object, start func(context.Context) (*object.Task, error)) error {
 	t, err := start(ctx)
 	if err == nil {
-		err = t.WaitEx(ctx)
+		err = t.Wait(ctx)
 	}
 	if err != nil {
 		if ctx.Err() != nil {

@@ -20,7 +20,8 @@ type ChecksSpecInput struct {
 // the environment's shared provider: the pre-upgrade gate fails on any
 // finding at error severity, and names it with its fix.
 func ChecksSpec(inputGetter func() ChecksSpecInput) {
-	It("reports nothing at error severity", func(ctx SpecContext) {
+	// Serial: under ginkgo -p, only the first process has the lab.
+	It("reports nothing at error severity", Serial, func(ctx SpecContext) {
 		input := inputGetter()
 		Expect(input.Environment).NotTo(BeNil())
 		p := input.Environment.checked()

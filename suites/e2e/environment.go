@@ -33,6 +33,11 @@ type Environment struct {
 	closeFn func(context.Context) error
 	// untrust removes the lab CA's folder (lab.TrustLabCertificates).
 	untrust []func() error
+	// served is the folder of the socket of the lab that serves the
+	// runs of every Ginkgo process under ginkgo -p ("" without);
+	// stopServing, on the first process, stops serving them.
+	served      string
+	stopServing func() error
 }
 
 // Setup starts the environment the config asks for. A lab run's Machines
@@ -101,7 +106,11 @@ func startKind(ctx context.Context, cfg KindConfig, log logr.Logger) (providers.
 
 // Teardown stops what Setup started.
 func (e *Environment) Teardown(ctx context.Context) error {
-	errs := []error{e.closeFn(ctx)}
+	var errs []error
+	if e.stopServing != nil {
+		errs = append(errs, e.stopServing())
+	}
+	errs = append(errs, e.closeFn(ctx))
 	for _, f := range e.untrust {
 		errs = append(errs, f())
 	}
@@ -160,6 +169,9 @@ func (e *Environment) ProviderFor(ctx context.Context, sc *scenario.Scenario) (p
 // ProviderOn is ProviderFor with sc's lab on release (a stack's name or
 // CAPI+CAPV versions) when it is set, over the config's lab.release.
 func (e *Environment) ProviderOn(ctx context.Context, sc *scenario.Scenario, release string) (providers.Provider, func(context.Context) error, error) {
+	if e.pool == nil && e.shared == nil {
+		return nil, nil, fmt.Errorf("%s runs on the suite's own lab, which only Ginkgo's first process has: its spec must be Serial under ginkgo -p", sc.Metadata.Name)
+	}
 	if e.pool == nil {
 		return e.shared, func(context.Context) error { return nil }, nil
 	}

@@ -2,14 +2,9 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/wait"
-
-	"github.com/faultline-dev/faultline/session"
 
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
@@ -19,6 +14,7 @@ import (
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/scenarios/selection"
+	"github.com/faultline-dev/faultline/session"
 )
 
 // ProviderFunc gives the provider a feature's scenario runs on, from the
@@ -79,13 +75,8 @@ func Feature(name string, provider ProviderFunc, params map[string]string, dir s
 			if sc.Metadata.Labels["destructive"] == "true" {
 				// As the Ginkgo specs do: a lab whose Machines just turned
 				// Running may still have a Node turning Ready.
-				var last error
-				err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-					last = Baseline(ctx, p)
-					return last == nil, nil
-				})
-				if err != nil {
-					t.Fatalf("the cluster is not healthy before %s: %v", name, errors.Join(last, err))
+				if err := providers.WaitBaseline(ctx, p, 2*time.Second, 5*time.Minute); err != nil {
+					t.Fatalf("the cluster before %s: %v", name, err)
 				}
 			}
 			return context.WithValue(ctx, providerKey{name}, p)

@@ -39,7 +39,9 @@ func DescribeUpgradeGate(s *Suite, keep func(*scenario.Scenario) bool) bool {
 		}
 	}
 	folder := func(parts ...string) string { return filepath.Join(append([]string{s.ArtifactFolder}, parts...)...) }
-	Describe(s.Name+" upgrade gate to "+to, Ordered, ContinueOnFailure, Label("upgrade-gate"), func() {
+	// Serial: its runs are on two releases, which no leased cluster of
+	// one lab serves.
+	Describe(s.Name+" upgrade gate to "+to, Ordered, Serial, ContinueOnFailure, Label("upgrade-gate"), func() {
 		Describe("faultline check", Label("checks"), func() {
 			ChecksSpec(func() ChecksSpecInput { return ChecksSpecInput{Environment: s.Environment} })
 		})

@@ -62,6 +62,9 @@ func ScenarioSpec(ctx context.Context, inputGetter func() ScenarioSpecInput) {
 		sc       *scenario.Scenario
 		provider providers.Provider
 		params   map[string]string
+		// served: the run goes to the lab that serves runs under
+		// ginkgo -p (Environment.runsServed).
+		served bool
 	)
 	BeforeEach(func() {
 		input = inputGetter()
@@ -81,13 +84,16 @@ func ScenarioSpec(ctx context.Context, inputGetter func() ScenarioSpecInput) {
 		var err error
 		sc, err = src.Load(params)
 		Expect(err).NotTo(HaveOccurred())
+		if served = input.Environment.runsServed(sc, input.Release); served {
+			return // a fresh cluster of the served lab, Running when leased
+		}
 		var release func(context.Context) error
 		provider, release, err = input.Environment.ProviderOn(ctx, sc, input.Release)
 		Expect(err).NotTo(HaveOccurred(), "provider for %s", input.Scenario)
 		DeferCleanup(release)
 		if sc.Metadata.Labels["destructive"] == "true" {
 			By("proving the cluster's baseline healthy")
-			Eventually(func() error { return Baseline(ctx, provider) }, input.Environment.Config.Interval("default/wait-baseline")...).
+			Eventually(func() error { return providers.Baseline(ctx, provider) }, input.Environment.Config.Interval("default/wait-baseline")...).
 				Should(Succeed(), "the cluster is not healthy before %s", input.Scenario)
 		}
 		if input.Next != nil {
@@ -104,10 +110,15 @@ func ScenarioSpec(ctx context.Context, inputGetter func() ScenarioSpecInput) {
 		defer cancel()
 		dir := filepath.Join(input.ArtifactFolder, input.Scenario)
 		Expect(os.MkdirAll(input.ArtifactFolder, 0o750)).To(Succeed())
-		res, err := session.Execute(rctx, session.ExecuteInput{
-			Dir: dir, Profile: input.Environment.Profile(), Release: input.Environment.Release(), Log: input.Environment.log,
-			Run: engine.RunInput{Scenario: sc, Provider: provider, Parameters: params, Log: logr.Discard()},
-		})
+		var res *engine.Result
+		if served {
+			res, err = input.Environment.runServed(rctx, sc, params, dir)
+		} else {
+			res, err = session.Execute(rctx, session.ExecuteInput{
+				Dir: dir, Profile: input.Environment.Profile(), Release: input.Environment.Release(), Log: input.Environment.log,
+				Run: engine.RunInput{Scenario: sc, Provider: provider, Parameters: params, Log: logr.Discard()},
+			})
+		}
 		Expect(err).NotTo(HaveOccurred(), "run %s", input.Scenario)
 		AddReportEntry("faultline "+input.Scenario, ReportEntryVisibilityFailureOrVerbose, summary(res))
 		if res.Verdict == engine.Skipped {

@@ -44,36 +44,59 @@ type described struct {
 	name, provider string
 	src            selection.Source
 	labels         []string
+	// serial: a leased cluster cannot serve it; under ginkgo -p it runs
+	// on the first process, after the others.
+	serial bool
 }
 
 // NewSuite registers the suite's SynchronizedBeforeSuite, which loads the
 // config and starts the environment (one lab, or the connection to
-// vSphere), and its SynchronizedAfterSuite, which stops it. Suites run
-// serially: every spec damages the cluster it runs on, so parallel
-// specs would be each other's faults.
+// vSphere), and its SynchronizedAfterSuite, which stops it. A suite runs
+// its specs one after the other, every spec damaging the cluster it runs
+// on; under ginkgo -p, on the lab only, side by side, each on a fresh
+// cluster of the first process's lab (parallel.go).
 func NewSuite(name string) *Suite {
 	s := &Suite{Name: name}
 	SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 		suiteConfig, _ := GinkgoConfiguration()
-		Expect(suiteConfig.ParallelTotal).To(Equal(1),
-			"faultline's suites run serially (no ginkgo -p): each spec's faults would be the others' failures")
-		cfg, err := LoadConfig(DefaultConfig)
+		s.load()
+		By("starting the " + s.Config.Provider + " environment")
+		var err error
+		s.Environment, err = Setup(context.WithoutCancel(ctx), s.Config, ginkgoLogger(), s.next(""))
 		Expect(err).NotTo(HaveOccurred())
-		s.Config = cfg
-		s.ArtifactFolder, err = filepath.Abs(filepath.Join(artifacts.Root(), name))
+		if suiteConfig.ParallelTotal == 1 {
+			return nil
+		}
+		By(fmt.Sprintf("serving the lab's clusters to %d Ginkgo processes", suiteConfig.ParallelTotal))
+		dir, err := s.Environment.serve(ctx, suiteConfig.ParallelTotal)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(os.MkdirAll(s.ArtifactFolder, 0o750)).To(Succeed())
-		By("starting the " + cfg.Provider + " environment")
-		s.Environment, err = Setup(context.WithoutCancel(ctx), cfg, ginkgoLogger(), s.next(""))
-		Expect(err).NotTo(HaveOccurred())
-		return nil
-	}, func([]byte) {})
+		return []byte(dir)
+	}, func(served []byte) {
+		switch {
+		case len(served) == 0:
+		case s.Environment != nil: // the first process
+			s.Environment.served = string(served)
+		default:
+			s.load()
+			s.Environment = servedEnvironment(s.Config, string(served))
+		}
+	})
 	SynchronizedAfterSuite(func() {}, func(ctx SpecContext) {
 		if s.Environment != nil {
 			Expect(s.Environment.Teardown(context.WithoutCancel(ctx))).To(Succeed())
 		}
 	})
 	return s
+}
+
+// load reads the suite's config and makes its artifacts folder.
+func (s *Suite) load() {
+	cfg, err := LoadConfig(DefaultConfig)
+	Expect(err).NotTo(HaveOccurred())
+	s.Config = cfg
+	s.ArtifactFolder, err = filepath.Abs(filepath.Join(artifacts.Root(), s.Name))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(os.MkdirAll(s.ArtifactFolder, 0o750)).To(Succeed())
 }
 
 // DescribeScenarios adds a ScenarioSpec for every scenario of the suite
@@ -117,11 +140,16 @@ func describeScenarios(s *Suite, keep func(*scenario.Scenario) bool) {
 		if !keep(sc) {
 			continue
 		}
-		s.order = append(s.order, described{name: name, provider: sc.Metadata.Labels["provider"], src: src, labels: ScenarioLabels(sc)})
+		s.order = append(s.order, described{name: name, provider: sc.Metadata.Labels["provider"], src: src, labels: ScenarioLabels(sc),
+			serial: cfg.leasable(sc) != ""})
 	}
 	for _, d := range s.order {
 		name, provider, src := d.name, d.provider, d.src
-		Describe(name, Label(d.labels...), func() {
+		args := []any{Label(d.labels...)}
+		if d.serial {
+			args = append(args, Serial)
+		}
+		Describe(name, append(args, func() {
 			BeforeEach(func() {
 				if provider != "" && s.Config != nil && provider != s.Config.Provider {
 					Skip("scenario " + name + " runs on provider " + provider + "; this suite runs on " + s.Config.Provider)
@@ -133,7 +161,7 @@ func describeScenarios(s *Suite, keep func(*scenario.Scenario) bool) {
 					Next: func() *scenario.Scenario { return s.next(name) },
 				}
 			})
-		})
+		})...)
 	}
 }
 
@@ -229,11 +257,13 @@ func ginkgoLogger() logr.Logger {
 const EnvE2E = "FAULTLINE_E2E"
 
 // RunSuite runs the suite's specs, or skips them when EnvE2E is unset.
+// The suite's test registers Gomega's fail handler first, as a Ginkgo
+// suite does: its import of Ginkgo is how the ginkgo CLI (ginkgo -p) knows
+// the package for a suite.
 func RunSuite(t *testing.T, description string) {
 	if os.Getenv(EnvE2E) == "" {
 		t.Skipf("e2e suite: run it with make test-e2e (or %s=1)", EnvE2E)
 	}
-	RegisterFailHandler(Fail)
 	suiteDescription = description
 	RunSpecs(t, description)
 }

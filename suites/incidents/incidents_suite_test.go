@@ -3,6 +3,9 @@ package incidents
 import (
 	"testing"
 
+	. "github.com/onsi/ginkgo/v2" //nolint:revive
+	. "github.com/onsi/gomega"    //nolint:revive
+
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/suites/e2e"
 )
@@ -12,5 +15,6 @@ var suite = e2e.NewSuite("incidents")
 var _ = e2e.DescribeScenarios(suite, func(sc *scenario.Scenario) bool { return sc.Metadata.Labels["incident"] == "true" })
 
 func TestIncidents(t *testing.T) {
+	RegisterFailHandler(Fail)
 	e2e.RunSuite(t, "faultline incidents")
 }

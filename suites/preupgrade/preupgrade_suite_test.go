@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive
+	. "github.com/onsi/gomega"    //nolint:revive
 
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/suites/e2e"
@@ -25,5 +26,6 @@ func describeChecksAndScenarios() bool {
 func preupgrade(sc *scenario.Scenario) bool { return sc.Metadata.Labels["preupgrade"] == "true" }
 
 func TestPreUpgrade(t *testing.T) {
+	RegisterFailHandler(Fail)
 	e2e.RunSuite(t, "faultline pre-upgrade")
 }

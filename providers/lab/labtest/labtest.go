@@ -42,12 +42,22 @@ func Require(t testing.TB) {
 // set logs the lab's controllers to the test.
 func Start(t *testing.T, specs ...lab.ClusterSpec) *lab.Lab {
 	t.Helper()
+	return StartInput(t, lab.Input{Clusters: specs})
+}
+
+// StartInput is Start with in's other fields; its Profile, when unset, is
+// the default one, and its Log the test's under LAB_DEBUG.
+func StartInput(t *testing.T, in lab.Input) *lab.Lab {
+	t.Helper()
 	Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	p, err := lab.ProfileNamed(lab.DefaultProfile)
-	if err != nil {
-		t.Fatal(err)
+	if in.Profile.Name == "" {
+		p, err := lab.ProfileNamed(lab.DefaultProfile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Profile = p
 	}
 	log := logr.Discard()
 	if os.Getenv("LAB_DEBUG") != "" {
@@ -67,7 +77,8 @@ func Start(t *testing.T, specs ...lab.ClusterSpec) *lab.Lab {
 			t.Error(err)
 		}
 	})
-	l, err := lab.Start(ctx, lab.Input{Profile: p, Clusters: specs, Log: log})
+	in.Log = log
+	l, err := lab.Start(ctx, in)
 	if err != nil {
 		t.Fatalf("start lab: %v", err)
 	}

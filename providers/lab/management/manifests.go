@@ -3,7 +3,10 @@ package management
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -53,6 +56,25 @@ type manifests struct {
 	provider   []string
 	mutating   []*admissionv1.MutatingWebhookConfiguration
 	validating []*admissionv1.ValidatingWebhookConfiguration
+	// sum is the manifests' as read, before anything points them at a
+	// start's webhook servers: the stored state's name (stateFolder).
+	sum string
+}
+
+// deepCopy is a copy of mf that envtest may point at a start's webhook
+// server without changing mf: it rewrites a client configuration once.
+func (mf *manifests) deepCopy() *manifests {
+	c := &manifests{provider: mf.provider, sum: mf.sum}
+	for _, crd := range mf.crds {
+		c.crds = append(c.crds, crd.DeepCopy())
+	}
+	for _, w := range mf.mutating {
+		c.mutating = append(c.mutating, w.DeepCopy())
+	}
+	for _, w := range mf.validating {
+		c.validating = append(c.validating, w.DeepCopy())
+	}
+	return c
 }
 
 // embeddedManifests are the compiled release's manifests.
@@ -94,7 +116,22 @@ func loadManifests(fsys fs.FS, where string) (*manifests, error) {
 			return nil, err
 		}
 	}
-	return m, nil
+	var err error
+	m.sum, err = m.digest()
+	return m, err
+}
+
+// digest is a digest of the manifests.
+func (m *manifests) digest() (string, error) {
+	h := sha256.New()
+	for _, part := range []any{m.crds, m.mutating, m.validating} {
+		b, err := json.Marshal(part)
+		if err != nil {
+			return "", fmt.Errorf("manifests: %w", err)
+		}
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // addWebhooks reads one provider's webhook configurations. Every provider

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/faultline-dev/faultline/providers/lab/labconfig"
-	"k8s.io/utils/ptr"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -18,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	infrav1beta1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta1"
 	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
 	capvcontrollers "sigs.k8s.io/cluster-api-provider-vsphere/controllers"
@@ -48,6 +46,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 )
 
 // newScheme registers every API the management cluster serves: the hub
@@ -90,6 +90,10 @@ type Plane struct {
 	runs []*run
 	// upgrades are the stacks it ran before (Upgrade).
 	upgrades []Upgraded
+	// fromState: kube-apiserver and etcd started from a stored state;
+	// hold holds its webhook server's port (nil: not served again).
+	fromState bool
+	hold      *portHold
 }
 
 // A run is a controller manager or cache running in this process.
@@ -103,10 +107,11 @@ func (m *Plane) setup(ctx context.Context, scheme *runtime.Scheme, manifests *ma
 	sync := in.Profile.SyncPeriod
 	wo := m.env.WebhookInstallOptions
 	mgr, err := ctrl.NewManager(m.cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Logger:                 in.Log,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
+		Scheme:                  scheme,
+		Logger:                  in.Log,
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:  "0",
+		GracefulShutdownTimeout: ptr.To(stopGrace),
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
 		}),
@@ -293,27 +298,35 @@ func (m *Plane) Stop() error {
 		errs = append(errs, m.runs[i].stop())
 	}
 	m.runs = nil
-	// A process that outlived stopTimeout (kube-apiserver draining a
-	// client's watch) was killed, as meant: envtest says so with a
-	// "timeout waiting for process" error, which is not one here.
-	if err := m.env.Stop(); err != nil && !strings.Contains(err.Error(), "timeout waiting for process") {
-		errs = append(errs, fmt.Errorf("stop the management cluster: %w", err))
-	}
+	errs = append(errs, m.stopEnv(), m.hold.release())
+	m.hold = nil
 	return errors.Join(errs...)
 }
 
-// stop cancels r and waits for it to end.
+// stop cancels r and waits for it to end. When its controllers did not
+// finish their work within stopGrace, the error names what they were
+// doing.
 func (r *run) stop() error {
 	r.cancel()
+	wait := stopGrace + 10*time.Second
 	select {
 	case <-r.stopped:
 		if r.err != nil {
-			return fmt.Errorf("controller manager: %w", r.err)
+			return fmt.Errorf("controller manager: %w%s", r.err, busyReport())
 		}
 		return nil
-	case <-time.After(30 * time.Second):
-		return errors.New("controller manager did not stop within 30s")
+	case <-time.After(wait):
+		return fmt.Errorf("controller manager did not stop within %s%s", wait, busyReport())
 	}
+}
+
+// busyReport is busyGoroutines as the end of an error, "" when none is.
+func busyReport() string {
+	b := busyGoroutines()
+	if b == "" {
+		return ""
+	}
+	return "; its busy goroutines:\n" + b
 }
 
 // Client is the lab's client of the management cluster: it reads from a

@@ -99,6 +99,11 @@ func shimAs(dir, path, name string) (string, error) {
 		return "", fmt.Errorf("lab shim: %w", err)
 	}
 	link := filepath.Join(dir, name)
+	if reusable(link, self, path) {
+		// Started again in the same lab (a management plane that stored
+		// its state): the pid file is the new process's.
+		return link, nil
+	}
 	if err := os.Symlink(self, link); err != nil {
 		return "", fmt.Errorf("lab shim: %w", err)
 	}
@@ -110,6 +115,16 @@ func shimAs(dir, path, name string) (string, error) {
 		return "", fmt.Errorf("lab shim: %w", err)
 	}
 	return link, nil
+}
+
+// reusable tells whether link is a shim link of self to path already.
+func reusable(link, self, path string) bool {
+	to, err := os.Readlink(link)
+	if err != nil || to != self {
+		return false
+	}
+	target, err := os.ReadFile(link + shimTarget)
+	return err == nil && string(target) == path
 }
 
 // pidSuffix is the suffix of the file beside a shim link that records the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -25,8 +26,27 @@ type Input struct {
 	Stack labconfig.Stack
 	// VCUser and VCPass are CAPV's vCenter credentials.
 	VCUser, VCPass string
-	Log            logr.Logger
+	// State is the folder of stored management states: "" is $FAULTLINE_STATE's, or
+	// faultline/state in the user's cache folder; "off" starts fresh.
+	State string
+	Log   logr.Logger
 }
+
+// etcdDir is etcd's data folder in the lab's folder.
+func (in Input) etcdDir() string { return filepath.Join(in.Dir, "etcd") }
+
+// webhookCertDir is the compiled stack's webhook server's certificate
+// folder in the lab's folder.
+func (in Input) webhookCertDir() string { return filepath.Join(in.Dir, "webhook-certs") }
+
+// crdWait bounds the wait for installed CRDs to be served, polled every
+// crdPoll. envtest's own default, 10 s, ran out in CI on a loaded 2-core
+// machine (a renewed lab's plane, "waiting for CRDs to appear as API
+// resources: context deadline exceeded").
+const (
+	crdWait = time.Minute
+	crdPoll = 50 * time.Millisecond
+)
 
 // stopTimeout bounds the stop of the lab's kube-apiserver and etcd.
 const stopTimeout = time.Second
@@ -46,29 +66,8 @@ func Start(ctx context.Context, in Input) (*Plane, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := &envtest.Environment{
-		Scheme:                   scheme,
-		BinaryAssetsDirectory:    in.Assets,
-		CRDInstallOptions:        envtest.CRDInstallOptions{CRDs: mf.crds},
-		ControlPlaneStartTimeout: 2 * time.Minute,
-	}
-	if in.Stack.Compiled {
-		// envtest points the CRDs' conversions and the webhooks at this
-		// process's webhook server.
-		env.CRDInstallOptions.Scheme = scheme
-		env.WebhookInstallOptions = envtest.WebhookInstallOptions{
-			MutatingWebhooks:    mf.mutating,
-			ValidatingWebhooks:  mf.validating,
-			LocalServingHost:    "127.0.0.1",
-			LocalServingCertDir: filepath.Join(in.Dir, "webhook-certs"),
-		}
-	}
-	if err := placeControlPlane(env, in); err != nil {
+	if err := m.startControlPlane(in, mf); err != nil {
 		return nil, err
-	}
-	m.env = env
-	if m.cfg, err = env.Start(); err != nil {
-		return nil, fmt.Errorf("start the management cluster (kube-apiserver and etcd from %s): %w", in.Assets, err)
 	}
 	if in.Stack.Compiled {
 		err = m.setup(ctx, scheme, mf, in)
@@ -126,7 +125,7 @@ func (m *Plane) manifests(in Input) (*manifests, error) {
 // they last), so each is killed after stopTimeout.
 func placeControlPlane(env *envtest.Environment, in Input) error {
 	env.ControlPlaneStopTimeout = stopTimeout // envtest sets each one's from it
-	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(in.Dir, "etcd")}
+	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: in.etcdDir()}
 	env.ControlPlane.APIServer = &envtest.APIServer{CertDir: filepath.Join(in.Dir, "apiserver")}
 	var err error
 	if env.ControlPlane.Etcd.Path, err = shim(filepath.Join(in.Dir, "bin"), filepath.Join(in.Assets, "etcd")); err != nil {
@@ -135,6 +134,11 @@ func placeControlPlane(env *envtest.Environment, in Input) error {
 	if env.ControlPlane.APIServer.Path, err = shim(filepath.Join(in.Dir, "bin"), filepath.Join(in.Assets, "kube-apiserver")); err != nil {
 		return err
 	}
+	// envtest makes kube-apiserver's certificates only in a folder
+	// without them, and a start again (startControlPlane) needs new ones.
+	if err := os.RemoveAll(env.ControlPlane.APIServer.CertDir); err != nil {
+		return fmt.Errorf("clear kube-apiserver's certificates: %w", err)
+	}
 	for _, d := range []string{env.ControlPlane.Etcd.DataDir, env.ControlPlane.APIServer.CertDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return fmt.Errorf("create lab folder: %w", err)
@@ -142,3 +146,181 @@ func placeControlPlane(env *envtest.Environment, in Input) error {
 	}
 	return nil
 }
+
+// startControlPlane starts kube-apiserver and etcd with mf installed:
+// from the stored state when there is one; else fresh, and then it
+// stores the state and starts again from it.
+func (m *Plane) startControlPlane(in Input, mf *manifests) error {
+	root, err := stateRoot(in.State)
+	if err != nil {
+		return err
+	}
+	folder := ""
+	if root != "" {
+		folder = stateFolder(root, in.Assets, mf)
+	}
+	etcdDir := in.etcdDir()
+	if folder != "" && stored(folder) {
+		err := m.startStored(in, mf, folder, true)
+		if err == nil {
+			return nil
+		}
+		// A state that does not start is thrown away, and made again.
+		in.Log.Info("the stored management state did not start; starting fresh", "state", folder, "error", err.Error())
+		if err := errors.Join(m.stopEnv(), os.RemoveAll(folder), os.RemoveAll(etcdDir)); err != nil {
+			return err
+		}
+	}
+	port := 0
+	if folder != "" && in.Stack.Compiled {
+		if port, err = statePort(); err != nil {
+			return err
+		}
+	}
+	if err := m.startEnv(in, mf, envStart{port: port}); err != nil || folder == "" {
+		return err
+	}
+	// The webhook server's certificate goes with envtest's stop.
+	var certs map[string][]byte
+	if in.Stack.Compiled {
+		if certs, err = readCerts(m.env.WebhookInstallOptions.LocalServingCertDir); err != nil {
+			return err
+		}
+	}
+	// etcd's folder is whole once etcd has stopped.
+	if err := m.stopEnv(); err != nil {
+		return err
+	}
+	ours, err := storeState(folder, etcdDir, certs, port)
+	if err != nil {
+		return err
+	}
+	if !ours {
+		// Another start stored it first: its etcd folder goes with its
+		// webhook server's certificate and port, not this one's.
+		if err := os.RemoveAll(etcdDir); err != nil {
+			return err
+		}
+	}
+	in.Log.V(1).Info("stored the management state", "state", folder, "ours", ours)
+	return m.startStored(in, mf, folder, !ours)
+}
+
+// startStored starts from the state in folder, copied into the lab's
+// folder first when copyIn (else it is there already). The compiled
+// stack's webhook server takes the state's port and certificate when it
+// can, and nothing is installed; else envtest installs mf again, pointed
+// at a new one.
+func (m *Plane) startStored(in Input, mf *manifests, folder string, copyIn bool) error {
+	es := envStart{}
+	if copyIn {
+		es.state = folder
+	}
+	if in.Stack.Compiled {
+		var why string
+		if es.hold, why = holdPort(folder); es.hold == nil {
+			in.Log.V(1).Info("the stored state's webhook server cannot serve again; installing the CRDs and webhooks", "why", why)
+		}
+	}
+	err := m.startEnv(in, mf, es)
+	if es.hold != nil {
+		if err != nil {
+			return errors.Join(err, es.hold.release())
+		}
+		m.hold = es.hold
+	}
+	m.fromState = err == nil
+	return err
+}
+
+// envStart is how startEnv starts kube-apiserver and etcd.
+type envStart struct {
+	// state is a stored state to copy in first.
+	state string
+	// port is the webhook server's port for a fresh start (0: any).
+	port int
+	// hold is the stored state's webhook server port, held: its
+	// certificate is copied in and nothing is installed.
+	hold *portHold
+}
+
+// startEnv starts kube-apiserver and etcd as es says and installs a copy
+// of mf, unless the stored CRDs and webhooks are served as they are.
+func (m *Plane) startEnv(in Input, mf *manifests, es envStart) error {
+	mf = mf.deepCopy()
+	env := &envtest.Environment{
+		Scheme:                   m.scheme,
+		BinaryAssetsDirectory:    in.Assets,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+	}
+	if es.hold == nil {
+		env.CRDInstallOptions = envtest.CRDInstallOptions{CRDs: mf.crds, MaxTime: crdWait, PollInterval: crdPoll}
+	}
+	if in.Stack.Compiled && es.hold == nil {
+		// envtest points the CRDs' conversions and the webhooks at this
+		// process's webhook server.
+		env.CRDInstallOptions.Scheme = m.scheme
+		env.WebhookInstallOptions = envtest.WebhookInstallOptions{
+			MutatingWebhooks:    mf.mutating,
+			ValidatingWebhooks:  mf.validating,
+			LocalServingHost:    "127.0.0.1",
+			LocalServingPort:    es.port,
+			LocalServingCertDir: in.webhookCertDir(),
+		}
+	}
+	if err := placeControlPlane(env, in); err != nil {
+		return err
+	}
+	if es.state != "" {
+		if err := copyTree(es.state, env.ControlPlane.Etcd.DataDir); err != nil {
+			return fmt.Errorf("copy the stored management state %s: %w", es.state, err)
+		}
+	}
+	m.env = env
+	began := time.Now()
+	var err error
+	if m.cfg, err = env.Start(); err != nil {
+		return fmt.Errorf("start the management cluster (kube-apiserver and etcd from %s): %w", in.Assets, err)
+	}
+	if es.hold != nil {
+		if err := m.serveStored(in, mf, es.hold); err != nil {
+			return err
+		}
+	}
+	in.Log.V(1).Info("kube-apiserver and etcd up with the CRDs and webhooks", "took", time.Since(began).Round(time.Millisecond).String(),
+		"fromState", es.state != "" || es.hold != nil, "installed", es.hold == nil)
+	return nil
+}
+
+// serveStored points the webhook server at the stored state's port and
+// certificate, and waits for the stored CRDs to be served.
+func (m *Plane) serveStored(in Input, mf *manifests, hold *portHold) error {
+	certDir := in.webhookCertDir()
+	if err := os.RemoveAll(certDir); err != nil {
+		return err
+	}
+	if err := copyTree(filepath.Join(hold.folder, webhookDir), certDir); err != nil {
+		return fmt.Errorf("copy the stored webhook certificate: %w", err)
+	}
+	m.env.WebhookInstallOptions = envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1", LocalServingPort: hold.port, LocalServingCertDir: certDir}
+	opts := envtest.CRDInstallOptions{MaxTime: crdWait, PollInterval: crdPoll}
+	if err := envtest.WaitForCRDs(m.cfg, mf.crds, opts); err != nil {
+		return fmt.Errorf("the stored CRDs are not served: %w", err)
+	}
+	return nil
+}
+
+// stopEnv stops kube-apiserver and etcd. A process that outlived
+// stopTimeout (kube-apiserver draining a client's watch) was killed, as
+// meant: envtest says so with a "timeout waiting for process" error,
+// which is not one here.
+func (m *Plane) stopEnv() error {
+	if err := m.env.Stop(); err != nil && !strings.Contains(err.Error(), "timeout waiting for process") {
+		return fmt.Errorf("stop the management cluster: %w", err)
+	}
+	return nil
+}
+
+// FromState tells whether the management plane started from a stored
+// state.
+func (m *Plane) FromState() bool { return m.fromState }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -110,7 +109,7 @@ func (m *Plane) installManifests(mf *manifests) error {
 	if err := envtest.CreateCRDs(m.cfg, mf.crds); err != nil {
 		return err
 	}
-	return envtest.WaitForCRDs(m.cfg, mf.crds, envtest.CRDInstallOptions{})
+	return envtest.WaitForCRDs(m.cfg, mf.crds, envtest.CRDInstallOptions{MaxTime: crdWait, PollInterval: crdPoll})
 }
 
 // installCompiled installs the compiled stack's CRDs and webhook
@@ -121,12 +120,12 @@ func (m *Plane) installCompiled(ctx context.Context, mf *manifests, in Input) er
 		MutatingWebhooks:    mf.mutating,
 		ValidatingWebhooks:  mf.validating,
 		LocalServingHost:    "127.0.0.1",
-		LocalServingCertDir: filepath.Join(in.Dir, "webhook-certs"),
+		LocalServingCertDir: in.webhookCertDir(),
 	}
 	if err := wo.PrepWithoutInstalling(); err != nil {
 		return err
 	}
-	if _, err := envtest.InstallCRDs(m.cfg, envtest.CRDInstallOptions{CRDs: mf.crds, Scheme: m.scheme, WebhookOptions: wo}); err != nil {
+	if _, err := envtest.InstallCRDs(m.cfg, envtest.CRDInstallOptions{CRDs: mf.crds, Scheme: m.scheme, WebhookOptions: wo, MaxTime: crdWait, PollInterval: crdPoll}); err != nil {
 		return err
 	}
 	if err := wo.Install(m.cfg); err != nil {

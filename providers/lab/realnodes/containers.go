@@ -187,7 +187,7 @@ func (d *Driver) Reconcile(ctx context.Context, vm VM) (string, error) {
 		}
 	case providers.Suspended:
 		if status == "running" {
-			err = d.docker(ctx, "pause", c.Name)
+			err = kind.Pause(ctx, d.cfg.Docker, c.Name)
 		}
 	case providers.PoweredOff:
 		if status == "paused" {

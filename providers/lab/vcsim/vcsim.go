@@ -104,11 +104,20 @@ func (v *Sim) CAFile() string { return v.caFile }
 // Service exposes the simulator, for fault rules and delays in tests.
 func (v *Sim) Service() *simulator.Service { return v.model.Service }
 
+// Username is the user every simulator takes (govmomi's
+// simulator.DefaultLogin), known before one starts.
+var Username = simulator.DefaultLogin.Username()
+
+// Password is Username's password.
+func Password() string {
+	pass, _ := simulator.DefaultLogin.Password() // set: url.UserPassword
+	return pass
+}
+
 // Config returns vsphere settings that reach the simulator with TLS
 // verified against its own certificate.
 func (v *Sim) Config() vsphere.Config {
-	pass, _ := simulator.DefaultLogin.Password()
-	return vsphere.Config{URL: v.URL().String(), Username: simulator.DefaultLogin.Username(), Password: pass, CAFile: v.caFile}
+	return vsphere.Config{URL: v.URL().String(), Username: Username, Password: Password(), CAFile: v.caFile}
 }
 
 // SetGuestIP plays the guest's DHCP client: it reports ip on the VM's

@@ -9,6 +9,9 @@ package resilience
 import (
 	"testing"
 
+	. "github.com/onsi/ginkgo/v2" //nolint:revive
+	. "github.com/onsi/gomega"    //nolint:revive
+
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/suites/e2e"
 )
@@ -20,5 +23,6 @@ var _ = e2e.DescribeScenarios(suite, func(sc *scenario.Scenario) bool {
 })
 
 func TestPaymentsResilience(t *testing.T) {
+	RegisterFailHandler(Fail)
 	e2e.RunSuite(t, "payments resilience")
 }

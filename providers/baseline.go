@@ -1,12 +1,13 @@
-package e2e
+package providers
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
-	"github.com/faultline-dev/faultline/providers"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Baseline is nil when the cluster behind p is healthy: every Machine
@@ -14,15 +15,15 @@ import (
 // replicas healthy, none deleting, and as many healthy etcd members as
 // control planes; on kind, every node's Node Ready. Otherwise it says what
 // is not. A vCenter alone has no baseline to prove.
-func Baseline(ctx context.Context, p providers.Provider) error {
-	c, ok := p.(providers.ClusterAPI)
+func Baseline(ctx context.Context, p Provider) error {
+	c, ok := p.(ClusterAPI)
 	if !ok {
-		if n, ok := p.(providers.Nodes); ok {
+		if n, ok := p.(Nodes); ok {
 			return nodesBaseline(ctx, p, n)
 		}
 		return nil
 	}
-	machines, err := p.Resolve(ctx, providers.Selector{})
+	machines, err := p.Resolve(ctx, Selector{})
 	if err != nil {
 		return err
 	}
@@ -64,8 +65,8 @@ func Baseline(ctx context.Context, p providers.Provider) error {
 
 // nodesBaseline is Baseline where there are no Machines (kind): the API
 // server answers and every node's Node is Ready.
-func nodesBaseline(ctx context.Context, p providers.Provider, n providers.Nodes) error {
-	nodes, err := p.Resolve(ctx, providers.Selector{})
+func nodesBaseline(ctx context.Context, p Provider, n Nodes) error {
+	nodes, err := p.Resolve(ctx, Selector{})
 	if err != nil {
 		return err
 	}
@@ -87,6 +88,20 @@ func nodesBaseline(ctx context.Context, p providers.Provider, n providers.Nodes)
 	}
 	if len(bad) > 0 {
 		return errors.New(strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// WaitBaseline waits, reading every interval for up to timeout, until
+// Baseline is nil; its error says what was last not healthy.
+func WaitBaseline(ctx context.Context, p Provider, interval, timeout time.Duration) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
+		last = Baseline(ctx, p)
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("not healthy within %s: %w", timeout, errors.Join(last, err))
 	}
 	return nil
 }

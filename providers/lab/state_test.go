@@ -1,0 +1,132 @@
+package lab_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/faultline-dev/faultline/providers/lab"
+	"github.com/faultline-dev/faultline/providers/lab/labtest"
+	"github.com/faultline-dev/faultline/providers/lab/management"
+)
+
+// storedStateLab stores a management state in a folder of the test's,
+// from two management planes started fresh at once (as two test
+// processes' first labs do: one stores it, the other starts from that
+// one's), each of which must then serve its webhooks; then it starts a
+// lab of spec that copies the state in: a cold start from the stored
+// state.
+func storedStateLab(ctx context.Context, t *testing.T, spec lab.ClusterSpec) *lab.Lab {
+	t.Helper()
+	assets, err := lab.FindAssets("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile, err := lab.ProfileNamed(lab.DefaultProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	planes := make([]*management.Plane, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range planes {
+		dir := t.TempDir()
+		wg.Go(func() {
+			planes[i], errs[i] = management.Start(ctx, management.Input{Assets: assets, Dir: dir, Profile: profile, State: state, Log: logr.Discard()})
+		})
+	}
+	wg.Wait()
+	for i, m := range planes {
+		if errs[i] != nil {
+			t.Fatalf("management plane %d: %v", i, errs[i])
+		}
+		if !m.FromState() {
+			t.Errorf("management plane %d did not start again from a stored state", i)
+		}
+		servesWebhooks(ctx, t, m)
+		if err := m.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if kept, err := os.ReadDir(state); err != nil || len(kept) != 1 {
+		t.Fatalf("states kept in %s: %v, %v; want one", state, kept, err)
+	}
+	l := labtest.StartInput(t, lab.Input{Clusters: []lab.ClusterSpec{spec}, State: state})
+	if !l.ManagementFromState() {
+		t.Fatal("the lab did not start from the stored state")
+	}
+	return l
+}
+
+// servesWebhooks creates a Cluster through m's defaulting and validating
+// webhooks and reads it back in v1beta1 through its conversion webhook:
+// all three point at m's webhook server.
+func servesWebhooks(ctx context.Context, t *testing.T, m *management.Plane) {
+	t.Helper()
+	c, err := client.New(m.Config(), client.Options{Scheme: m.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "webhooks"}}
+	cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "c"}, Spec: clusterv1.ClusterSpec{
+		Paused:            ptr.To(true),
+		InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "VSphereCluster", Name: "c"},
+	}}
+	if err := errors.Join(c.Create(ctx, ns), c.Create(ctx, cl)); err != nil {
+		t.Fatalf("create a Cluster through the webhooks: %v", err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cl), &clusterv1beta1.Cluster{}); err != nil {
+		t.Fatalf("read a Cluster as v1beta1 through the conversion webhook: %v", err)
+	}
+}
+
+// planeOf is the management plane itself: its CRDs with their served
+// versions, its webhook configurations with their webhooks, and its
+// namespaces.
+func planeOf(ctx context.Context, t *testing.T, l *lab.Lab) []string {
+	t.Helper()
+	var out []string
+	var crds apiextensionsv1.CustomResourceDefinitionList
+	var mutating admissionv1.MutatingWebhookConfigurationList
+	var validating admissionv1.ValidatingWebhookConfigurationList
+	var namespaces corev1.NamespaceList
+	for _, list := range []client.ObjectList{&crds, &mutating, &validating, &namespaces} {
+		if err := l.Client().List(ctx, list); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range crds.Items {
+		for _, v := range c.Spec.Versions {
+			out = append(out, "crd "+c.Name+" "+v.Name)
+		}
+	}
+	for _, w := range mutating.Items {
+		for _, h := range w.Webhooks {
+			out = append(out, "mutating "+w.Name+" "+h.Name)
+		}
+	}
+	for _, w := range validating.Items {
+		for _, h := range w.Webhooks {
+			out = append(out, "validating "+w.Name+" "+h.Name)
+		}
+	}
+	for _, n := range namespaces.Items {
+		out = append(out, "namespace "+n.Name)
+	}
+	slices.Sort(out)
+	return out
+}
