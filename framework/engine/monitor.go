@@ -42,6 +42,9 @@ type monitor struct {
 	next  int
 	// servedBy counts the answers of each pod ("pod P on node N").
 	servedBy map[string]int
+	// readings numbers the endpoint readings as they begin; recorded is
+	// the number of the last one recorded (see sampleEndpoints).
+	readings, recorded uint64
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -101,11 +104,15 @@ func (m *monitor) start(ctx context.Context) {
 		default:
 			return // as many reads as allowed wait on the API server
 		}
+		m.mu.Lock()
+		m.readings++
+		n := m.readings
+		m.mu.Unlock()
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
 			defer func() { <-inFlight }()
-			m.sampleEndpoints(ctx)
+			m.sampleEndpoints(ctx, n)
 		}()
 	})
 }
@@ -279,11 +286,25 @@ func lastClause(s string) string {
 	return s
 }
 
-// sampleEndpoints reads the Service's ready endpoints once.
-func (m *monitor) sampleEndpoints(ctx context.Context) {
+// sampleEndpoints reads the Service's ready endpoints once, as reading
+// number seq. Readings overlap, and a sample is dated when its reading
+// began. A reading answered after one begun later is left out: dated
+// before that one, it may have read a later state than it did, and the
+// measure would show the endpoints going and coming back where they did
+// not. A slow API server can answer overlapping lists in any order.
+func (m *monitor) sampleEndpoints(ctx context.Context, seq uint64) {
 	at := time.Now()
 	n, err := readyEndpoints(ctx, m.objects, m.scope, m.w.NamespaceOrDefault(), m.w.Name)
 	if ctx.Err() != nil {
+		return
+	}
+	m.mu.Lock()
+	stale := seq < m.recorded
+	if !stale {
+		m.recorded = seq
+	}
+	m.mu.Unlock()
+	if stale {
 		return
 	}
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -257,5 +258,29 @@ func TestMonitorCountsRetries(t *testing.T) {
 	res := m.requests.result(scenario.MeasureRequests, time.Now(), time.Time{})
 	if res.Failed != 0 || res.Retried < 4 || len(res.Gaps) != 0 {
 		t.Errorf("result %+v: want no failure and the refused first tries counted as retried", res)
+	}
+}
+
+// TestEndpointReadingsOutOfOrder: a reading answered after one begun later
+// is left out, so that overlapping readings answered out of order do not
+// cut a gap the endpoints never had.
+func TestEndpointReadingsOutOfOrder(t *testing.T) {
+	t.Parallel()
+	var down atomic.Bool
+	m := newMonitor(scenario.Workload{Name: "web", Target: "t"}, providers.Object{Kind: "Machine", Name: "m"}, outageObjects{&down}, netip.MustParsePrefix("127.0.0.0/8"), 0)
+	ctx := context.Background()
+	m.sampleEndpoints(ctx, 1) // up
+	down.Store(true)
+	m.sampleEndpoints(ctx, 3) // down, answered first
+	down.Store(false)
+	m.sampleEndpoints(ctx, 2) // begun before 3, answered after it: left out
+	m.sampleEndpoints(ctx, 4) // up again
+	samples, unreadable := m.endpoints.sorted()
+	var got []bool
+	for _, sm := range samples {
+		got = append(got, sm.ok)
+	}
+	if want := []bool{true, false, true}; !slices.Equal(got, want) || unreadable != 0 {
+		t.Errorf("samples %v (unreadable %d), want %v", got, unreadable, want)
 	}
 }
