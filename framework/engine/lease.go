@@ -22,7 +22,11 @@ import (
 // place, fail to apply its own, and "undo" it in the middle of the
 // first's. A lease is a file per target in a folder of this host's
 // (RunInput.Leases), locked with flock(2): the lock goes with the process
-// that holds it, so a run killed with SIGKILL leaves no stale lease.
+// that holds it, so a run killed with SIGKILL leaves no stale lease. A
+// run removes its lease files when it lets them go, while it still holds
+// their locks; a run that opened one of them just before then finds, once
+// it has the lock, that the path no longer names the file it locked, and
+// opens it again.
 
 // ErrTargetLeased is a target another run holds.
 var ErrTargetLeased = errors.New("target held by another run")
@@ -58,7 +62,7 @@ func leaseKey(ref providers.ProviderRef, obj providers.Object) string {
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
-// leases are the lease files a run holds open (and locked).
+// leases are the leases a run holds: their files, open and locked.
 type leases []*os.File
 
 // take leases each of objs in dir for holder, or none: a target another
@@ -70,13 +74,12 @@ func takeLeases(dir string, ref providers.ProviderRef, objs []providers.Object, 
 	var held leases
 	for _, obj := range objs {
 		path := filepath.Join(dir, leaseKey(ref, obj))
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		f, err := lockLease(path)
+		if errors.Is(err, ErrTargetLeased) {
+			return nil, errors.Join(fmt.Errorf("%w: %s is held by %s", ErrTargetLeased, obj, readHolder(path)), held.release())
+		}
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("lease of %s: %w", obj, err), held.release())
-		}
-		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-			other := readHolder(path)
-			return nil, errors.Join(fmt.Errorf("%w: %s is held by %s", ErrTargetLeased, obj, other), f.Close(), held.release())
 		}
 		holder.Target, holder.Since = obj.String(), time.Now()
 		if err := writeHolder(f, holder); err != nil {
@@ -85,6 +88,37 @@ func takeLeases(dir string, ref providers.ProviderRef, objs []providers.Object, 
 		held = append(held, f)
 	}
 	return held, nil
+}
+
+// lockTries bounds how often lockLease opens the lease file again after
+// finding it removed by the run that held it.
+const lockTries = 10
+
+// lockLease opens the lease file at path and locks it without waiting:
+// ErrTargetLeased when another run holds it. The lock is only good while
+// path still names the file locked: a run letting its lease go removes
+// the file before it unlocks it.
+func lockLease(path string) (*os.File, error) {
+	for range lockTries {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			return nil, errors.Join(ErrTargetLeased, f.Close())
+		}
+		ok, err := stillAt(f, path)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return f, nil
+		}
+		if err := f.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("%s was removed %d times while it was being locked", path, lockTries)
 }
 
 // writeHolder replaces the lease file's content with h.
@@ -110,12 +144,25 @@ func readHolder(path string) string {
 	return fmt.Sprintf("the run of scenario %s (pid %d, journal %s) since %s", h.Scenario, h.PID, h.Journal, h.Since.Format(time.RFC3339))
 }
 
-// release unlocks and closes every lease. The files stay: removing one
-// another run may be opening would let two runs lock two files of one
-// name.
+// stillAt says whether path still names the open file f.
+func stillAt(f *os.File, path string) (bool, error) {
+	open, err := f.Stat()
+	if err != nil {
+		return false, errors.Join(err, f.Close())
+	}
+	now, err := os.Stat(path)
+	return err == nil && os.SameFile(open, now), nil
+}
+
+// release removes, unlocks and closes every lease file.
 func (l leases) release() error {
 	var errs []error
 	for _, f := range l {
+		// Removed while still locked: a run that opened it meanwhile
+		// finds it gone once it has the lock (lockLease).
+		if err := os.Remove(f.Name()); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
 		errs = append(errs, unix.Flock(int(f.Fd()), unix.LOCK_UN), f.Close())
 	}
 	return errors.Join(errs...)
