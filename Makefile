@@ -37,7 +37,7 @@ test-unit: ## Unit tests only (-short)
 test-integration: ## Integration tests only (TestIntegration*: vcsim, the lab, CLI, crash)
 	hack/test.sh -run TestIntegration
 
-test-e2e: ## A Ginkgo suite: SUITE=nightly|preupgrade|incidents PROVIDER=lab|kind|vsphere PARALLEL=N NODES=simulated|containers RELEASE=NAME|all UPGRADE_TO=NAME UPGRADE_RUNS=N GINKGO_LABEL_FILTER= GINKGO_FOCUS= E2E_CONFIG= ARTIFACTS=
+test-e2e: ## A Ginkgo suite: SUITE=nightly|preupgrade|incidents PROVIDER=lab|kind|vsphere PARALLEL=N NODES=simulated|containers RELEASE=NAME|all UPGRADE_TO=NAME UPGRADE_RUNS=N GINKGO_LABEL_FILTER= GINKGO_FOCUS= FLAKE_ATTEMPTS=N E2E_CONFIG= ARTIFACTS=
 	hack/test-e2e.sh
 
 lint: ## gofmt and go vet

@@ -27,6 +27,9 @@
 #                       them, one at a time (suites/e2e/parallel.go)
 #   GINKGO_LABEL_FILTER e.g. 'tier:core && !seed-003'
 #   GINKGO_FOCUS        a regular expression over spec names
+#   FLAKE_ATTEMPTS      runs a failing spec up to this many times in all;
+#                       Ginkgo marks one that passes on a later attempt
+#                       [FLAKEY TEST - TOOK N ATTEMPTS TO PASS]
 #   ARTIFACTS           where junit.<suite>.xml and each scenario's run
 #                       folder go (default _artifacts)
 # The lab needs kube-apiserver and etcd: hack/envtest.sh builds them.
@@ -47,6 +50,10 @@ mkdir -p "${ARTIFACTS}"
 args=(-ginkgo.v -ginkgo.junit-report="${ARTIFACTS}/junit.${suite}.xml")
 [[ -n "${GINKGO_LABEL_FILTER:-}" ]] && args+=(-ginkgo.label-filter="${GINKGO_LABEL_FILTER}")
 [[ -n "${GINKGO_FOCUS:-}" ]] && args+=(-ginkgo.focus="${GINKGO_FOCUS}")
+if [[ -n "${FLAKE_ATTEMPTS:-}" ]]; then
+  [[ "${FLAKE_ATTEMPTS}" =~ ^[1-9][0-9]*$ ]] || { echo "FLAKE_ATTEMPTS=${FLAKE_ATTEMPTS}: expected a number of attempts, 1 or more" >&2; exit 2; }
+  args+=(-ginkgo.flake-attempts="${FLAKE_ATTEMPTS}")
+fi
 if [[ "${RELEASE:-}" == all ]]; then
   # The stacks, as 'faultline lab releases' names them.
   stacks="$(go run ./cmd/faultline lab releases | awk 'NR > 1 { print $1 }')"

@@ -13,6 +13,9 @@
 #     them (FAULTLINE_REQUIRE_KIND=1 makes that a failure).
 #  3. the lab's real-node tier (TestIntegrationRealNode*), once the kind
 #     cluster is gone.
+# A test of passes 2 and 3 that fails is run once more alone
+# (hack/rerun-failed.sh): one that passes then is named in a "=== flaky:"
+# line and does not fail the run; its first failure stays in the output.
 # Extra arguments go to pass 1 (-short: unit tests only); with -short passes
 # 2 and 3 are skipped.
 source "$(dirname "$0")/lib.sh"
@@ -31,7 +34,10 @@ kind_log="$(mktemp)"
 go test -count=1 -timeout 45m -v -run '^TestIntegrationKind$' ./providers/kind/ >"${kind_log}" 2>&1 &
 kind_pid=$!
 lab=0
-FAULTLINE_REQUIRE_LAB=1 go test -count=1 -p 1 -timeout 45m -run 'TestIntegration' -skip 'TestIntegrationRealNode' ./providers/lab/... ./providers/capi/... ./cmd/faultline/ ./suites/examples/ || lab=$?
+lab_log="$(mktemp)"
+lab_test=(env FAULTLINE_REQUIRE_LAB=1 go test -count=1 -p 1 -timeout 45m -skip 'TestIntegrationRealNode')
+"${lab_test[@]}" -run 'TestIntegration' ./providers/lab/... ./providers/capi/... ./cmd/faultline/ ./suites/examples/ 2>&1 | tee "${lab_log}" ||
+  hack/rerun-failed.sh "${lab_log}" "${lab_test[@]}" || lab=$?
 # vcsim's container-backed VMs race in govmomi's own code: the guest
 # operations test skips itself under -race and runs here.
 go test -count=1 -timeout 10m -run '^TestIntegrationGuestOperations$' ./providers/vsphere/ || lab=$?
@@ -42,7 +48,11 @@ kind=0
 wait "${kind_pid}" || kind=$?
 echo "=== kind integration tests (go test -v -run TestIntegrationKind ./providers/kind/)"
 cat "${kind_log}"
-rm -f "${kind_log}"
+if [[ "${kind}" != 0 ]]; then
+  kind=0
+  hack/rerun-failed.sh "${kind_log}" go test -count=1 -timeout 45m -v || kind=$?
+fi
+rm -f "${kind_log}" "${lab_log}"
 # 3. The lab's real-node tier: clusters of kind node containers under the
 #    real Cluster API, after the kind cluster is gone (two sets of real
 #    nodes on two cores would make both late): a lab of 1 control plane
@@ -51,5 +61,9 @@ rm -f "${kind_log}"
 #    tiers (TestIntegrationRealNodeShortCircuit); the nightly suite runs
 #    the rest (make test-e2e NODES=containers).
 real=0
-FAULTLINE_REQUIRE_LAB=1 go test -count=1 -p 1 -timeout 40m -v -run 'TestIntegrationRealNode' ./providers/lab/ 2>&1 | grep -v 'TLS handshake error' || real=$?
+real_log="$(mktemp)"
+real_test=(env FAULTLINE_REQUIRE_LAB=1 go test -count=1 -p 1 -timeout 40m -v)
+"${real_test[@]}" -run 'TestIntegrationRealNode' ./providers/lab/ 2>&1 | grep -v 'TLS handshake error' | tee "${real_log}" ||
+  hack/rerun-failed.sh "${real_log}" "${real_test[@]}" || real=$?
+rm -f "${real_log}"
 [[ "${lab}" == 0 && "${kind}" == 0 && "${real}" == 0 ]]
