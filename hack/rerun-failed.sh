@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Runs once more the tests that a `go test` log says failed, and passes if
-# they all pass then, saying which were flaky. hack/test.sh uses it for the
-# integration tiers, whose tests wait on real clusters and a loaded
-# machine: a test that fails twice fails the tiers, one that fails once is
-# named in a "=== flaky:" line, its first failure left above it.
+# they all pass then, saying which were flaky. hack/test.sh uses it for
+# every pass: the tests wait on real servers and clusters, on a loaded
+# machine (CI runs the nightly suite beside them). A test that fails twice
+# fails the pass; one that fails once is named in a "=== flaky:" line, its
+# first failure left above it.
 #   - a failed subtest is run again alone with its parent (-run
 #     '^Parent$/^sub$'); a test that failed by itself, whole;
 #   - a package that failed with no failing test named (it did not build,
-#     it panicked, it timed out) is not run again: the script fails.
+#     it panicked, it timed out), or in which the race detector found a
+#     data race, is not run again: the script fails.
 # Usage: hack/rerun-failed.sh LOG GO_TEST_COMMAND...
 #   GO_TEST_COMMAND is the command that wrote LOG, without -run and
 #   without packages (e.g. go test -count=1 -timeout 45m).
@@ -19,7 +21,7 @@ shift
 plan="$(awk '
   /^--- FAIL: / { top[++n] = $3; next }
   /^    --- FAIL: / && split($3, p, "/") == 2 { subs[p[1]] = subs[p[1]] (subs[p[1]] == "" ? "" : "|") p[2]; next }
-  /^panic: / { broken = 1 }
+  /^panic: / || /^WARNING: DATA RACE/ { broken = 1 }
   /^FAIL\t/ {
     if (n == 0 || broken || $3 == "[build" || $3 == "[setup") { print "-\t" $2 }
     else { for (i = 1; i <= n; i++) { print $2 "\t" top[i] "\t" subs[top[i]] } }

@@ -13,9 +13,9 @@
 #     them (FAULTLINE_REQUIRE_KIND=1 makes that a failure).
 #  3. the lab's real-node tier (TestIntegrationRealNode*), once the kind
 #     cluster is gone.
-# A test of passes 2 and 3 that fails is run once more alone
-# (hack/rerun-failed.sh): one that passes then is named in a "=== flaky:"
-# line and does not fail the run; its first failure stays in the output.
+# A test that fails is run once more alone (hack/rerun-failed.sh): one that
+# passes then is named in a "=== flaky:" line and does not fail the run;
+# its first failure stays in the output. A data race is not run again.
 # Extra arguments go to pass 1 (-short: unit tests only); with -short passes
 # 2 and 3 are skipped.
 source "$(dirname "$0")/lib.sh"
@@ -26,7 +26,10 @@ assets="$(ls -d "$(pwd)"/bin/envtest/*-linux-amd64 2>/dev/null | sort | tail -n 
 if [[ -n "${assets}" && -z "${KUBEBUILDER_ASSETS:-}" ]]; then
   export KUBEBUILDER_ASSETS="${assets}"
 fi
-go test -race -count=1 -timeout 20m -skip '^TestIntegrationKind$' "$@" ./...
+unit_log="$(mktemp)"
+unit_test=(go test -race -count=1 -timeout 20m -skip '^TestIntegrationKind$' "$@")
+"${unit_test[@]}" ./... 2>&1 | tee "${unit_log}" || hack/rerun-failed.sh "${unit_log}" "${unit_test[@]}"
+rm -f "${unit_log}"
 for a in "$@"; do
   [[ "${a}" == "-short" ]] && exit 0
 done
