@@ -3,6 +3,7 @@ package kind_test
 import (
 	"context"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -144,11 +145,12 @@ func testWorkloadKnownGap(ctx context.Context, t *testing.T, p *kind.Provider) {
 	checkGapsWithin(t, requests, injectedAt(t, res, "scale-to-zero"), up.Add(proxyLag))
 }
 
-// injectedAt is when the fault of that step was injected.
+// injectedAt is when the fault of that step was first injected (its
+// faults are STEP/OBJECT, one per object).
 func injectedAt(t *testing.T, res *engine.Result, step string) time.Time {
 	t.Helper()
 	for _, f := range res.Faults {
-		if f.ID == step && f.InjectedAt != nil {
+		if strings.HasPrefix(f.ID, step+"/") && f.InjectedAt != nil {
 			return *f.InjectedAt
 		}
 	}
