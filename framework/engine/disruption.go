@@ -17,6 +17,11 @@ type series struct {
 	// unreadable counts readings that said nothing (the API server did not
 	// answer a list of EndpointSlices): not a gap, not a good sample.
 	unreadable int
+	// pending are the samples begun and not yet ended, by number, with
+	// the time each began: the measure is known only up to the first of
+	// them (state).
+	pending map[uint64]time.Time
+	begun   uint64
 }
 
 type sample struct {
@@ -27,15 +32,27 @@ type sample struct {
 	retried bool
 }
 
-// add records a sample taken at at.
-func (s *series) add(at time.Time, ok bool, reason string) {
-	s.addSample(sample{at: at, ok: ok, reason: reason})
-}
-
-func (s *series) addSample(sm sample) {
+// begin notes a sample taken now, and returns its number and time for end.
+func (s *series) begin() (uint64, time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.samples = append(s.samples, sm)
+	if s.pending == nil {
+		s.pending = map[uint64]time.Time{}
+	}
+	s.begun++
+	at := time.Now()
+	s.pending[s.begun] = at
+	return s.begun, at
+}
+
+// end records the outcome of sample n: sm, or nothing when sm is nil.
+func (s *series) end(n uint64, sm *sample) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pending, n)
+	if sm != nil {
+		s.samples = append(s.samples, *sm)
+	}
 }
 
 func (s *series) unread() {
@@ -96,20 +113,30 @@ func gaps(samples []sample, until time.Time) []Gap {
 	return out
 }
 
-// state is the measure now: down or not, and since when (the start of the
-// current gap, or of the good samples after the last one). No sample yet
+// state is the measure now: down or not, since when (the start of the
+// current gap, or of the good samples after the last one), and up to when
+// it is known (the last sample it was read from). It is read from the
+// samples begun before the first one still pending: a request begun later
+// may have been answered while an earlier one waits for its timeout, and
+// the measure is not back while that one may yet fail. No such sample yet
 // is neither: known is false.
-func (s *series) state() (down bool, since time.Time, known bool) {
+func (s *series) state() (down bool, since, upto time.Time, known bool) {
 	samples, _ := s.sorted()
+	s.mu.Lock()
+	for _, at := range s.pending {
+		i := sort.Search(len(samples), func(i int) bool { return !samples[i].at.Before(at) })
+		samples = samples[:i]
+	}
+	s.mu.Unlock()
 	if len(samples) == 0 {
-		return false, time.Time{}, false
+		return false, time.Time{}, time.Time{}, false
 	}
 	last := samples[len(samples)-1]
 	since = last.at
 	for i := len(samples) - 1; i >= 0 && samples[i].ok == last.ok; i-- {
 		since = samples[i].at
 	}
-	return !last.ok, since, true
+	return !last.ok, since, last.at, true
 }
 
 // MeasureResult is one measure of a workload over the run.

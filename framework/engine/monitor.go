@@ -42,9 +42,9 @@ type monitor struct {
 	next  int
 	// servedBy counts the answers of each pod ("pod P on node N").
 	servedBy map[string]int
-	// readings numbers the endpoint readings as they begin; recorded is
-	// the number of the last one recorded (see sampleEndpoints).
-	readings, recorded uint64
+	// recorded is the number of the last endpoint reading recorded
+	// (sampleEndpoints).
+	recorded uint64
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -84,15 +84,18 @@ func (m *monitor) start(ctx context.Context) {
 	m.refreshNodes(ctx)
 	m.loop(ctx, time.Second, func(ctx context.Context) { m.refreshNodes(ctx) })
 	m.loop(ctx, m.interval, func(ctx context.Context) {
+		n, at := m.requests.begin()
 		m.wg.Add(1)
 		// Requests overlap: one waiting for its timeout does not hold
 		// back the next sample.
 		go func() {
 			defer m.wg.Done()
-			sm := m.request(ctx)
-			if ctx.Err() == nil {
-				m.requests.addSample(sm)
+			sm := m.request(ctx, at)
+			if ctx.Err() != nil {
+				m.requests.end(n, nil)
+				return
 			}
+			m.requests.end(n, &sm)
 		}()
 	})
 	// Endpoint readings overlap too, a few at most: an API server slow to
@@ -104,15 +107,12 @@ func (m *monitor) start(ctx context.Context) {
 		default:
 			return // as many reads as allowed wait on the API server
 		}
-		m.mu.Lock()
-		m.readings++
-		n := m.readings
-		m.mu.Unlock()
+		n, at := m.endpoints.begin()
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
 			defer func() { <-inFlight }()
-			m.sampleEndpoints(ctx, n)
+			m.sampleEndpoints(ctx, n, at)
 		}()
 	})
 }
@@ -216,8 +216,8 @@ func (m *monitor) pick() (first, second string) {
 // request sends one request through the Service's NodePort, and once more
 // through another node when the first fails, as a client behind a load
 // balancer would retry.
-func (m *monitor) request(ctx context.Context) sample {
-	sm := sample{at: time.Now()}
+func (m *monitor) request(ctx context.Context, at time.Time) sample {
+	sm := sample{at: at}
 	first, second := m.pick()
 	if first == "" {
 		sm.reason = "no node passes kube-proxy's health check"
@@ -287,14 +287,15 @@ func lastClause(s string) string {
 }
 
 // sampleEndpoints reads the Service's ready endpoints once, as reading
-// number seq. Readings overlap, and a sample is dated when its reading
-// began. A reading answered after one begun later is left out: dated
-// before that one, it may have read a later state than it did, and the
-// measure would show the endpoints going and coming back where they did
-// not. A slow API server can answer overlapping lists in any order.
-func (m *monitor) sampleEndpoints(ctx context.Context, seq uint64) {
-	at := time.Now()
+// number seq begun at at. Readings overlap, and a sample is dated when its
+// reading began. A reading answered after one begun later is left out:
+// dated before that one, it may have read a later state than it did, and
+// the measure would show the endpoints going and coming back where they
+// did not. A slow API server can answer overlapping lists in any order.
+func (m *monitor) sampleEndpoints(ctx context.Context, seq uint64, at time.Time) {
 	n, err := readyEndpoints(ctx, m.objects, m.scope, m.w.NamespaceOrDefault(), m.w.Name)
+	var sm *sample
+	defer func() { m.endpoints.end(seq, sm) }()
 	if ctx.Err() != nil {
 		return
 	}
@@ -304,18 +305,15 @@ func (m *monitor) sampleEndpoints(ctx context.Context, seq uint64) {
 		m.recorded = seq
 	}
 	m.mu.Unlock()
-	if stale {
-		return
-	}
-	if err != nil {
+	switch {
+	case stale:
+	case err != nil:
 		m.endpoints.unread()
-		return
+	case n == 0:
+		sm = &sample{at: at, reason: "no ready endpoint"}
+	default:
+		sm = &sample{at: at, ok: true}
 	}
-	if n == 0 {
-		m.endpoints.add(at, false, "no ready endpoint")
-		return
-	}
-	m.endpoints.add(at, true, "")
 }
 
 // readyEndpoints counts the ready endpoints of the Service's

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers"
+	"github.com/faultline-dev/faultline/providers/fake"
 )
 
 // outageObjects plays a workload cluster's API for the monitor: one Node
@@ -205,9 +207,10 @@ func TestSeriesInTimeOrder(t *testing.T) {
 	t.Parallel()
 	t0 := time.Unix(1000, 0)
 	var s series
-	s.add(t0.Add(200*time.Millisecond), true, "")
-	s.add(t0, true, "")
-	s.add(t0.Add(100*time.Millisecond), false, "timed out")
+	s.samples = append(s.samples,
+		sample{at: t0.Add(200 * time.Millisecond), ok: true},
+		sample{at: t0, ok: true},
+		sample{at: t0.Add(100 * time.Millisecond), reason: "timed out"})
 	res := s.result(scenario.MeasureRequests, t0.Add(time.Second), t0.Add(-time.Second))
 	if len(res.Gaps) != 1 || res.Gaps[0].Duration.Duration != 100*time.Millisecond || res.Failed != 1 || res.Samples != 3 {
 		t.Fatalf("result = %+v", res)
@@ -215,7 +218,7 @@ func TestSeriesInTimeOrder(t *testing.T) {
 	if res.Gaps[0].SinceInject == nil || res.Gaps[0].SinceInject.Duration != 1100*time.Millisecond {
 		t.Errorf("sinceInject = %v, want 1.1s", res.Gaps[0].SinceInject)
 	}
-	down, since, known := s.state()
+	down, since, _, known := s.state()
 	if !known || down || !since.Equal(t0.Add(200*time.Millisecond)) {
 		t.Errorf("state = %t since %s (known %t), want up since +200ms", down, since, known)
 	}
@@ -281,12 +284,17 @@ func TestEndpointReadingsOutOfOrder(t *testing.T) {
 	var down atomic.Bool
 	m := newMonitor(scenario.Workload{Name: "web", Target: "t"}, providers.Object{Kind: "Machine", Name: "m"}, outageObjects{&down}, netip.MustParsePrefix("127.0.0.0/8"), 0)
 	ctx := context.Background()
-	m.sampleEndpoints(ctx, 1) // up
+	var n [5]uint64
+	var at [5]time.Time
+	for i := 1; i <= 4; i++ {
+		n[i], at[i] = m.endpoints.begin()
+	}
+	m.sampleEndpoints(ctx, n[1], at[1]) // up
 	down.Store(true)
-	m.sampleEndpoints(ctx, 3) // down, answered first
+	m.sampleEndpoints(ctx, n[3], at[3]) // down, answered first
 	down.Store(false)
-	m.sampleEndpoints(ctx, 2) // begun before 3, answered after it: left out
-	m.sampleEndpoints(ctx, 4) // up again
+	m.sampleEndpoints(ctx, n[2], at[2]) // begun before 3, answered after it: left out
+	m.sampleEndpoints(ctx, n[4], at[4]) // up again
 	samples, unreadable := m.endpoints.sorted()
 	var got []bool
 	for _, sm := range samples {
@@ -294,5 +302,63 @@ func TestEndpointReadingsOutOfOrder(t *testing.T) {
 	}
 	if want := []bool{true, false, true}; !slices.Equal(got, want) || unreadable != 0 {
 		t.Errorf("samples %v (unreadable %d), want %v", got, unreadable, want)
+	}
+	if down, _, _, known := m.endpoints.state(); !known || down {
+		t.Errorf("state: down %t (known %t), want up: every reading ended", down, known)
+	}
+}
+
+// TestStateWaitsForPending: a measure is not back while a request begun
+// before the good one is still waiting for its answer (a timeout), and
+// is down once that one fails.
+func TestStateWaitsForPending(t *testing.T) {
+	t.Parallel()
+	var s series
+	first, at := s.begin()
+	s.end(first, &sample{at: at, ok: true})
+	slow, slowAt := s.begin()
+	fast, fastAt := s.begin()
+	s.end(fast, &sample{at: fastAt, ok: true})
+	if down, since, upto, known := s.state(); !known || down || !since.Equal(at) || !upto.Equal(at) {
+		t.Errorf("with one pending: down %t since %s (known %t), want up since the first sample only", down, since, known)
+	}
+	s.end(slow, &sample{at: slowAt, reason: "timed out"})
+	if down, since, upto, known := s.state(); !known || down || !since.Equal(fastAt) || !upto.Equal(fastAt) {
+		t.Errorf("all ended: down %t since %s (known %t), want up since the last sample", down, since, known)
+	}
+	late, lateAt := s.begin()
+	s.end(late, &sample{at: lateAt, reason: "connection refused"})
+	if down, since, _, known := s.state(); !known || !down || !since.Equal(lateAt) {
+		t.Errorf("after a failure: down %t since %s (known %t), want down since it", down, since, known)
+	}
+	var empty series
+	n, _ := empty.begin()
+	if _, _, _, known := empty.state(); known {
+		t.Error("a series with only a pending sample is known")
+	}
+	empty.end(n, nil)
+}
+
+// TestWatchReadsTheWindowOnly: a workload probe is not reached by samples
+// from before its window while a newer one waits for its answer (a phase
+// from an undo was reached 0.5ms after it by requests that had succeeded
+// before it, while those begun after it were failing), and it is once a
+// sample begun in the window is answered.
+func TestWatchReadsTheWindowOnly(t *testing.T) {
+	t.Parallel()
+	m := newMonitor(scenario.Workload{Name: "web", Target: "victim"}, providers.Object{}, nil, netip.Prefix{}, 0)
+	before, beforeAt := m.requests.begin()
+	m.requests.end(before, &sample{at: beforeAt, ok: true})
+	start := time.Now()
+	slow, slowAt := m.requests.begin()
+	r := &run{in: RunInput{Provider: fake.New("vm-a")}, poll: 10 * time.Millisecond, objects: map[string][]providers.Object{}, monitors: map[string]*monitor{"web": m}}
+	cond := scenario.Condition{Probe: "workload-available", Target: "victim", Args: map[string]string{"workload": "web"}}
+	met := func(o Observation, _ time.Time) bool { return o.Met }
+	if _, err := r.watch(context.Background(), watchSpec{cond: cond, start: start, deadline: time.Now().Add(200 * time.Millisecond)}, met); !errors.Is(err, errWindowOver) {
+		t.Fatalf("with only a sample from before the window answered: %v, want the window over unreached", err)
+	}
+	m.requests.end(slow, &sample{at: slowAt, ok: true})
+	if _, err := r.watch(context.Background(), watchSpec{cond: cond, start: start, deadline: time.Now().Add(5 * time.Second)}, met); err != nil {
+		t.Fatalf("once a sample of the window is answered: %v, want reached", err)
 	}
 }

@@ -98,7 +98,7 @@ func (r *run) evaluate(ctx context.Context, cond scenario.Condition, objs []prov
 		return Observation{}, fmt.Errorf("workload %s is not watched (it did not start, or its watch is over)", cond.Args["workload"])
 	}
 	of := scenario.MeasureOf(cond.Args)
-	down, since, known := m.series(of).state()
+	down, since, upto, known := m.series(of).state()
 	if !known {
 		return Observation{Detail: "workload " + m.w.Name + ": not sampled yet"}, nil
 	}
@@ -107,7 +107,7 @@ func (r *run) evaluate(ctx context.Context, cond scenario.Condition, objs []prov
 	if down {
 		state = "down"
 	}
-	obs := Observation{Met: down == want, Detail: fmt.Sprintf("workload %s's %s: %s since %s", m.w.Name, of, state, since.Format("15:04:05.000"))}
+	obs := Observation{Met: down == want, Upto: upto, Detail: fmt.Sprintf("workload %s's %s: %s since %s", m.w.Name, of, state, since.Format("15:04:05.000"))}
 	if obs.Met {
 		obs.At = since
 	}
@@ -159,6 +159,10 @@ type Observation struct {
 	// At, when set, is when the condition began to hold, earlier than the
 	// reading (a workload's first failed sample).
 	At time.Time
+	// Upto, when set, is the time the reading is of, earlier than the
+	// reading: a workload's measure is known up to its last sample whose
+	// earlier ones have all been answered.
+	Upto time.Time
 }
 
 // evaluate reads cond once over objs. A missing object counts as not
