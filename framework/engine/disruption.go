@@ -76,14 +76,24 @@ type Gap struct {
 // Duration is how long the gap lasted.
 func (g Gap) Duration() time.Duration { return g.End.Sub(g.Start) }
 
-// sorted returns the samples in time order.
+// sorted returns the samples in time order, and the unreadable count.
 func (s *series) sorted() ([]sample, int) {
+	samples, unreadable, _ := s.snapshot()
+	return samples, unreadable
+}
+
+// snapshot returns, at one moment, the samples in time order, the
+// unreadable count and when each pending sample began.
+func (s *series) snapshot() (samples []sample, unreadable int, pending []time.Time) {
 	s.mu.Lock()
-	out := append([]sample(nil), s.samples...)
-	unreadable := s.unreadable
+	samples = append([]sample(nil), s.samples...)
+	unreadable = s.unreadable
+	for _, at := range s.pending {
+		pending = append(pending, at)
+	}
 	s.mu.Unlock()
-	sort.SliceStable(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
-	return out, unreadable
+	sort.SliceStable(samples, func(i, j int) bool { return samples[i].at.Before(samples[j].at) })
+	return samples, unreadable, pending
 }
 
 // gaps cuts the gaps from samples (in time order); a gap still open ends
@@ -121,13 +131,11 @@ func gaps(samples []sample, until time.Time) []Gap {
 // the measure is not back while that one may yet fail. No such sample yet
 // is neither: known is false.
 func (s *series) state() (down bool, since, upto time.Time, known bool) {
-	samples, _ := s.sorted()
-	s.mu.Lock()
-	for _, at := range s.pending {
+	samples, _, pending := s.snapshot()
+	for _, at := range pending {
 		i := sort.Search(len(samples), func(i int) bool { return !samples[i].at.Before(at) })
 		samples = samples[:i]
 	}
-	s.mu.Unlock()
 	if len(samples) == 0 {
 		return false, time.Time{}, time.Time{}, false
 	}
