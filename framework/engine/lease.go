@@ -83,7 +83,7 @@ func takeLeases(dir string, ref providers.ProviderRef, objs []providers.Object, 
 		}
 		holder.Target, holder.Since = obj.String(), time.Now()
 		if err := writeHolder(f, holder); err != nil {
-			return nil, errors.Join(fmt.Errorf("lease of %s: %w", obj, err), f.Close(), held.release())
+			return nil, errors.Join(fmt.Errorf("lease of %s: %w", obj, err), leases{f}.release(), held.release())
 		}
 		held = append(held, f)
 	}
@@ -109,7 +109,7 @@ func lockLease(path string) (*os.File, error) {
 		}
 		ok, err := stillAt(f, path)
 		if err != nil {
-			return nil, err
+			return nil, errors.Join(err, f.Close())
 		}
 		if ok {
 			return f, nil
@@ -148,7 +148,7 @@ func readHolder(path string) string {
 func stillAt(f *os.File, path string) (bool, error) {
 	open, err := f.Stat()
 	if err != nil {
-		return false, errors.Join(err, f.Close())
+		return false, err
 	}
 	now, err := os.Stat(path)
 	return err == nil && os.SameFile(open, now), nil
