@@ -34,7 +34,8 @@ for a in "$@"; do
   [[ "${a}" == "-short" ]] && exit 0
 done
 kind_log="$(mktemp)"
-go test -count=1 -timeout 45m -v -run '^TestIntegrationKind$' ./providers/kind/ >"${kind_log}" 2>&1 &
+kind_test=(go test -count=1 -timeout 45m -v)
+"${kind_test[@]}" -run '^TestIntegrationKind$' ./providers/kind/ >"${kind_log}" 2>&1 &
 kind_pid=$!
 lab=0
 lab_log="$(mktemp)"
@@ -53,7 +54,7 @@ echo "=== kind integration tests (go test -v -run TestIntegrationKind ./provider
 cat "${kind_log}"
 if [[ "${kind}" != 0 ]]; then
   kind=0
-  hack/rerun-failed.sh "${kind_log}" go test -count=1 -timeout 45m -v || kind=$?
+  hack/rerun-failed.sh "${kind_log}" "${kind_test[@]}" || kind=$?
 fi
 rm -f "${kind_log}" "${lab_log}"
 # 3. The lab's real-node tier: clusters of kind node containers under the
