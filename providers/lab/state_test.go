@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -57,6 +59,7 @@ func storedStateLab(ctx context.Context, t *testing.T, spec lab.ClusterSpec) *la
 		if !m.FromState() {
 			t.Errorf("management plane %d did not start again from a stored state", i)
 		}
+		watchCachesFilled(ctx, t, m)
 		servesWebhooks(ctx, t, m)
 		if err := m.Stop(); err != nil {
 			t.Fatal(err)
@@ -91,6 +94,40 @@ func servesWebhooks(ctx context.Context, t *testing.T, m *management.Plane) {
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(cl), &clusterv1beta1.Cluster{}); err != nil {
 		t.Fatalf("read a Cluster as v1beta1 through the conversion webhook: %v", err)
+	}
+}
+
+// watchCachesFilled checks that kube-apiserver answers a list from the
+// watch cache (resourceVersion 0) of every CRD of m at once, not with 429
+// "Retry-After" (a cache still filling): a controller started now waits
+// no second for its first watch.
+func watchCachesFilled(ctx context.Context, t *testing.T, m *management.Plane) {
+	t.Helper()
+	var crds apiextensionsv1.CustomResourceDefinitionList
+	c, err := client.New(m.Config(), client.Options{Scheme: m.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.List(ctx, &crds); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(m.Config())
+	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	rc, err := rest.UnversionedRESTClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range crds.Items {
+		for _, v := range crd.Spec.Versions {
+			err := rc.Get().AbsPath("apis", crd.Spec.Group, v.Name, crd.Spec.Names.Plural).
+				Param("resourceVersion", "0").MaxRetries(0).Do(ctx).Error()
+			if err != nil {
+				t.Errorf("list %s %s from the watch cache: %v", crd.Name, v.Name, err)
+			}
+		}
+	}
+	if len(crds.Items) == 0 {
+		t.Error("the management plane has no CRDs")
 	}
 }
 

@@ -191,3 +191,13 @@ func (m *manifests) crdFor(group, kind string) *apiextensionsv1.CustomResourceDe
 	}
 	return nil
 }
+
+// storageVersion is the version crd stores, or "" for none.
+func storageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			return v.Name
+		}
+	}
+	return ""
+}

@@ -161,10 +161,8 @@ func (m *Plane) setup(ctx context.Context, scheme *runtime.Scheme, manifests *ma
 		if v, ok := crd.Labels["cluster.x-k8s.io/v1beta2"]; ok {
 			return schema.GroupVersion{Group: gk.Group, Version: v}.String(), nil
 		}
-		for _, v := range crd.Spec.Versions {
-			if v.Storage {
-				return schema.GroupVersion{Group: gk.Group, Version: v.Name}.String(), nil
-			}
+		if v := storageVersion(crd); v != "" {
+			return schema.GroupVersion{Group: gk.Group, Version: v}.String(), nil
 		}
 		return "", fmt.Errorf("CRD %s has no storage version", crd.Name)
 	}

@@ -69,6 +69,9 @@ func Start(ctx context.Context, in Input) (*Plane, error) {
 	if err := m.startControlPlane(in, mf); err != nil {
 		return nil, err
 	}
+	if err := m.warm(ctx, in, mf); err != nil {
+		return nil, errors.Join(err, m.Stop())
+	}
 	if in.Stack.Compiled {
 		err = m.setup(ctx, scheme, mf, in)
 	} else {
