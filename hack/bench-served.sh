@@ -4,7 +4,11 @@
 #    keeps 2 clusters ready: one uncounted run first (the pool up), then
 #    RUNS runs, whole process each, sorted by CAPV's path (the replacement
 #    Running within 10 s of the injection: the fast path; else its 10 s IP
-#    requeue) and how long the lease waited for a cluster.
+#    requeue) and how long the lease waited for a cluster. Runs are
+#    BENCH_SERVED_GAP seconds apart (default 30): a person's time between
+#    two tries of a scenario, in which the lab gives the last cluster back
+#    and stocks its pool again; 0 runs them back to back, when a run
+#    waits for the pool and shares the CPU with its refill.
 # 2. The lab catalogue through one `run --parallel 4` on one warm lab,
 #    beside the one-after-the-other figure of the same bench run.
 # 3. Concurrency: CONCURRENCY (default "1 5 20") power-off-worker runs at
@@ -64,6 +68,7 @@ for i in $(seq 0 "${runs}"); do
   label="counted"
   ((i == 0)) && label="uncounted (pool up)"
   printf '%-30s %4d %12s %14s %12s %s\n' "${label}" "${i}" "${lease:-?}" "${repl:-?}" "${proc}" "${verdict:-see ${log}}"
+  sleep "${BENCH_SERVED_GAP:-30}" # a person's time between tries (see above), not synchronisation
   ((i == 0)) && continue
   if [[ -n "${repl}" ]] && awk -v r="${repl}" 'BEGIN { exit !(r < 10) }'; then fast+=("${proc}"); else slow+=("${proc}"); fi
 done
@@ -71,7 +76,7 @@ kill -INT "${up_pid}" 2>/dev/null || true
 wait "${up_pid}" || true
 ((${#fast[@]} > 0)) && served_fast="$(printf '%s\n' "${fast[@]}" | median)"
 ((${#slow[@]} > 0)) && served_slow="$(printf '%s\n' "${slow[@]}" | median)"
-echo "run --lab: ${#fast[@]} run(s) on CAPV's fast path, ${#slow[@]} with its 10 s requeue"
+echo "run --lab: ${#fast[@]} run(s) on CAPV's fast path, ${#slow[@]} with its 10 s requeue; runs ${BENCH_SERVED_GAP:-30} s apart"
 fi
 
 if [[ "${BENCH_CATALOGUE:-1}" != 0 ]]; then
