@@ -108,5 +108,7 @@ for c in ${CONCURRENCY:-1 5 20}; do
   printf '%-30s %16s %10s %s\n' "${c} at once" "${repl:-?}" "${ratio}" "${passed} passed of ${c}, ${reached} reached replacement-running"
   if ((c == 1)); then queues="$(busiest_queues "${dir}")"; else queues="$(busiest_queues "${dir}"/power-off-worker*/)"; fi
   printf '%-30s %s\n' "" "longest queue waits: ${queues}"
-  ((c == 20)) && concurrent_ratio="$(awk -v r="${repl}" -v a="${alone_repl}" 'BEGIN { if (r != "" && a != "") printf "%.2f", r / a }')"
+  if ((c == 20)); then
+    concurrent_ratio="$(awk -v r="${repl}" -v a="${alone_repl}" 'BEGIN { if (r != "" && a != "") printf "%.2f", r / a }')"
+  fi
 done
