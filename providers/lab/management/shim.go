@@ -162,17 +162,42 @@ func Processes(dir string) ([]Process, error) {
 	}
 	var out []Process
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		p, err := readProcess(f)
 		if err != nil {
-			return nil, fmt.Errorf("lab process record: %w", err)
-		}
-		var p Process
-		if _, err := fmt.Sscanf(string(b), "%d %d", &p.PID, &p.Start); err != nil {
-			return nil, fmt.Errorf("lab process record %s: %w", f, err)
+			return nil, err
 		}
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// readProcess reads the process record at path.
+func readProcess(path string) (Process, error) {
+	var p Process
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return p, fmt.Errorf("lab process record: %w", err)
+	}
+	if _, err := fmt.Sscanf(string(b), "%d %d", &p.PID, &p.Start); err != nil {
+		return p, fmt.Errorf("lab process record %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// killStarted kills, with SIGKILL, the process that the shim link link
+// started, if it still runs (its record names it: the lab started it).
+func killStarted(link string) error {
+	p, err := readProcess(link + pidSuffix)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // it never started
+	}
+	if err != nil || !p.Alive() {
+		return err
+	}
+	if err := syscall.Kill(p.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("kill %s (pid %d): %w", filepath.Base(link), p.PID, err)
+	}
+	return nil
 }
 
 // ProcessStart is a process's start time in clock ticks after boot, from
