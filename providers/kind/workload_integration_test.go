@@ -140,9 +140,24 @@ func testWorkloadKnownGap(ctx context.Context, t *testing.T, p *kind.Provider) {
 	// with no endpoint, and succeed again once it has written the new one.
 	// The requests enter at every node in turn: they may fail in several
 	// gaps, but only between the scale to zero and proxyLag after the
-	// endpoint came back.
+	// endpoint came back. The known gap closes before requests-back is
+	// reached; a later one may still be open when the run ends (a node
+	// whose kube-proxy had not written the new endpoint yet refused a
+	// request 1.3 s after requests-back, and the run ended 0.7 s later).
 	requests := res.Workloads[0].Measure(scenario.MeasureRequests)
-	checkGapsWithin(t, requests, injectedAt(t, res, "scale-to-zero"), up.Add(proxyLag))
+	checkGapsWithin(t, requests, injectedAt(t, res, "scale-to-zero"), up.Add(proxyLag), reachedAt(t, res, "requests-back"))
+}
+
+// reachedAt is when the run saw phase name hold.
+func reachedAt(t *testing.T, res *engine.Result, name string) time.Time {
+	t.Helper()
+	for _, p := range res.Phases {
+		if p.Name == name && p.ObservedAt != nil {
+			return *p.ObservedAt
+		}
+	}
+	t.Fatalf("phase %s not reached in the result: %+v", name, res.Phases)
+	return time.Time{}
 }
 
 // injectedAt is when the fault of that step was first injected (its
@@ -158,9 +173,9 @@ func injectedAt(t *testing.T, res *engine.Result, step string) time.Time {
 	return time.Time{}
 }
 
-// checkGapsWithin fails t unless m has one or more gaps, all closed and all
-// between from and until.
-func checkGapsWithin(t *testing.T, m *engine.MeasureResult, from, until time.Time) {
+// checkGapsWithin fails t unless m has one or more gaps, all between from
+// and until, and closed unless they began after openAfter.
+func checkGapsWithin(t *testing.T, m *engine.MeasureResult, from, until, openAfter time.Time) {
 	t.Helper()
 	if m == nil {
 		t.Fatal("measure missing from the result")
@@ -171,7 +186,7 @@ func checkGapsWithin(t *testing.T, m *engine.MeasureResult, from, until time.Tim
 	}
 	for _, g := range m.Gaps {
 		end := g.Start.Add(g.Duration.Duration)
-		if g.Open || g.Start.Before(from) || end.After(until) {
+		if (g.Open && !g.Start.After(openAfter)) || g.Start.Before(from) || end.After(until) {
 			t.Errorf("%s: a gap from %s to %s (open %t), outside the known one and its slack (%s to %s)", m.Of,
 				g.Start.Format("15:04:05.000"), end.Format("15:04:05.000"), g.Open, from.Format("15:04:05.000"), until.Format("15:04:05.000"))
 		}
