@@ -43,7 +43,7 @@ PY
 }
 
 replacement_s() { # replacement_s DIR: replacement-running's seconds after inject, from result.json
-  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(next(p["sinceInjectSeconds"] for p in r["phases"] if p["name"]=="replacement-running"))' "$1/result.json" 2>/dev/null || echo ""
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("%.2f" % next(p["sinceInjectSeconds"] for p in r["phases"] if p["name"]=="replacement-running"))' "$1/result.json" 2>/dev/null || echo ""
 }
 
 if [[ "${BENCH_SERVED_RUNS:-${runs}}" != 0 ]]; then
