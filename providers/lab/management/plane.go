@@ -294,12 +294,11 @@ func (m *Plane) run(ctx context.Context, c cluster.Cluster) error {
 // webhook server then has no connection of its to wait for, which took
 // it a second to drain.
 func (m *Plane) Stop() error {
-	if m.env != nil {
-		if err := killStarted(m.env.ControlPlane.APIServer.Path); err != nil {
-			return fmt.Errorf("stop the management cluster: %w", err)
-		}
+	var errs []error
+	if err := killStarted(m.env.ControlPlane.APIServer.Path); err != nil {
+		errs = append(errs, fmt.Errorf("stop the management cluster: %w", err))
 	}
-	errs := []error{stopAll(m.managers)}
+	errs = append(errs, stopAll(m.managers))
 	for i := len(m.runs) - 1; i >= 0; i-- {
 		errs = append(errs, m.runs[i].stop())
 	}
