@@ -68,7 +68,9 @@ for i in $(seq 0 "${runs}"); do
   label="counted"
   ((i == 0)) && label="uncounted (pool up)"
   printf '%-30s %4d %12s %14s %12s %s\n' "${label}" "${i}" "${lease:-?}" "${repl:-?}" "${proc}" "${verdict:-see ${log}}"
-  sleep "${BENCH_SERVED_GAP:-30}" # a person's time between tries (see above), not synchronisation
+  if ((i < runs)); then
+    sleep "${BENCH_SERVED_GAP:-30}" # a person's time between tries (see above), not synchronisation
+  fi
   ((i == 0)) && continue
   if [[ -n "${repl}" ]] && awk -v r="${repl}" 'BEGIN { exit !(r < 10) }'; then fast+=("${proc}"); else slow+=("${proc}"); fi
 done
