@@ -131,10 +131,18 @@ func unavailable(p Provider, c Capability) error {
 // Unsupported is the error for a provider that lacks c, or cannot use it
 // as configured; it wraps ErrUnsupported.
 func Unsupported(p Provider, c Capability) error {
-	if err := unavailable(p, c); err != nil {
-		return fmt.Errorf("provider %s lacks capability %s: %w", p.Name(), c, err)
+	err := unavailable(p, c)
+	if err == nil {
+		err = ErrUnsupported
 	}
-	return fmt.Errorf("provider %s lacks capability %s: %w", p.Name(), c, ErrUnsupported)
+	return Lacks(p.Name(), c, err)
+}
+
+// Lacks is the error for the provider named name lacking c because of
+// why, which wraps ErrUnsupported: Unsupported's, for a provider known
+// before it is opened.
+func Lacks(name string, c Capability, why error) error {
+	return fmt.Errorf("provider %s lacks capability %s: %w", name, c, why)
 }
 
 // As returns p as the interface T behind capability c, or Unsupported.

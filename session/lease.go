@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/lab"
 )
 
@@ -24,6 +25,36 @@ func Leasable(sc *scenario.Scenario) string {
 		return "it is labelled " + LabelAlone + `: "true"`
 	}
 	return freshClusterRefused(sc)
+}
+
+// OwnLab says why sc, which no leased cluster serves, runs beside the
+// leased ones (run --parallel) on a lab of its own, "" when it does not:
+// it leases a cluster, says it must run alone (LabelAlone), or has real
+// nodes, which a lab brings up for one cluster at a time and which are
+// not started beside other labs. A lab of its own shares nothing with
+// the warm lab but the machine: its management plane, vCenter simulator
+// and journal are its own, on any release.
+func OwnLab(sc *scenario.Scenario) string {
+	if sc.Metadata.Labels[LabelAlone] == "true" || (len(LabClusters(sc)) > 0 && sc.Spec.Lab.RealNodes()) {
+		return ""
+	}
+	return freshClusterRefused(sc)
+}
+
+// LabSkips is why the lab would skip sc as its engine does, the reason
+// its result gives, when sc runs on simulated nodes and requires what they
+// lack (workloads: the simulated tier runs no pods); "" when it would run
+// it. It is known before a lab or cluster is started for sc.
+func LabSkips(sc *scenario.Scenario) string {
+	if len(LabClusters(sc)) == 0 || sc.Spec.Lab.RealNodes() {
+		return ""
+	}
+	for _, c := range sc.Requirements() {
+		if err := lab.SimulatedUnavailable(c); err != nil {
+			return providers.Lacks(ProviderLab, c, err).Error()
+		}
+	}
+	return ""
 }
 
 // freshClusterRefused says why a fresh simulated cluster of a warm lab

@@ -178,7 +178,9 @@ func TestPoolRestartsForAnotherRelease(t *testing.T) {
 // Leasable: a scenario runs on a cluster leased beside others unless it
 // says it must run alone, has no lab cluster, wants a lab of its own,
 // upgrades the management plane or runs on real nodes; and Lease refuses
-// it with the same reason, before anything is opened.
+// it with the same reason, before anything is opened. OwnLab gives that
+// reason for those that run beside the leased ones on a lab of their own:
+// all but those that must run alone or have real nodes.
 func TestLeasable(t *testing.T) {
 	alone := load(t, "power-off-worker")
 	alone.Metadata.Labels[session.LabelAlone] = "true"
@@ -202,6 +204,16 @@ func TestLeasable(t *testing.T) {
 		got := session.Leasable(tt.sc)
 		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
 			t.Errorf("Leasable(%s) = %q, want %q", tt.sc.Metadata.Name, got, tt.want)
+		}
+		// Those no leased cluster serves run beside on a lab of their
+		// own, with the same reason, unless they must run alone or
+		// have real nodes.
+		wantOwn := tt.want
+		if tt.sc == alone || tt.sc == real {
+			wantOwn = ""
+		}
+		if got := session.OwnLab(tt.sc); (wantOwn == "") != (got == "") || !strings.Contains(got, wantOwn) {
+			t.Errorf("OwnLab(%s) = %q, want %q", tt.sc.Metadata.Name, got, wantOwn)
 		}
 		if tt.want == "" {
 			continue
@@ -232,5 +244,29 @@ func TestLeaseStartFailsOnce(t *testing.T) {
 	}
 	if opens != 1 {
 		t.Errorf("the lab was started %d times, want once", opens)
+	}
+}
+
+// LabSkips: a scenario that needs workloads is skipped on simulated nodes
+// with the reason the lab's provider gives once open, and runs on real
+// nodes; one that needs nothing simulated nodes lack runs.
+func TestLabSkips(t *testing.T) {
+	real := load(t, "pdb-blocks-drain")
+	if err := session.Adjust(real, session.Adjustments{Nodes: scenario.NodesContainers}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		sc   *scenario.Scenario
+		want string
+	}{
+		{load(t, "pdb-blocks-drain"), "provider lab lacks capability Workloads: the simulated tier runs no pods"},
+		{load(t, "kill-etcd-quorum-apps"), "provider lab lacks capability Workloads"},
+		{real, ""},
+		{load(t, "power-off-worker"), ""},
+		{load(t, "vm-power-cycle"), ""},
+	} {
+		if got := session.LabSkips(tt.sc); (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+			t.Errorf("LabSkips(%s) = %q, want %q", tt.sc.Metadata.Name, got, tt.want)
+		}
 	}
 }

@@ -26,10 +26,11 @@ func (o *runOptions) acquire(ctx context.Context, sc *scenario.Scenario, sl slot
 	switch {
 	case sl.lease:
 		sess, release, err = o.pool.Lease(sctx, sc)
-	case o.pool != nil:
+	case o.pool != nil && !sl.own:
 		sess, release, err = o.pool.Acquire(sctx, sc)
 	default:
-		sess, err = o.open(sctx, session.LabClusters(sc), injects(sc), sl.out, log)
+		// Not the pool's: no spares (those are the warm lab's).
+		sess, err = o.open(sctx, session.LabClusters(sc), nil, injects(sc), sl.out, log)
 	}
 	if err == nil && release == nil {
 		release = sess.Close
@@ -56,11 +57,12 @@ func closeSession(ctx context.Context, release func(context.Context) error, boun
 }
 
 // open opens the chosen provider: with the lab, a lab of the clusters
-// (none: a vCenter simulator alone). destructive says the scenario
+// (none: a vCenter simulator alone), which prepares clusters of the
+// spares' shapes as it starts. destructive says the scenario
 // injects: a dry run's, or a scenario's that injects nothing, management
 // cluster client and vCenter session refuse every write (and it needs no
 // opt-in).
-func (o *runOptions) open(ctx context.Context, clusters []lab.ClusterSpec, destructive bool, stderr io.Writer, log logr.Logger) (*session.Session, error) {
+func (o *runOptions) open(ctx context.Context, clusters []lab.ClusterSpec, spares []scenario.LabSpec, destructive bool, stderr io.Writer, log logr.Logger) (*session.Session, error) {
 	start := newStartLine(stderr)
 	cfg := session.Config{Provider: o.provider, Log: log, Out: start, Status: start.status, Kind: session.KindConfig{Cluster: o.kind.cluster}, Destructive: destructive}
 	cfg.Management = o.cluster.config()
@@ -69,7 +71,7 @@ func (o *runOptions) open(ctx context.Context, clusters []lab.ClusterSpec, destr
 	var err error
 	if o.provider == session.ProviderLab {
 		cfg.Lab, err = o.lab.config(log, clusters...)
-		cfg.Lab.Spares = o.spares
+		cfg.Lab.Spares = spares
 		// --setup-timeout bounds the wait for the Machines too.
 		cfg.Lab.Wait = o.setupDeadline()
 	} else {

@@ -24,15 +24,16 @@ import (
 // runMany runs several scenarios, each in a folder of its own under one
 // folder with the JUnit of all; on the lab, unscoped, through a pool: one
 // warm lab, with a fresh cluster for each scenario. With --parallel above
-// 1, those a leased cluster serves run side by side first, the others one
-// after the other after them.
+// 1, those a leased cluster serves run side by side first, with those
+// that need a lab of their own beside them, and the others one after the
+// other after them.
 func (o *runOptions) runMany(ctx context.Context, scs []*scenario.Scenario, sets map[string]string, history *artifacts.History, stdout, stderr io.Writer, log logr.Logger) error {
 	if o.parallel > 1 {
 		stderr = &lockedWriter{w: stderr}
 	}
 	if o.provider == session.ProviderLab && o.scope == "" && o.served == "" {
 		o.pool = &session.Pool{Out: stderr, Open: func(ctx context.Context, clusters ...lab.ClusterSpec) (*session.Session, error) {
-			return o.open(ctx, clusters, false, stderr, log)
+			return o.open(ctx, clusters, o.spares, false, stderr, log)
 		}}
 		defer func() { closeSession(ctx, o.pool.Close, closeTimeout, log) }()
 	}
@@ -46,13 +47,19 @@ func (o *runOptions) runMany(ctx context.Context, scs []*scenario.Scenario, sets
 		plan[i] = &planned{sc: sc, dir: filepath.Join(root, scenarioFolder(folders, sc.Metadata.Name))}
 		if want := sc.Metadata.Labels["provider"]; want != "" && want != o.provider {
 			plan[i].res, plan[i].dir = o.notRun(sc, engine.Skipped, "it runs on provider "+want), ""
+		} else if why := session.LabSkips(sc); why != "" && o.provider == session.ProviderLab {
+			// Skipped as its run would be, without a cluster brought
+			// up for it.
+			plan[i].res, plan[i].dir = o.notRun(sc, engine.Skipped, why), ""
 		}
 	}
 	together := o.together(plan, stderr)
 	// The first of them runs on the warm lab's first cluster; the
-	// clusters of those beside it start with the lab.
+	// clusters of the leased ones beside it start with the lab.
 	for _, i := range together[min(1, len(together)):min(o.parallel, len(together))] {
-		o.spares = append(o.spares, *plan[i].sc.Spec.Lab)
+		if plan[i].own == "" {
+			o.spares = append(o.spares, *plan[i].sc.Spec.Lab)
+		}
 	}
 	o.runTogether(ctx, plan, together, sets, history, stderr, log)
 	o.spares = nil
@@ -105,8 +112,11 @@ func (o *runOptions) runAlone(ctx context.Context, plan []*planned, sets map[str
 // ends, not only in the summary.
 func (o *runOptions) runPlanned(ctx context.Context, p *planned, sl slot, sets map[string]string, history *artifacts.History, log logr.Logger) {
 	beside := ""
-	if sl.lease {
+	switch {
+	case sl.lease:
 		beside = " (beside others)"
+	case sl.own:
+		beside = " (beside others, on a lab of its own)"
 	}
 	fmt.Fprintf(sl.out, "=== %s%s\n", p.sc.Metadata.Name, beside)
 	p.res, p.dir, p.err = o.runOne(ctx, p.sc, p.dir, sl, sets, history, log)
@@ -125,20 +135,30 @@ type planned struct {
 	// err is what kept its evidence from being whole (the result
 	// stands).
 	err error
+	// own says why it runs beside the others on a lab of its own, not
+	// on a leased cluster ("": leased, or run alone).
+	own string
 }
 
-// together are the indexes of the scenarios that run side by side, each
-// on a cluster leased from the warm lab (--parallel above 1): those a
-// leased cluster serves, on the release of the first of them. The others
-// run alone, one after the other, saying why.
+// together are the indexes of the scenarios that run side by side
+// (--parallel above 1), in the order they start: those a leased cluster
+// of the warm lab serves, on the release of the first of them, and those
+// that need a lab of their own (session.OwnLab), which start right after
+// the first: each brings a lab up, and so takes longer. The others run
+// alone, one after the other, saying why.
 func (o *runOptions) together(plan []*planned, stderr io.Writer) []int {
 	if o.parallel < 2 || (o.pool == nil && o.served == "") {
 		return nil
 	}
-	var idx []int
+	var idx, own []int
 	var first *scenario.LabSpec
 	for i, p := range plan {
 		if p.res != nil {
+			continue
+		}
+		if p.own = session.OwnLab(p.sc); p.own != "" {
+			fmt.Fprintf(stderr, "%s runs beside the others on a lab of its own: %s\n", p.sc.Metadata.Name, p.own)
+			own = append(own, i)
 			continue
 		}
 		if why := session.Leasable(p.sc); why != "" {
@@ -153,11 +173,12 @@ func (o *runOptions) together(plan []*planned, stderr io.Writer) []int {
 		}
 		idx = append(idx, i)
 	}
-	return idx
+	n := min(1, len(idx))
+	return slices.Concat(idx[:n], own, idx[n:])
 }
 
 // runTogether runs the scenarios of idx at most --parallel at a time, each
-// on a cluster leased from the warm lab. Their progress goes to stderr as
+// on a cluster leased from the warm lab or a lab of its own. Their progress goes to stderr as
 // lines that name the scenario; an interrupt starts no more of them.
 func (o *runOptions) runTogether(ctx context.Context, plan []*planned, idx []int, sets map[string]string, history *artifacts.History, stderr io.Writer, log logr.Logger) {
 	next := make(chan *planned)
@@ -167,7 +188,7 @@ func (o *runOptions) runTogether(ctx context.Context, plan []*planned, idx []int
 		go func() {
 			defer wg.Done()
 			for p := range next {
-				o.runPlanned(ctx, p, slotOf(stderr, p.sc.Metadata.Name), sets, history, log)
+				o.runPlanned(ctx, p, slotOf(stderr, p.sc.Metadata.Name, p.own != ""), sets, history, log)
 			}
 		}()
 	}
@@ -192,6 +213,9 @@ type slot struct {
 	// lease: the session is a cluster leased from the warm lab beside
 	// other runs, not the pool's one at a time or a session of its own.
 	lease bool
+	// own: the session is a lab of its own, started beside other runs
+	// (not the pool's).
+	own bool
 	// out receives the lines for people of the run's set-up.
 	out io.Writer
 }
@@ -202,11 +226,16 @@ func alone(stderr io.Writer) slot {
 	return slot{progress: func() *progressPrinter { return newProgressPrinter(stderr) }, out: stderr}
 }
 
-// slotOf is the slot of scenario name run beside others: its progress
-// as whole lines on stderr, each beginning with its name.
-func slotOf(stderr io.Writer, name string) slot {
+// slotOf is the slot of scenario name run beside others, on a leased
+// cluster or a lab of its own: its progress as whole lines on stderr,
+// each beginning with its name, and so its own lab's start lines.
+func slotOf(stderr io.Writer, name string, own bool) slot {
 	w := &prefixed{w: stderr, prefix: name + ": "}
-	return slot{progress: func() *progressPrinter { return newProgress(w, false) }, lease: true, out: stderr}
+	sl := slot{progress: func() *progressPrinter { return newProgress(w, false) }, lease: !own, own: own, out: stderr}
+	if own {
+		sl.out = w
+	}
+	return sl
 }
 
 // lockedWriter writes to w one Write at a time: the lines of scenarios

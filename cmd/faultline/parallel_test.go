@@ -14,10 +14,12 @@ import (
 )
 
 // TestIntegrationRunParallel runs two destructive scenarios at once on one
-// warm lab (--parallel 2): the lab starts once, each scenario gets a
+// warm lab (--parallel 3): the lab starts once, each scenario gets a
 // cluster of its own, their runs overlap in time, and each one's faults
 // (its journal) touch only its own cluster; each keeps what the
-// controllers' work queues did meanwhile.
+// controllers' work queues did meanwhile. A third, which no leased
+// cluster serves (vm-power-cycle: no spec.lab), runs beside them on a lab
+// of its own rather than after them.
 func TestIntegrationRunParallel(t *testing.T) {
 	labtest.Require(t)
 	dir := t.TempDir()
@@ -35,10 +37,13 @@ func TestIntegrationRunParallel(t *testing.T) {
 	a, b := small("power-off-worker.yaml", "side-a"), small("stop-kubelet-worker.yaml", "side-b")
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	code := execute([]string{"run", a, b, "--parallel", "2", "--artifacts", out}, &stdout, &stderr)
+	code := execute([]string{"run", a, "vm-power-cycle", b, "--parallel", "3", "--artifacts", out}, &stdout, &stderr)
 	t.Logf("stderr:\n%s", stderr.String())
-	if code != 0 || !strings.Contains(stdout.String(), "2 of 2 scenarios passed") {
+	if code != 0 || !strings.Contains(stdout.String(), "3 of 3 scenarios passed") {
 		t.Fatalf("exit %d\n%s", code, stdout.String())
+	}
+	if want := "vm-power-cycle runs beside the others on a lab of its own: it has no spec.lab"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr lacks %q", want)
 	}
 	if n := strings.Count(stderr.String(), "lab: starting cluster"); n != 1 {
 		t.Errorf("the lab started %d times, want once", n)
@@ -77,5 +82,13 @@ func TestIntegrationRunParallel(t *testing.T) {
 	}
 	if x, y := results[0], results[1]; !x.StartedAt.Before(y.FinishedAt) || !y.StartedAt.Before(x.FinishedAt) {
 		t.Errorf("the runs did not overlap: %s-%s and %s-%s", x.StartedAt, x.FinishedAt, y.StartedAt, y.FinishedAt)
+	}
+	// Run after them, it would have started once both had ended.
+	var vm engine.Result
+	if b, err := os.ReadFile(filepath.Join(out, "vm-power-cycle", "result.json")); err != nil || json.Unmarshal(b, &vm) != nil {
+		t.Fatalf("result of vm-power-cycle: %v", err)
+	}
+	if !vm.StartedAt.Before(results[0].FinishedAt) && !vm.StartedAt.Before(results[1].FinishedAt) {
+		t.Errorf("vm-power-cycle started at %s, after both leased runs ended", vm.StartedAt)
 	}
 }

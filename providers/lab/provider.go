@@ -66,6 +66,14 @@ func (p *Provider) CapabilityUnavailable(c providers.Capability) error {
 	return nil
 }
 
+// SimulatedUnavailable is why the provider of a lab whose nodes are
+// simulated cannot use c (its CapabilityUnavailable once open), nil when
+// it can: known before the lab starts, so that a run need not start one
+// for a scenario it would skip.
+func SimulatedUnavailable(c providers.Capability) error {
+	return (&Provider{}).CapabilityUnavailable(c)
+}
+
 // NodeNetwork implements providers.Workloads for the cluster with real
 // nodes: the lab's docker network, which the lab made.
 func (p *Provider) NodeNetwork(_ context.Context, scope providers.Object) (netip.Prefix, error) {
