@@ -137,6 +137,24 @@ func (p *Pool) Prepare(ctx context.Context, next *scenario.Scenario) {
 	}
 }
 
+// PrepareLease has the warm lab start a cluster for sc, which is to
+// Lease one soon (run --parallel: the next scenario waiting for a slot),
+// so that its Lease finds it coming up. It waits for a start of the warm
+// lab under way, and does nothing without one, or where sc leases no
+// cluster of it; a cluster it could not start is made by Lease.
+func (p *Pool) PrepareLease(ctx context.Context, sc *scenario.Scenario) {
+	p.mu.Lock()
+	warm, first := p.warm, p.first
+	p.mu.Unlock()
+	if warm == nil || Leasable(sc) != "" || !first.Release.SameStack(sc.Spec.Lab.Release) {
+		return
+	}
+	spec := warm.Lab.FreshSpec(lab.ClusterName, *sc.Spec.Lab)
+	if err := warm.Lab.Prepare(ctx, spec); err != nil {
+		p.say("lab: could not prepare %s's cluster, %s (%v); it is made when that scenario starts\n", sc.Metadata.Name, spec.Key(), err)
+	}
+}
+
 // Close stops the warm lab.
 func (p *Pool) Close(ctx context.Context) error {
 	if p.warm == nil {

@@ -54,15 +54,7 @@ func (o *runOptions) runMany(ctx context.Context, scs []*scenario.Scenario, sets
 		}
 	}
 	together := o.together(plan, stderr)
-	// The first of them runs on the warm lab's first cluster; the
-	// clusters of the leased ones beside it start with the lab.
-	for _, i := range together[min(1, len(together)):min(o.parallel, len(together))] {
-		if plan[i].own == "" {
-			o.spares = append(o.spares, *plan[i].sc.Spec.Lab)
-		}
-	}
 	o.runTogether(ctx, plan, together, sets, history, stderr, log)
-	o.spares = nil
 	var rest []*planned
 	for i, p := range plan {
 		if p.res == nil && !slices.Contains(together, i) {
@@ -178,9 +170,31 @@ func (o *runOptions) together(plan []*planned, stderr io.Writer) []int {
 }
 
 // runTogether runs the scenarios of idx at most --parallel at a time, each
-// on a cluster leased from the warm lab or a lab of its own. Their progress goes to stderr as
-// lines that name the scenario; an interrupt starts no more of them.
+// on a cluster leased from the warm lab or a lab of its own. The first
+// leased one runs on the warm lab's first cluster; the clusters of the
+// leased ones that start beside it, and of the next, start with the lab,
+// and each time a leased one starts after them the lab prepares the next
+// one's: a slot that frees finds a cluster coming up. Their progress goes
+// to stderr as lines that name the scenario; an interrupt starts no more
+// of them.
 func (o *runOptions) runTogether(ctx context.Context, plan []*planned, idx []int, sets map[string]string, history *artifacts.History, stderr io.Writer, log logr.Logger) {
+	var leased []*planned
+	for _, i := range idx {
+		if plan[i].own == "" {
+			leased = append(leased, plan[i])
+		}
+	}
+	ready := 1 // leased[:ready] have, or will have, a cluster
+	for _, i := range idx[min(1, len(idx)):min(o.parallel, len(idx))] {
+		if plan[i].own == "" {
+			ready++
+		}
+	}
+	ready = min(ready+1, len(leased))
+	for _, p := range leased[min(1, ready):ready] {
+		o.spares = append(o.spares, *p.sc.Spec.Lab)
+	}
+	defer func() { o.spares = nil }()
 	next := make(chan *planned)
 	var wg sync.WaitGroup
 	for range min(o.parallel, len(idx)) {
@@ -192,6 +206,7 @@ func (o *runOptions) runTogether(ctx context.Context, plan []*planned, idx []int
 			}
 		}()
 	}
+	started := 0 // leased ones handed to a slot
 	for _, i := range idx {
 		if ctx.Err() != nil {
 			break // interrupted: the rest do not start
@@ -199,6 +214,13 @@ func (o *runOptions) runTogether(ctx context.Context, plan []*planned, idx []int
 		select {
 		case next <- plan[i]:
 		case <-ctx.Done():
+		}
+		if plan[i].own != "" || o.pool == nil {
+			continue
+		}
+		if started++; started >= ready && started < len(leased) {
+			o.pool.PrepareLease(ctx, leased[started].sc)
+			ready = started + 1
 		}
 	}
 	close(next)
