@@ -172,11 +172,11 @@ func (o *runOptions) together(plan []*planned, stderr io.Writer) []int {
 // runTogether runs the scenarios of idx at most --parallel at a time, each
 // on a cluster leased from the warm lab or a lab of its own. The first
 // leased one runs on the warm lab's first cluster; the clusters of the
-// leased ones that start beside it, and of the leaseAhead next, start with
-// the lab, and each time a leased one starts the lab prepares clusters
-// until leaseAhead wait: a slot that frees finds a cluster coming up. Their progress goes
-// to stderr as lines that name the scenario; an interrupt starts no more
-// of them.
+// leased ones that start beside it, and of the leaseAhead after them,
+// start with the lab, and as each leased one starts the lab prepares the
+// next ones', leaseAhead beyond those started: a slot that frees finds a
+// cluster coming up. Their progress goes to stderr as lines that name the
+// scenario; an interrupt starts no more of them.
 func (o *runOptions) runTogether(ctx context.Context, plan []*planned, idx []int, sets map[string]string, history *artifacts.History, stderr io.Writer, log logr.Logger) {
 	var leased []*planned
 	for _, i := range idx {
