@@ -41,6 +41,24 @@ func OwnLab(sc *scenario.Scenario) string {
 	return freshClusterRefused(sc)
 }
 
+// Unbuilt says why sc's lab cannot start beside other runs yet, "" when
+// it can: its stack's managers are not built, and their build (minutes on
+// two cores) would share the machine with the runs beside it and outlast
+// its set-up deadline. Run alone, the build has the machine to itself.
+func Unbuilt(sc *scenario.Scenario) string {
+	if sc.Spec.Lab == nil {
+		return ""
+	}
+	stack, err := sc.Spec.Lab.Release.Resolve()
+	if err != nil {
+		return ""
+	}
+	if built, err := lab.StackBuilt(stack); err == nil && !built {
+		return fmt.Sprintf("its stack %s is not built yet, and its build would share the machine with the runs beside it", stack.Name)
+	}
+	return ""
+}
+
 // LabSkips is why the lab would skip sc as its engine does, the reason
 // its result gives, when sc runs on simulated nodes and requires what they
 // lack (workloads: the simulated tier runs no pods); "" when it would run

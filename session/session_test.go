@@ -270,3 +270,18 @@ func TestLabSkips(t *testing.T) {
 		}
 	}
 }
+
+// Unbuilt: a scenario on a stack whose managers are not built says so
+// (it runs alone after the others, its build not sharing the machine);
+// one on the compiled stack, or on a built one, does not.
+func TestUnbuilt(t *testing.T) {
+	t.Setenv("FAULTLINE_RELEASES", t.TempDir()) // the cache of built releases: none
+	if got := session.Unbuilt(load(t, "upgrade-management-during-remediation")); !strings.Contains(got, "is not built yet") {
+		t.Errorf("Unbuilt(upgrade-management-during-remediation) with no stack built = %q", got)
+	}
+	for _, name := range []string{"power-off-worker", "vm-power-cycle"} {
+		if got := session.Unbuilt(load(t, name)); got != "" {
+			t.Errorf("Unbuilt(%s) = %q, want \"\"", name, got)
+		}
+	}
+}

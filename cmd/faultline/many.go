@@ -149,6 +149,11 @@ func (o *runOptions) together(plan []*planned, stderr io.Writer) []int {
 			continue
 		}
 		if p.own = session.OwnLab(p.sc); p.own != "" {
+			if why := session.Unbuilt(p.sc); why != "" {
+				p.own = ""
+				fmt.Fprintf(stderr, "%s runs alone, after the others: %s\n", p.sc.Metadata.Name, why)
+				continue
+			}
 			fmt.Fprintf(stderr, "%s runs beside the others on a lab of its own: %s\n", p.sc.Metadata.Name, p.own)
 			own = append(own, i)
 			continue
