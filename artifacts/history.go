@@ -37,6 +37,8 @@ func OpenHistory(dir string) (*History, error) {
 
 // record is one past run, as the history keeps it.
 type record struct {
+	// StartedAt is zero in records written before it was kept.
+	StartedAt  time.Time      `json:"startedAt,omitzero"`
 	FinishedAt time.Time      `json:"finishedAt"`
 	Provider   string         `json:"provider"`
 	Profile    string         `json:"profile,omitempty"`
@@ -49,7 +51,7 @@ func (h *History) file(scenario string) string { return filepath.Join(h.dir, sce
 
 // Add appends res to its scenario's history.
 func (h *History) Add(res *engine.Result) error {
-	r := record{FinishedAt: res.FinishedAt, Provider: res.Provider, Profile: res.Profile, Verdict: res.Verdict, Phases: map[string]float64{}}
+	r := record{StartedAt: res.StartedAt, FinishedAt: res.FinishedAt, Provider: res.Provider, Profile: res.Profile, Verdict: res.Verdict, Phases: map[string]float64{}}
 	for _, p := range res.Phases {
 		if p.OK && p.SinceAnchor != nil {
 			r.Phases[p.Name] = p.SinceAnchor.Seconds()
@@ -139,6 +141,27 @@ func (h *History) StatsBefore(scenario, provider, profile string, before time.Ti
 		out[name] = st
 	}
 	return out, nil
+}
+
+// Took is the median time the scenario's past passing runs on provider
+// and profile took, start to finish, and false when none kept it: what a
+// run of several reads to start the longest first.
+func (h *History) Took(scenario, provider, profile string) (time.Duration, bool, error) {
+	rs, err := h.records(scenario, provider, profile, time.Time{})
+	if err != nil {
+		return 0, false, err
+	}
+	var took []float64
+	for _, r := range rs {
+		if r.Verdict == engine.Pass && !r.StartedAt.IsZero() {
+			took = append(took, r.FinishedAt.Sub(r.StartedAt).Seconds())
+		}
+	}
+	if len(took) == 0 {
+		return 0, false, nil
+	}
+	sort.Float64s(took)
+	return time.Duration(percentile(took, 50) * float64(time.Second)), true, nil
 }
 
 // records are the scenario's runs on provider and profile that finished

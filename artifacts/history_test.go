@@ -129,3 +129,37 @@ func TestHistoryTrend(t *testing.T) {
 		t.Errorf("summary (%v):\n%s", err, md)
 	}
 }
+
+// TestHistoryTook: the median start-to-finish of past passing runs on the
+// same provider and profile; records without a start (written before it
+// was kept) and failed runs are not counted, and none is "not known".
+func TestHistoryTook(t *testing.T) {
+	h, err := OpenHistory(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := h.Took("power-off-worker", "lab", "compressed"); ok || err != nil {
+		t.Fatalf("no history: known %v, %v", ok, err)
+	}
+	if err := os.WriteFile(h.file("power-off-worker"), []byte(`{"finishedAt":"2026-11-28T10:00:00Z","provider":"lab","profile":"compressed","verdict":"pass","phases":{}}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := h.Took("power-off-worker", "lab", "compressed"); ok || err != nil {
+		t.Fatalf("a record without its start: known %v, %v", ok, err)
+	}
+	for _, r := range []struct {
+		verdict engine.Verdict
+		profile string
+		secs    float64
+	}{{engine.Pass, "compressed", 30}, {engine.Pass, "compressed", 10}, {engine.Fail, "compressed", 500}, {engine.Pass, "real", 900}, {engine.Pass, "compressed", 20}} {
+		res := runTook(r.verdict, r.profile, 1)
+		res.StartedAt = res.FinishedAt.Add(-time.Duration(r.secs * float64(time.Second)))
+		if err := h.Add(res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	took, ok, err := h.Took("power-off-worker", "lab", "compressed")
+	if err != nil || !ok || took != 20*time.Second {
+		t.Errorf("took %s (known %v, %v), want the median 20s of the three passing compressed runs", took, ok, err)
+	}
+}

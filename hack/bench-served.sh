@@ -10,7 +10,8 @@
 #    and stocks its pool again; 0 runs them back to back, when a run
 #    waits for the pool and shares the CPU with its refill.
 # 2. The lab catalogue through one `run --parallel 4` on one warm lab,
-#    beside the one-after-the-other figure of the same bench run.
+#    beside the one-after-the-other figure of the same bench run, whose
+#    history it reads to start the longest scenarios first.
 # 3. Concurrency: CONCURRENCY (default "1 5 20") power-off-worker runs at
 #    once on one warm lab (--parallel C), each on its own cluster; the
 #    median of their replacement-running phases, and its ratio to one run
@@ -83,7 +84,8 @@ fi
 
 if [[ "${BENCH_CATALOGUE:-1}" != 0 ]]; then
   began="$(date +%s)"
-  bin/faultline run -l 'provider!=kind' --parallel 4 --artifacts "$(mktemp -d)" >/tmp/faultline-bench-parallel.log 2>&1 || true
+  # The history of the run one after the other: the longest start first.
+  bin/faultline run -l 'provider!=kind' --parallel 4 --history "${catalogue_history}" --artifacts "$(mktemp -d)" >/tmp/faultline-bench-parallel.log 2>&1 || true
   parallel_catalogue=$(($(date +%s) - began))
   echo "lab catalogue --parallel 4: ${parallel_catalogue} s ($(grep -E 'scenarios passed' /tmp/faultline-bench-parallel.log || echo 'no summary')); one after the other: ${sequential_catalogue:-?} s"
 fi

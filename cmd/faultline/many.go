@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,7 +55,7 @@ func (o *runOptions) runMany(ctx context.Context, scs []*scenario.Scenario, sets
 			plan[i].res, plan[i].dir = o.notRun(sc, engine.Skipped, why), ""
 		}
 	}
-	together := o.together(plan, stderr)
+	together := o.together(plan, history, stderr)
 	o.runTogether(ctx, plan, together, sets, history, stderr, log)
 	var rest []*planned
 	for i, p := range plan {
@@ -136,9 +138,10 @@ type planned struct {
 // (--parallel above 1), in the order they start: those a leased cluster
 // of the warm lab serves, on the release of the first of them, and those
 // that need a lab of their own (session.OwnLab), which start right after
-// the first: each brings a lab up, and so takes longer. The others run
+// the first: each brings a lab up, and so takes longer. Each kind starts
+// longest first, as far as history knows (longestFirst). The others run
 // alone, one after the other, saying why.
-func (o *runOptions) together(plan []*planned, stderr io.Writer) []int {
+func (o *runOptions) together(plan []*planned, history *artifacts.History, stderr io.Writer) []int {
 	if o.parallel < 2 || (o.pool == nil && o.served == "") {
 		return nil
 	}
@@ -170,8 +173,57 @@ func (o *runOptions) together(plan []*planned, stderr io.Writer) []int {
 		}
 		idx = append(idx, i)
 	}
+	idx, own = o.longestFirst(plan, idx, history, stderr), o.longestFirst(plan, own, history, stderr)
 	n := min(1, len(idx))
 	return slices.Concat(idx[:n], own, idx[n:])
+}
+
+// longestFirst orders idx by how long their scenarios' past passing runs
+// took (History.Took, on this provider and profile), longest first, so
+// that the longest does not start last and end alone; those with no past
+// time keep their order, after the others. It says the order it chose.
+func (o *runOptions) longestFirst(plan []*planned, idx []int, history *artifacts.History, stderr io.Writer) []int {
+	if history == nil || len(idx) < 2 {
+		return idx
+	}
+	profile := ""
+	if p, err := lab.ProfileNamed(o.lab.profile); err == nil {
+		profile = p.Name
+	}
+	took := map[int]time.Duration{}
+	for _, i := range idx {
+		d, ok, err := history.Took(plan[i].sc.Metadata.Name, o.provider, profile)
+		if err != nil {
+			fmt.Fprintf(stderr, "faultline: %v; the scenarios start in their order\n", err)
+			return idx
+		}
+		if ok {
+			took[i] = d
+		}
+	}
+	if len(took) == 0 {
+		return idx
+	}
+	out := slices.Clone(idx)
+	slices.SortStableFunc(out, func(a, b int) int {
+		da, ka := took[a]
+		db, kb := took[b]
+		switch {
+		case ka && !kb:
+			return -1
+		case kb && !ka:
+			return 1
+		}
+		return cmp.Compare(db, da) // longest first
+	})
+	var say []string
+	for _, i := range out {
+		if d, ok := took[i]; ok {
+			say = append(say, fmt.Sprintf("%s %s", plan[i].sc.Metadata.Name, d.Round(time.Second)))
+		}
+	}
+	fmt.Fprintf(stderr, "longest first, as the history took them: %s\n", strings.Join(say, ", "))
+	return out
 }
 
 // runTogether runs the scenarios of idx at most --parallel at a time, each

@@ -133,7 +133,7 @@ in --allow-vcenter.`,
 	fs.StringVar(&o.scope, "cluster", "", "keep every target inside this Cluster API cluster, namespace/name; required for a destructive run against a management cluster with several")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "resolve the targets and evaluate the blast-radius and quorum guards, print what would be injected where, and touch nothing (the lab is still started)")
 	fs.StringVar(&o.served, "lab", "", "run on a fresh cluster of the running lab of this name ('faultline lab up' prints it), which keeps one ready: no lab start, nothing to configure")
-	fs.IntVar(&o.parallel, "parallel", 1, "with several scenarios on the lab: run up to this many side by side, each on a fresh cluster of one warm lab, or a lab of its own when it needs one (one labelled alone: \"true\", with real nodes, or on another release than the warm lab's runs alone after them)")
+	fs.IntVar(&o.parallel, "parallel", 1, "with several scenarios on the lab: run up to this many side by side, each on a fresh cluster of one warm lab, or a lab of its own when it needs one (one labelled alone: \"true\", with real nodes, or on another release than the warm lab's runs alone after them); with --history, the longest start first, as past runs took")
 	fs.Int64Var(&o.seed, "seed", 0, "seed of every random target pick the scenario does not seed itself, to replay or fix a run's choices")
 	fs.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity on stderr (0 users, 1+ debugging)")
 	o.vcenter.register(fs, true)
