@@ -83,11 +83,10 @@ echo "run --lab: ${#fast[@]} run(s) on CAPV's fast path, ${#slow[@]} with its 10
 fi
 
 if [[ "${BENCH_CATALOGUE:-1}" != 0 ]]; then
-  began="$(date +%s)"
   # The history of the run one after the other: the longest start first.
-  bin/faultline run -l 'provider!=kind' --parallel 4 --history "${catalogue_history}" --artifacts "$(mktemp -d)" >/tmp/faultline-bench-parallel.log 2>&1 || true
-  parallel_catalogue=$(($(date +%s) - began))
-  echo "lab catalogue --parallel 4: ${parallel_catalogue} s ($(grep -E 'scenarios passed' /tmp/faultline-bench-parallel.log || echo 'no summary')); one after the other: ${sequential_catalogue:-?} s"
+  cpu_run /tmp/faultline-bench-parallel.log bin/faultline run -l 'provider!=kind' --parallel 4 --history "${catalogue_history}" --artifacts "$(mktemp -d)"
+  parallel_catalogue="${wall_s}"
+  echo "lab catalogue --parallel 4: ${parallel_catalogue} s, $(cpu_share) ($(grep -E 'scenarios passed' /tmp/faultline-bench-parallel.log || echo 'no summary')); one after the other: ${sequential_catalogue:-?} s"
 fi
 
 echo
