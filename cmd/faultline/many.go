@@ -192,7 +192,11 @@ func (o *runOptions) longestFirst(plan []*planned, idx []int, history *artifacts
 	}
 	took := map[int]time.Duration{}
 	for _, i := range idx {
-		d, ok, err := history.Took(plan[i].sc.Metadata.Name, o.provider, profile)
+		prof := profile
+		if plan[i].sc.Spec.Lab == nil {
+			prof = "" // a vCenter simulator alone: its results name no profile
+		}
+		d, ok, err := history.Took(plan[i].sc.Metadata.Name, o.provider, prof)
 		if err != nil {
 			fmt.Fprintf(stderr, "faultline: %v; the scenarios start in their order\n", err)
 			return idx
