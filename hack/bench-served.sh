@@ -15,7 +15,8 @@
 # 3. Concurrency: CONCURRENCY (default "1 5 20") power-off-worker runs at
 #    once on one warm lab (--parallel C), each on its own cluster; the
 #    median of their replacement-running phases, and its ratio to one run
-#    alone; and the controllers whose work queues kept items waiting
+#    alone; the medians of their detection, remediation and replacement
+#    phases; and the controllers whose work queues kept items waiting
 #    longest meanwhile (each run's queues.json: the median over the runs
 #    of each controller's mean wait, and of its reconciles' seconds per
 #    second of the run: how many of its workers were busy). BENCH_SERVED_RUNS=0 skips 1
@@ -40,6 +41,22 @@ for d in sys.argv[1:]:
         busy.setdefault(c, []).append(q["workSeconds"] / window)
 top = sorted(waits, key=lambda c: -statistics.median(waits[c]))[:3]
 print(", ".join("%s %.2f s (%d adds, %.1f workers busy)" % (c, statistics.median(waits[c]), statistics.median(adds[c]), statistics.median(busy[c])) for c in top) or "no queues.json")
+PY
+}
+
+phase_medians() { # phase_medians DIR...: each power-off-worker phase's median seconds after inject, with how many reached it
+  python3 - "$@" <<'PY'
+import json, os, statistics, sys
+names = ["node-not-ready", "machine-unhealthy", "machine-deleted", "vm-destroyed", "replacement-running"]
+seen = {n: [] for n in names}
+for d in sys.argv[1:]:
+    p = os.path.join(d, "result.json")
+    if not os.path.exists(p):
+        continue
+    for ph in json.load(open(p))["phases"]:
+        if ph["name"] in seen and ph.get("ok") and ph.get("sinceInjectSeconds") is not None:
+            seen[ph["name"]].append(ph["sinceInjectSeconds"])
+print(", ".join("%s %s (%d)" % (n, "%.2f s" % statistics.median(seen[n]) if seen[n] else "-", len(seen[n])) for n in names))
 PY
 }
 
@@ -110,6 +127,10 @@ for c in ${CONCURRENCY:-1 5 20}; do
   ((c == 1)) && reached="$(replacement_s "${dir}" | grep -c . || true)"
   printf '%-30s %16s %10s %s\n' "${c} at once" "${repl:-?}" "${ratio}" "${passed} passed of ${c}, ${reached} reached replacement-running"
   if ((c == 1)); then queues="$(busiest_queues "${dir}")"; else queues="$(busiest_queues "${dir}"/power-off-worker*/)"; fi
+  # Detection (node-not-ready, machine-unhealthy), remediation
+  # (machine-deleted, vm-destroyed) and replacement, each after inject.
+  if ((c == 1)); then phases="$(phase_medians "${dir}")"; else phases="$(phase_medians "${dir}"/power-off-worker*/)"; fi
+  printf '%-30s %s\n' "" "phases after inject (median, runs that reached it): ${phases}"
   printf '%-30s %s\n' "" "longest queue waits: ${queues}"
   if ((c == 20)); then
     concurrent_ratio="$(awk -v r="${repl}" -v a="${alone_repl}" 'BEGIN { if (r != "" && a != "") printf "%.2f", r / a }')"
