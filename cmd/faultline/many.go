@@ -186,7 +186,7 @@ func (o *runOptions) longestFirst(plan []*planned, idx []int, history *artifacts
 	if history == nil || len(idx) < 2 {
 		return idx
 	}
-	profile := ""
+	profile := "" // --profile was checked with the flags; "" finds no run
 	if p, err := lab.ProfileNamed(o.lab.profile); err == nil {
 		profile = p.Name
 	}
