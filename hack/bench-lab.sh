@@ -12,10 +12,10 @@
 # of issue 17 with their ratios: those two, every lab scenario of the
 # catalogue through one `run` (one warm lab, a fresh cluster per scenario;
 # BENCH_CATALOGUE=0 skips it; its history, kept in a folder of the bench's
-# own, lets the run with --parallel start the longest first) and a lab of 20 clusters x 10 machines
-# (BENCH_SCALE=0 skips it), with the CPU seconds faultline, kube-apiserver
-# and etcd used until it was Running (what bounds it on a small machine),
-# and per Machine; BENCH_SCALE_50=1 reports 50 x 10 first.
+# own, lets the run with --parallel start the longest first) and a lab of
+# 20 clusters x 10 machines (BENCH_SCALE=0 skips it), with the CPU seconds
+# faultline, kube-apiserver and etcd used until it was Running (what bounds
+# it on a small machine), and per Machine; BENCH_SCALE_50=1 reports 50 x 10 first.
 #
 # Then the real-node tier (REAL_RUNS times, default 1; 0 skips it; needs
 # docker and the node image): bring-up to all Machines Running of 1 control
