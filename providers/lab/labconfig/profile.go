@@ -119,6 +119,7 @@ func (p Profile) Knobs() map[string]string {
 		"mhcNotReady": p.MHCNotReady.String(), "mhcNotReadyRealNodes": max(p.MHCNotReady, RealNodeNotReady).String(),
 		"syncPeriod": p.SyncPeriod.String(), "connectRetry": p.ConnectRetry.String(), "remoteGrace": p.RemoteGrace.String(),
 		"etcdDialTimeout": p.EtcdDialTimeout.String(), "etcdCallTimeout": p.EtcdCallTimeout.String(),
+		"remoteConnectionGrace": p.RemoteConnectionGrace().String(),
 		// A Node with pods is drained before its Machine's VM goes: Cluster
 		// API retries a drain that left pods every 20s, a constant no
 		// flag shortens, and the lab's Machines set no nodeDrainTimeout.
@@ -141,12 +142,19 @@ const upstreamConnectRetry = 30 * time.Second
 
 // KnobsOn is Knobs as a lab of stack runs them: a stack of manager
 // processes keeps the settings its managers take no flag for at the
-// release's own values.
+// release's own values; the compiled stack lists how it differs from
+// them (InProcess).
 func (p Profile) KnobsOn(s Stack) map[string]string {
 	out := p.Knobs()
-	if !s.Compiled {
+	if s.Compiled {
+		inProcessKnobs(out)
+	} else {
 		out["connectRetry"] = upstreamConnectRetry.String() + " (the release's: its managers take no flag for it)"
-		out["remoteConnectionGrace"] = (p.RemoteGrace / 2).String()
 	}
 	return out
 }
+
+// RemoteConnectionGrace is Cluster API's --remote-connection-grace-period
+// on every stack: half the conditions' grace, which the release requires
+// to be the longer.
+func (p Profile) RemoteConnectionGrace() time.Duration { return p.RemoteGrace / 2 }

@@ -28,9 +28,9 @@ type Stack struct {
 // what the in-process lab measures can be checked against the real
 // managers, and the two ways compared (make bench).
 var Stacks = []Stack{
-	{Name: "v1.13", ClusterAPI: "v1.13.4", CAPV: "v1.16.1", Compiled: true},
+	{Name: "v1.13", ClusterAPI: "v1.13.6", CAPV: "v1.16.1", Compiled: true},
 	{Name: "v1.12", ClusterAPI: "v1.12.5", CAPV: "v1.15.2"},
-	{Name: "v1.13-processes", ClusterAPI: "v1.13.4", CAPV: "v1.16.1"},
+	{Name: "v1.13-processes", ClusterAPI: "v1.13.6", CAPV: "v1.16.1"},
 }
 
 // DefaultStack is the stack a lab runs when none is named.

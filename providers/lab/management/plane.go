@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -18,9 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 	infrav1beta1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta1"
 	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
-	capvcontrollers "sigs.k8s.io/cluster-api-provider-vsphere/controllers"
-	capvcontext "sigs.k8s.io/cluster-api-provider-vsphere/pkg/context"
-	capvwebhooks "sigs.k8s.io/cluster-api-provider-vsphere/webhooks"
+	addonsv1beta1 "sigs.k8s.io/cluster-api/api/addons/v1beta1"
+	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
 	bootstrapv1beta1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta1"
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	controlplanev1beta1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta1"
@@ -28,15 +26,12 @@ import (
 	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/api/core/v1beta2/index"
+	ipamv1alpha1 "sigs.k8s.io/cluster-api/api/ipam/v1alpha1"
+	ipamv1beta1 "sigs.k8s.io/cluster-api/api/ipam/v1beta1"
 	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
-	cabpkcontrollers "sigs.k8s.io/cluster-api/bootstrap/kubeadm/controllers"
-	cabpkwebhooks "sigs.k8s.io/cluster-api/bootstrap/kubeadm/webhooks"
-	capicontrollers "sigs.k8s.io/cluster-api/controllers"
+	runtimev1alpha1 "sigs.k8s.io/cluster-api/api/runtime/v1alpha1"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
-	"sigs.k8s.io/cluster-api/controllers/crdmigrator"
-	kcpcontrollers "sigs.k8s.io/cluster-api/controlplane/kubeadm/controllers"
-	kcpwebhooks "sigs.k8s.io/cluster-api/controlplane/kubeadm/webhooks"
-	capiwebhooks "sigs.k8s.io/cluster-api/webhooks"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,16 +46,19 @@ import (
 )
 
 // newScheme registers every API the management cluster serves: the hub
-// versions the controllers use and the older versions conversion needs.
+// versions the controllers use and the older versions conversion needs,
+// as the four main.go files register them (wiring_test.go).
 func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme,
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, storagev1.AddToScheme,
 		clusterv1.AddToScheme, clusterv1beta1.AddToScheme,
+		addonsv1.AddToScheme, addonsv1beta1.AddToScheme,
+		runtimev1.AddToScheme, runtimev1alpha1.AddToScheme,
 		bootstrapv1.AddToScheme, bootstrapv1beta1.AddToScheme,
 		controlplanev1.AddToScheme, controlplanev1beta1.AddToScheme,
 		infrav1.AddToScheme, infrav1beta1.AddToScheme,
-		ipamv1.AddToScheme,
+		ipamv1.AddToScheme, ipamv1beta1.AddToScheme, ipamv1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("build scheme: %w", err)
@@ -174,101 +172,6 @@ func (m *Plane) setup(ctx context.Context, scheme *runtime.Scheme, manifests *ma
 		m.addControllers(ctx, mgr, cc, secretReader, in),
 		m.run(ctx, mgr),
 	)
-}
-
-func (m *Plane) addWebhooks(mgr ctrl.Manager, cc clustercache.ClusterCache) error {
-	return errors.Join(
-		(&capiwebhooks.Cluster{Client: mgr.GetClient(), ClusterCacheReader: cc}).SetupWebhookWithManager(mgr),
-		(&capiwebhooks.ClusterClass{Client: mgr.GetClient()}).SetupWebhookWithManager(mgr),
-		(&capiwebhooks.Machine{}).SetupWebhookWithManager(mgr),
-		(&capiwebhooks.MachineSet{}).SetupWebhookWithManager(mgr),
-		(&capiwebhooks.MachineDeployment{}).SetupWebhookWithManager(mgr),
-		(&capiwebhooks.MachineHealthCheck{}).SetupWebhookWithManager(mgr),
-		(&capiwebhooks.MachineDrainRule{}).SetupWebhookWithManager(mgr),
-		(&cabpkwebhooks.KubeadmConfig{}).SetupWebhookWithManager(mgr),
-		(&cabpkwebhooks.KubeadmConfigTemplate{}).SetupWebhookWithManager(mgr),
-		(&kcpwebhooks.KubeadmControlPlane{}).SetupWebhookWithManager(mgr),
-		(&kcpwebhooks.ScaleValidator{Client: mgr.GetClient()}).SetupWebhookWithManager(mgr),
-		(&kcpwebhooks.KubeadmControlPlaneTemplate{}).SetupWebhookWithManager(mgr),
-		(&capvwebhooks.VSphereClusterTemplate{}).SetupWebhookWithManager(mgr),
-		(&capvwebhooks.VSphereMachine{}).SetupWebhookWithManager(mgr),
-		(&capvwebhooks.VSphereMachineTemplate{}).SetupWebhookWithManager(mgr),
-		(&capvwebhooks.VSphereVM{}).SetupWebhookWithManager(mgr),
-		(&capvwebhooks.VSphereDeploymentZone{}).SetupWebhookWithManager(mgr),
-		(&capvwebhooks.VSphereFailureDomain{}).SetupWebhookWithManager(mgr),
-	)
-}
-
-func (m *Plane) addControllers(ctx context.Context, mgr ctrl.Manager, cc clustercache.ClusterCache, secretReader client.Client, in Input) error {
-	p := in.Profile
-	capv := &capvcontext.ControllerManagerContext{
-		Namespace: "capv-system", Name: "faultline-lab", LeaderElectionID: "faultline-lab",
-		Client: mgr.GetClient(), Logger: in.Log.WithName("capv"), Scheme: mgr.GetScheme(),
-		Username: in.VCUser, Password: in.VCPass,
-	}
-	return errors.Join(
-		(&capicontrollers.ClusterReconciler{
-			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cc,
-			RemoteConnectionGracePeriod: p.RemoteGrace,
-		}).SetupWithManager(ctx, mgr, concurrency(10)),
-		(&capicontrollers.MachineReconciler{
-			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cc,
-			RemoteConditionsGracePeriod: p.RemoteGrace,
-		}).SetupWithManager(ctx, mgr, concurrency(10)),
-		(&capicontrollers.MachineSetReconciler{
-			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cc,
-		}).SetupWithManager(ctx, mgr, concurrency(10)),
-		(&capicontrollers.MachineDeploymentReconciler{
-			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		}).SetupWithManager(ctx, mgr, concurrency(10)),
-		(&capicontrollers.MachineHealthCheckReconciler{
-			Client: mgr.GetClient(), ClusterCache: cc,
-		}).SetupWithManager(ctx, mgr, concurrency(10)),
-		(&cabpkcontrollers.KubeadmConfigReconciler{
-			Client: mgr.GetClient(), SecretCachingClient: secretReader, ClusterCache: cc,
-			TokenTTL: 15 * time.Minute,
-		}).SetupWithManager(ctx, mgr, concurrency(10)),
-		(&kcpcontrollers.KubeadmControlPlaneReconciler{
-			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), SecretCachingClient: secretReader,
-			ClusterCache: cc, EtcdDialTimeout: p.EtcdDialTimeout, EtcdCallTimeout: p.EtcdCallTimeout,
-			EtcdLogger:                  zap.NewNop(),
-			RemoteConditionsGracePeriod: p.RemoteGrace,
-		}).SetupWithManager(ctx, mgr, concurrency(10)),
-		capvcontrollers.AddClusterControllerToManager(ctx, capv, mgr, false, concurrency(10)),
-		capvcontrollers.AddMachineControllerToManager(ctx, capv, mgr, false, concurrency(10)),
-		capvcontrollers.AddVMControllerToManager(ctx, capv, mgr, cc, concurrency(10)),
-		capvcontrollers.AddVsphereClusterIdentityControllerToManager(ctx, capv, mgr, concurrency(10)),
-		(&crdmigrator.CRDMigrator{
-			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: crdMigrations,
-		}).SetupWithManager(ctx, mgr, concurrency(1)),
-	)
-}
-
-// crdMigrations are the objects the four managers' CRD migrators move to
-// their CRDs' storage versions after an upgrade, as each main.go lists
-// them (ClusterClass, MachinePool and ExtensionConfig left out with
-// their gates).
-var crdMigrations = map[client.Object]crdmigrator.ByObjectConfig{
-	&clusterv1.Cluster{}:                          {UseCache: true, UseStatusForStorageVersionMigration: true},
-	&clusterv1.MachineDeployment{}:                {UseCache: true, UseStatusForStorageVersionMigration: true},
-	&clusterv1.MachineDrainRule{}:                 {UseCache: true},
-	&clusterv1.MachineHealthCheck{}:               {UseCache: true, UseStatusForStorageVersionMigration: true},
-	&clusterv1.Machine{}:                          {UseCache: true, UseStatusForStorageVersionMigration: true},
-	&clusterv1.MachineSet{}:                       {UseCache: true, UseStatusForStorageVersionMigration: true},
-	&ipamv1.IPAddress{}:                           {UseCache: false},
-	&ipamv1.IPAddressClaim{}:                      {UseCache: false, UseStatusForStorageVersionMigration: true},
-	&controlplanev1.KubeadmControlPlane{}:         {UseCache: true, UseStatusForStorageVersionMigration: true},
-	&controlplanev1.KubeadmControlPlaneTemplate{}: {UseCache: false},
-	&bootstrapv1.KubeadmConfig{}:                  {UseCache: true, UseStatusForStorageVersionMigration: true},
-	&bootstrapv1.KubeadmConfigTemplate{}:          {UseCache: false},
-	&infrav1.VSphereCluster{}:                     {UseCache: true, UseStatusForStorageVersionMigration: true},
-	&infrav1.VSphereClusterTemplate{}:             {UseCache: false},
-	&infrav1.VSphereMachine{}:                     {UseCache: true, UseStatusForStorageVersionMigration: true},
-	&infrav1.VSphereMachineTemplate{}:             {UseCache: true},
-	&infrav1.VSphereVM{}:                          {UseCache: true, UseStatusForStorageVersionMigration: true},
-	&infrav1.VSphereClusterIdentity{}:             {UseCache: true, UseStatusForStorageVersionMigration: true},
-	&infrav1.VSphereDeploymentZone{}:              {UseCache: true, UseStatusForStorageVersionMigration: true},
-	&infrav1.VSphereFailureDomain{}:               {UseCache: true},
 }
 
 // run starts c (a controller manager or a cache) until Stop and waits for

@@ -102,7 +102,7 @@ func (m *manager) args(f managerFiles, p labconfig.Profile) []string {
 		// The release refuses a conditions grace period under 2m or not
 		// above the connection one.
 		a = append(a, "--remote-conditions-grace-period="+p.RemoteGrace.String(),
-			"--remote-connection-grace-period="+(p.RemoteGrace/2).String())
+			"--remote-connection-grace-period="+p.RemoteConnectionGrace().String())
 	case "kcp-manager":
 		a = append(a, "--remote-conditions-grace-period="+p.RemoteGrace.String(),
 			"--etcd-dial-timeout-duration="+p.EtcdDialTimeout.String(),
