@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/faultline-dev/faultline/artifacts/scorecard"
+	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
 	"github.com/faultline-dev/faultline/scenarios"
 )
@@ -34,8 +35,8 @@ func TestIntegrationCompareReleases(t *testing.T) {
 	if err := json.Unmarshal(b, &sc); err != nil {
 		t.Fatal(err)
 	}
-	if sc.Base.Release == nil || sc.Base.Release.ClusterAPI != "v1.12.5" || sc.Target.Release == nil || sc.Target.Release.ClusterAPI != "v1.13.4" {
-		t.Fatalf("sides %+v / %+v, want Cluster API v1.12.5 against v1.13.4", sc.Base, sc.Target)
+	if sc.Base.Release == nil || sc.Base.Release.ClusterAPI != "v1.12.5" || sc.Target.Release == nil || sc.Target.Release.ClusterAPI != lab.Stacks()[0].ClusterAPI {
+		t.Fatalf("sides %+v / %+v, want Cluster API v1.12.5 against %s", sc.Base, sc.Target, lab.Stacks()[0].ClusterAPI)
 	}
 	if len(sc.Scenarios) != 1 || sc.Scenarios[0].BaseVerdicts["pass"] != 1 || sc.Scenarios[0].TargetVerdicts["pass"] != 1 {
 		t.Fatalf("scenarios %+v, want power-off-worker passing once on each side", sc.Scenarios)

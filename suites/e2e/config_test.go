@@ -39,7 +39,7 @@ func TestLoadConfig(t *testing.T) {
 		"provider: lab\nintervals: {default/wait-lab: [1m, 1s], default/wait-baseline: [1m, 1s]}\n":                               "intervals.default/scenario: required",
 		"provider: lab\nlab: {cluster: {controlPlanes: 3, wokers: 2}}\n":                                                          `unknown field "wokers"`,
 		"provider: lab\nlab: {nodes: vms}\n":                                       `lab.nodes: got "vms", expected simulated or containers`,
-		"provider: lab\nlab: {release: v1.9}\n":                                    `lab.release: no stack is named "v1.9": expected one of v1.13 (Cluster API v1.13.4, CAPV v1.16.1)`,
+		"provider: lab\nlab: {release: v1.9}\n":                                    `lab.release: no stack is named "v1.9": expected one of v1.13 (Cluster API v1.13.6, CAPV v1.16.1)`,
 		"provider: kind\nkind: {name: k, existing: true}\nlab: {release: v1.12}\n": `lab.release (or $E2E_RELEASE) "v1.12": the lab's stack; provider kind runs its cluster's own release`,
 	} {
 		p := filepath.Join(dir, "c.yaml")
