@@ -8,11 +8,14 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vmware/govmomi/vim25/types"
 )
 
 // reloginTransport logs in again when vCenter says the session is gone
-// (its idle expiry, an administrator's TerminateSession) and repeats the
+// (its idle expiry, an administrator's TerminateSession), by a fault or,
+// for a property read, by properties missing for it, and repeats the
 // call once, so that a run and its undo outlive a session. The keep-alive
 // beneath it keeps an idle session from expiring in the first place.
 type reloginTransport struct {
@@ -29,7 +32,7 @@ var sessionMethods = map[string]bool{"Login": true, "LoginByToken": true, "Login
 func (t *reloginTransport) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
 	err := t.next.RoundTrip(ctx, req, res)
 	method := strings.TrimSuffix(reflect.Indirect(reflect.ValueOf(req)).Type().Name(), "Body")
-	if !isFault(describe(err), "NotAuthenticated") || sessionMethods[method] {
+	if !isFault(describe(err), "NotAuthenticated") && !readNotAuthenticated(res) || sessionMethods[method] {
 		return err
 	}
 	t.mu.Lock()
@@ -45,4 +48,29 @@ func (t *reloginTransport) RoundTrip(ctx context.Context, req, res soap.HasFault
 	}
 	reflect.ValueOf(res).Elem().Set(reflect.ValueOf(fresh).Elem())
 	return nil
+}
+
+// readNotAuthenticated tells whether res is a property read that vCenter
+// answered without the session: it answers such a read with no fault but
+// with every property missing, each for NotAuthenticated.
+func readNotAuthenticated(res soap.HasFault) bool {
+	var objs []types.ObjectContent
+	switch r := res.(type) {
+	case *methods.RetrievePropertiesExBody:
+		if r.Res != nil && r.Res.Returnval != nil {
+			objs = r.Res.Returnval.Objects
+		}
+	case *methods.RetrievePropertiesBody:
+		if r.Res != nil {
+			objs = r.Res.Returnval
+		}
+	}
+	for _, o := range objs {
+		for _, m := range o.MissingSet {
+			if _, ok := m.Fault.Fault.(*types.NotAuthenticated); ok {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -458,3 +458,34 @@ func TestIntegrationSessionLost(t *testing.T) {
 		t.Errorf("the session after: %v %v, want a new one", s2, err)
 	}
 }
+
+// TestIntegrationSessionLostBeforeRead: vCenter ends the run's session
+// while the VM is off (its idle expiry, an administrator), and the first
+// call after it is a read, as an undo's power-state read is: it logs in
+// again and answers, and the undo's power-on then works.
+func TestIntegrationSessionLostBeforeRead(t *testing.T) {
+	sim := startSim(t)
+	ctx := t.Context()
+	p := connect(t, ctx, sim.Config())
+	admin := connect(t, ctx, sim.Config())
+	vm := resolveOne(t, ctx, p, providers.Selector{VM: "DC0_H0_VM0"})
+	if err := p.PowerOff(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	s, err := session.NewManager(p.Client()).UserSession(ctx)
+	if err != nil || s == nil {
+		t.Fatalf("the run's session: %v %v", s, err)
+	}
+	if err := session.NewManager(admin.Client()).TerminateSession(ctx, []string{s.Key}); err != nil {
+		t.Fatal(err)
+	}
+	if state, err := p.PowerState(ctx, vm); err != nil || state != providers.PoweredOff {
+		t.Fatalf("the first read after the session was terminated: %s, %v; want poweredOff", state, err)
+	}
+	if err := p.PowerOn(ctx, vm); err != nil {
+		t.Fatalf("power on: %v", err)
+	}
+	if state, err := p.PowerState(ctx, vm); err != nil || state != providers.PoweredOn {
+		t.Errorf("the VM is %s, %v; want poweredOn", state, err)
+	}
+}
