@@ -103,7 +103,11 @@ func TestIntegrationDifferential(t *testing.T) {
 				t.Logf("%s/%s: %s: explained: %s", row.Name, f.Phase, f.What, why)
 				continue
 			}
-			t.Errorf("%s/%s: %s (in faultline's process against the release's own binaries)", row.Name, f.Phase, f.What)
+			where := row.Name
+			if f.Phase != "" {
+				where += "/" + f.Phase
+			}
+			t.Errorf("%s: %s (in faultline's process against the release's own binaries)", where, f.What)
 		}
 	}
 }

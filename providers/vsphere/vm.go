@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/property"
@@ -28,18 +29,66 @@ func (p *Provider) vm(obj providers.Object) *object.VirtualMachine {
 // as runs side by side do, took each other's updates; in the lab one
 // power-off then waited until the scenario's timeout for a task vcsim had
 // long finished.
+//
+// A wait cut short by ctx is never a success: Task.Wait returns nil when
+// its context ends (WaitForUpdatesEx), while the task goes on at vCenter,
+// queued or running. Then task waits for that task by its reference, up to
+// taskSettle, so that what the caller does next (an undo reading the power
+// state) reads the state the task left, and returns an error saying how
+// the task ended, or that its outcome is unknown.
 func (p *Provider) task(ctx context.Context, op string, obj providers.Object, start func(context.Context) (*object.Task, error)) error {
-	t, err := start(ctx)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s vm %q: not started: %w", op, obj.Name, context.Cause(ctx))
+	}
+	cctx, done := graced(ctx, createGrace)
+	t, err := start(cctx)
+	done()
 	if err == nil {
 		err = t.Wait(ctx)
 	}
+	if ctx.Err() != nil && t != nil {
+		return settle(ctx, op, obj, t)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("%s vm %q: gave up waiting for the vSphere task: %w", op, obj.Name, ctx.Err())
+			return fmt.Errorf("%s vm %q: cut short before vCenter answered with a task: whether it runs one is unknown: %w", op, obj.Name, context.Cause(ctx))
 		}
 		return fmt.Errorf("%s vm %q: %w", op, obj.Name, describe(err))
 	}
 	return nil
+}
+
+// createGrace is how long the call that creates a task may go on once
+// the caller's context has ended: cut while vCenter answers, the task
+// would run with nobody holding its reference; a hung vCenter still
+// frees the caller soon after its deadline.
+const createGrace = time.Second
+
+// graced is a context that ends grace after ctx does, or when its
+// CancelFunc is called.
+func graced(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	g, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(grace, cancel) })
+	return g, func() { stop(); cancel() }
+}
+
+// taskSettle bounds the wait for a task whose first wait was cut short.
+const taskSettle = 30 * time.Second
+
+// settle waits, past ctx's end, for t to end, and says how it did; its
+// error wraps ctx's, as the operation was cut short whatever the task did.
+func settle(ctx context.Context, op string, obj providers.Object, t *object.Task) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), taskSettle)
+	defer cancel()
+	info, err := t.WaitForResult(sctx)
+	ref := t.Reference().Value
+	switch {
+	case info != nil && info.State == types.TaskInfoStateSuccess:
+		return fmt.Errorf("%s vm %q: cut short while its vSphere task %s ran, which then succeeded: %w", op, obj.Name, ref, context.Cause(ctx))
+	case info != nil && info.State == types.TaskInfoStateError:
+		return fmt.Errorf("%s vm %q: cut short while its vSphere task %s ran, which then failed (%v): %w", op, obj.Name, ref, describe(err), context.Cause(ctx))
+	}
+	return fmt.Errorf("%s vm %q: cut short, and its vSphere task %s had not ended %s later: its outcome is unknown: %w", op, obj.Name, ref, taskSettle, context.Cause(ctx))
 }
 
 // PowerOn powers a VM on.
