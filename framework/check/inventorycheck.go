@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -12,27 +13,40 @@ import (
 // (seed 003 ended with a stale control-plane VM that CAPV could not
 // delete): a Machine whose providerID names no VM, a Running Machine whose
 // VM is powered off, and VMs named like the Cluster's Machines that no
-// Machine owns. CAPV names a VM after its VSphereMachine, the Machine's
-// infrastructure; a VM being cloned has that name before its Machine has
-// a providerID, so it is not an orphan.
+// Machine of any Cluster owns. A VM is owned when a Machine's providerID
+// names it, or a VSphereVM (CAPV names the VM after it, and after the
+// VSphereMachine it belongs to) names it or has its UUID: a VM being
+// cloned has its name before its Machine has a providerID, and another
+// Cluster's VM (lab-1's, checking lab) is that Cluster's, not an orphan.
+// The name is used only for a VM that nothing owns, and only when no
+// other Cluster's Machines are named so too.
 func CheckInventory(s ManagementState, vms []providers.VMInfo) []Finding {
 	byUUID := make(map[string]providers.VMInfo, len(vms))
 	for _, vm := range vms {
 		byUUID[strings.ToLower(vm.UUID)] = vm
 	}
 	owned, infraNames := map[string]bool{}, map[string]bool{}
+	for _, m := range append(slices.Clone(s.Machines), s.AllMachines...) {
+		infraNames[str(m, "spec", "infrastructureRef", "name")] = true
+		if uuid, ok := strings.CutPrefix(str(m, "spec", "providerID"), "vsphere://"); ok && uuid != "" {
+			owned[strings.ToLower(uuid)] = true
+		}
+	}
+	for _, v := range s.VSphereVMs {
+		infraNames[str(v, "metadata", "name")] = true
+		if uuid := str(v, "spec", "biosUUID"); uuid != "" {
+			owned[strings.ToLower(uuid)] = true
+		}
+	}
 	var out []Finding
 	for _, m := range s.Machines {
 		name := str(m, "metadata", "name")
-		infraNames[str(m, "spec", "infrastructureRef", "name")] = true
 		id := str(m, "spec", "providerID")
 		uuid, ok := strings.CutPrefix(id, "vsphere://")
 		if !ok || uuid == "" {
 			continue
 		}
-		uuid = strings.ToLower(uuid)
-		owned[uuid] = true
-		vm, found := byUUID[uuid]
+		vm, found := byUUID[strings.ToLower(uuid)]
 		switch {
 		case field(m, "metadata", "deletionTimestamp") != nil:
 		case !found:
@@ -49,7 +63,7 @@ func CheckInventory(s ManagementState, vms []providers.VMInfo) []Finding {
 	var orphans []string
 	var objs []string
 	for _, vm := range vms {
-		if !strings.HasPrefix(vm.Name, prefix) || owned[strings.ToLower(vm.UUID)] || infraNames[vm.Name] {
+		if !strings.HasPrefix(vm.Name, prefix) || owned[strings.ToLower(vm.UUID)] || infraNames[vm.Name] || namedForOther(s, prefix, vm.Name) {
 			continue
 		}
 		orphans = append(orphans, fmt.Sprintf("%s (%s, %s)", vm.Name, vm.UUID, vm.PowerState))
@@ -64,4 +78,17 @@ func CheckInventory(s ManagementState, vms []providers.VMInfo) []Finding {
 			Fix: "check that nothing runs on it (a powered-on control plane may still run an etcd member: see etcd-member-mismatch), then delete it from the inventory"})
 	}
 	return out
+}
+
+// namedForOther tells whether name fits another Cluster's Machines
+// better than the checked one's prefix: prod-eu-md-0-x is prod-eu's
+// when prod-eu has Machines, not prod's.
+func namedForOther(s ManagementState, prefix, name string) bool {
+	for _, m := range s.AllMachines {
+		other := stringMap(field(m, "metadata", "labels"))["cluster.x-k8s.io/cluster-name"] + "-"
+		if len(other) > len(prefix) && strings.HasPrefix(other, prefix) && strings.HasPrefix(name, other) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,5 +51,40 @@ func TestCheckInventory(t *testing.T) {
 	consistent := []providers.VMInfo{vms[0], {Name: vms[1].Name, UUID: vms[1].UUID, PowerState: providers.PoweredOn}, {Name: "it-tkg-mgmt-rg44c-vrkvg", UUID: "4233564d-5599-92ba-fd2a-e8437b1c90ee", PowerState: providers.PoweredOn}, vms[3], vms[4]}
 	if got := CheckInventory(s, consistent); len(got) != 0 {
 		t.Errorf("consistent inventory: %+v", got)
+	}
+}
+
+// TestCheckInventoryTwoClusters: Clusters lab and lab-1 in one namespace.
+// Checking lab, lab-1's VMs are named lab-... too, but lab-1's Machines
+// own them (by providerID, or by VSphereVM while one is cloned), and its
+// unowned stale VM fits lab-1's name better: none is lab's orphan. Only
+// lab's own stale VM is. Before, every lab-1-* VM was reported as lab's,
+// with the advice to delete it.
+func TestCheckInventoryTwoClusters(t *testing.T) {
+	t.Parallel()
+	machine := func(cluster, name, uuid string) map[string]any {
+		m := capiMachine(name, true, "", nil)
+		m["metadata"].(map[string]any)["labels"] = map[string]any{"cluster.x-k8s.io/cluster-name": cluster}
+		m["spec"] = map[string]any{"providerID": "vsphere://" + uuid, "infrastructureRef": map[string]any{"name": name}}
+		m["status"] = map[string]any{"phase": "Running"}
+		return m
+	}
+	lab := []map[string]any{machine("lab", "lab-md-0-a", "4233aaaa-0000-0000-0000-000000000001")}
+	lab1 := []map[string]any{machine("lab-1", "lab-1-md-0-b", "4233bbbb-0000-0000-0000-000000000001")}
+	cloning := map[string]any{"metadata": map[string]any{"name": "lab-1-md-0-c"}, "spec": map[string]any{}}
+	s := ManagementState{Cluster: "default/lab", Machines: lab, AllMachines: append(slices.Clone(lab), lab1...), VSphereVMs: []map[string]any{cloning}}
+	vms := []providers.VMInfo{
+		{Name: "lab-md-0-a", UUID: "4233aaaa-0000-0000-0000-000000000001", PowerState: providers.PoweredOn},
+		{Name: "lab-1-md-0-b", UUID: "4233BBBB-0000-0000-0000-000000000001", PowerState: providers.PoweredOn},
+		{Name: "lab-1-md-0-c", UUID: "4233bbbb-0000-0000-0000-000000000002", PowerState: providers.PoweredOff},
+		{Name: "lab-1-cp-stale", UUID: "4233bbbb-0000-0000-0000-000000000003", PowerState: providers.PoweredOn},
+		{Name: "lab-cp-stale", UUID: "4233aaaa-0000-0000-0000-000000000009", PowerState: providers.PoweredOn},
+	}
+	got := CheckInventory(s, vms)
+	if ids := findingIDs(got); ids != "vcenter-orphan-vm" {
+		t.Fatalf("findings %s: %+v", ids, got)
+	}
+	if o := got[0].Objects; len(o) != 1 || o[0] != "VirtualMachine/lab-cp-stale" {
+		t.Errorf("orphans %v, want lab's own stale VM alone", o)
 	}
 }

@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"sort"
@@ -24,6 +25,10 @@ const capiAPIVersion = "cluster.x-k8s.io/v1beta2"
 type ManagementState struct {
 	Cluster                   string
 	MHCs, KCPs, Machines, MDs []map[string]any
+	// AllMachines and VSphereVMs are every Cluster's, in every namespace:
+	// a VM is the Cluster's whose Machine owns it, through its VSphereVM
+	// and VSphereMachine, whatever its name.
+	AllMachines, VSphereVMs []map[string]any
 	// ClusterObject is the Cluster itself; nil if it cannot be read.
 	ClusterObject map[string]any
 }
@@ -50,6 +55,22 @@ func ReadManagementState(ctx context.Context, o providers.Objects, scope provide
 				*l.into = append(*l.into, obj)
 			}
 		}
+	}
+	for _, l := range []struct {
+		apiVersion, kind string
+		into             *[]map[string]any
+	}{
+		{capiAPIVersion, "Machine", &s.AllMachines},
+		// v1beta1: every CAPV release serves it (v1.15 nothing else).
+		{"infrastructure.cluster.x-k8s.io/v1beta1", "VSphereVM", &s.VSphereVMs},
+	} {
+		all, err := o.ListObjects(ctx, scope, providers.ObjectRef{Cluster: "management", APIVersion: l.apiVersion, Kind: l.kind})
+		if errors.Is(err, providers.ErrNotFound) {
+			continue // no CAPV (a Cluster API of another infrastructure)
+		} else if err != nil {
+			return s, fmt.Errorf("list the %ss of every namespace, which tell whose a VM is: %w", l.kind, err)
+		}
+		*l.into = all
 	}
 	c, err := o.GetObject(ctx, scope, providers.ObjectRef{Cluster: "management", APIVersion: capiAPIVersion, Kind: "Cluster", Namespace: ns, Name: cluster})
 	s.ClusterObject = c
