@@ -41,7 +41,10 @@ func newRecoverCommand() *cobra.Command {
 file, or a folder searched at any depth for journal.jsonl files. With no
 argument, every journal.jsonl under $ARTIFACTS (or _artifacts) is read, and
 every journal this user's faultline recorded writing (beside the journal
-key), wherever --artifacts put it.
+key), wherever --artifacts put it. A journal that a live faultline still
+writes (its run holds it locked until it ends) is skipped, saying so: that
+run undoes its own faults, and two jobs on one runner can each end with a
+recover step.
 
 A journal is a file anyone who can write the artifacts folder can edit, so
 recover trusts nothing in it that would send credentials. Every entry must
@@ -99,6 +102,8 @@ func recoverJournals(ctx context.Context, cmd *cobra.Command, in engine.RecoverI
 		return usageErr("%v", err)
 	case err != nil:
 		return infraErr(err)
+	case sum.Pending == 0 && sum.Skipped > 0:
+		fmt.Fprintf(out, "nothing recovered: no pending faults in %d journal(s); %d skipped, their runs still run\n", len(in.Journals)-sum.Skipped, sum.Skipped)
 	case sum.Pending == 0:
 		fmt.Fprintf(out, "nothing to recover: no pending faults in %d journal(s)\n", len(in.Journals))
 	case sum.Failed > 0:

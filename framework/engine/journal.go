@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/faultline-dev/faultline/providers"
@@ -113,6 +114,11 @@ func openJournal(path string, key []byte, heads string) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
+	// The writer holds the journal locked until it closes it, or dies:
+	// recover leaves a journal alone while its run still runs.
+	if err := lockJournal(f); err != nil {
+		return nil, errors.Join(fmt.Errorf("journal %s: %w", path, err), f.Close())
+	}
 	// The file's directory entry must be durable too, or a crash right
 	// after creation can lose the whole journal.
 	if err := syncDir(dir); err != nil {
@@ -147,8 +153,37 @@ func (j *Journal) Append(e JournalEntry) error {
 	return j.chain.recordHead()
 }
 
-// Close closes the journal file.
+// Close closes the journal file, which lets go of its lock.
 func (j *Journal) Close() error { return j.f.Close() }
+
+// ErrJournalInUse marks a journal another live process writes: a run
+// that still runs, or a recover of it.
+var ErrJournalInUse = errors.New("written by a faultline process that still runs")
+
+// lockJournal takes f's journal for this process (flock(2), exclusive,
+// without waiting). The kernel lets go of it when the process ends, a
+// kill -9 included.
+func lockJournal(f *os.File) error {
+	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return ErrJournalInUse
+	}
+	return err
+}
+
+// journalInUse tells whether a live process holds the journal at path.
+func journalInUse(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	err = lockJournal(f)
+	if errors.Is(err, ErrJournalInUse) {
+		return true, nil
+	}
+	return false, err
+}
 
 // ReadJournal reads every entry of the journal at path. A torn last line (a
 // crash mid-write) is skipped: its fault was never applied, since the inject

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,6 +64,8 @@ type Recovered struct {
 // RecoverSummary counts what Recover did.
 type RecoverSummary struct {
 	Pending, Failed int
+	// Skipped counts the journals left alone: their runs still run.
+	Skipped int
 }
 
 // withDefaults fills in what in leaves out: the user's journal key and
@@ -111,28 +114,14 @@ func Recover(ctx context.Context, in RecoverInput) (RecoverSummary, error) {
 	}
 	pending := make([][]JournalEntry, len(in.Journals))
 	for i, path := range in.Journals {
-		var torn error
-		var n string
-		pending[i], torn, n, err = readPending(path, key, heads)
-		switch {
-		case errors.Is(err, ErrUntrustedJournal):
+		if live, err := skipLive(path, note); err != nil {
 			return sum, err
-		case err != nil && !errors.Is(err, ErrBrokenChain):
-			return sum, fmt.Errorf("%w: %w", ErrBadJournal, err)
+		} else if live {
+			sum.Skipped++
+			continue
 		}
-		if torn != nil {
-			note(fmt.Sprintf("%v: a torn last line (a crash while it was written); its fault was never applied", torn))
-		}
-		switch {
-		case err != nil && len(forced[path]) == 0:
-			return sum, fmt.Errorf("%w: %w; nothing was undone (to undo one of its entries anyway, name it: --force-entry %s:LINE)", ErrUntrustedJournal, err, path)
-		case err != nil:
-			note(fmt.Sprintf("%v; undoing only the entries forced", err))
-			if pending[i], err = onlyForced(path, pending[i], forced[path]); err != nil {
-				return sum, err
-			}
-		case n != "":
-			note(n)
+		if pending[i], err = readTrusted(path, key, heads, forced[path], note); err != nil {
+			return sum, err
 		}
 		if in.Check == nil {
 			continue
@@ -176,6 +165,46 @@ func Recover(ctx context.Context, in RecoverInput) (RecoverSummary, error) {
 		}
 	}
 	return sum, nil
+}
+
+// readTrusted is the pending entries of the journal at path that may be
+// undone: all of them when its chain holds, only those forced when it is
+// broken; a torn last line is said and left out.
+func readTrusted(path string, key []byte, heads string, forced map[int]bool, note func(string)) ([]JournalEntry, error) {
+	pending, torn, n, err := readPending(path, key, heads)
+	switch {
+	case errors.Is(err, ErrUntrustedJournal):
+		return nil, err
+	case err != nil && !errors.Is(err, ErrBrokenChain):
+		return nil, fmt.Errorf("%w: %w", ErrBadJournal, err)
+	}
+	if torn != nil {
+		note(fmt.Sprintf("%v: a torn last line (a crash while it was written); its fault was never applied", torn))
+	}
+	switch {
+	case err != nil && len(forced) == 0:
+		return nil, fmt.Errorf("%w: %w; nothing was undone (to undo one of its entries anyway, name it: --force-entry %s:LINE)", ErrUntrustedJournal, err, path)
+	case err != nil:
+		note(fmt.Sprintf("%v; undoing only the entries forced", err))
+		return onlyForced(path, pending, forced)
+	case n != "":
+		note(n)
+	}
+	return pending, nil
+}
+
+// skipLive tells whether a live faultline writes the journal at path,
+// saying so: a live run's faults are its own to undo, and undoing them
+// under it fails it (two CI jobs on one runner, each with a recover step).
+func skipLive(path string, note func(string)) (bool, error) {
+	live, err := journalInUse(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, fmt.Errorf("%w: %s: %w", ErrBadJournal, path, err)
+	}
+	if live {
+		note(fmt.Sprintf("%s: skipped: %v; it undoes its own faults when it ends (recover it once it is gone)", path, ErrJournalInUse))
+	}
+	return live, nil
 }
 
 // ErrBadJournal marks a journal Recover could not read.

@@ -245,3 +245,62 @@ func TestRecoverLeavesRescaledObjects(t *testing.T) {
 		t.Errorf("after recover %v (%v), want its 5 replicas left", o, err)
 	}
 }
+
+// TestRecoverLeavesLiveRun: a run still writes its journal (holds it
+// open, as session.Execute does until the run ends) when another job's
+// bare recover reads every journal: the live run's pending power-off is
+// left to it, named as skipped, while a dead run's is undone. Once the
+// live run closes its journal (or dies: the kernel drops its lock), a
+// recover undoes it. Before, recover powered the live run's VM on under
+// it, and that run failed.
+func TestRecoverLeavesLiveRun(t *testing.T) {
+	t.Parallel()
+	p := fake.New("live", "dead")
+	p.Set("live", providers.PoweredOff)
+	p.Set("dead", providers.PoweredOff)
+	dir := t.TempDir()
+	pendingJournal := func(name, vm string) *engine.Journal {
+		j, err := engine.OpenJournal(filepath.Join(dir, name, "journal.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		undo := &engine.UndoAction{Action: "vm.power-on", Target: providers.Object{Kind: "VirtualMachine", Name: vm, ID: vm}}
+		if err := j.Append(engine.JournalEntry{Op: engine.OpInject, FaultID: "off/" + vm, Kind: "vm.power-off", Undo: undo, Provider: providers.ProviderRef{Name: "fake"}}); err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	live := pendingJournal("live", "live")
+	if err := pendingJournal("dead", "dead").Close(); err != nil {
+		t.Fatal(err)
+	}
+	journals := []string{filepath.Join(dir, "live", "journal.jsonl"), filepath.Join(dir, "dead", "journal.jsonl")}
+	var notes []string
+	recover := func() engine.RecoverSummary {
+		t.Helper()
+		sum, err := engine.Recover(context.Background(), engine.RecoverInput{
+			Journals:  journals,
+			Reconnect: func(context.Context, engine.JournalEntry) (providers.Provider, error) { return p, nil },
+			Note:      func(s string) { notes = append(notes, s) },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	if sum := recover(); sum.Skipped != 1 || sum.Pending != 1 {
+		t.Errorf("summary %+v, want the live journal skipped and the dead one's fault undone", sum)
+	}
+	if p.VM("live").State != providers.PoweredOff || p.VM("dead").State != providers.PoweredOn {
+		t.Errorf("live VM %s, dead run's VM %s; want the live run's fault left in place and the dead one's undone", p.VM("live").State, p.VM("dead").State)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], journals[0]) || !strings.Contains(notes[0], "still runs") {
+		t.Errorf("notes %q, want one naming the skipped journal and why", notes)
+	}
+	if err := live.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if sum := recover(); sum.Skipped != 0 || sum.Pending != 1 || p.VM("live").State != providers.PoweredOn {
+		t.Errorf("after the run ended: summary %+v, VM %s; want its fault undone", sum, p.VM("live").State)
+	}
+}
