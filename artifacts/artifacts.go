@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/internal/regularfile"
 )
 
 // File names inside a run folder.
@@ -54,7 +55,7 @@ func Open(dir string) (*Run, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create artifacts folder: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, TimelineFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	f, err := regularfile.OpenWrite(filepath.Join(dir, TimelineFile), os.O_CREATE|os.O_APPEND, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("create timeline: %w", err)
 	}
@@ -110,7 +111,7 @@ func (r *Run) WriteReports(res *engine.Result, dumps []string, history map[strin
 func (r *Run) Close() error { return r.timeline.Close() }
 
 func writeSynced(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+	f, err := regularfile.Create(path, 0o640)
 	if err != nil {
 		return err
 	}

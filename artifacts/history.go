@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/internal/regularfile"
 )
 
 // EnvHistory names the history folder, as --history does.
@@ -61,7 +62,7 @@ func (h *History) Add(res *engine.Result) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(h.file(res.Scenario), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	f, err := regularfile.OpenWrite(h.file(res.Scenario), os.O_CREATE|os.O_APPEND, 0o640)
 	if err != nil {
 		return fmt.Errorf("history: %w", err)
 	}

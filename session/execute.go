@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/internal/regularfile"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/lab"
 )
@@ -155,7 +155,7 @@ func writeQueues(ctx context.Context, lp *lab.Provider, before lab.Queues, path 
 	if err == nil {
 		var b []byte
 		if b, err = json.MarshalIndent(now.Since(before), "", "  "); err == nil {
-			err = os.WriteFile(path, append(b, '\n'), 0o644)
+			err = regularfile.WriteFile(path, append(b, '\n'), 0o644)
 		}
 	}
 	if err != nil {

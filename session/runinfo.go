@@ -11,6 +11,7 @@ import (
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/internal/regularfile"
 )
 
 // recordRun completes res.Run with what the caller knows: faultline's
@@ -28,7 +29,7 @@ func recordRun(res *engine.Result, in ExecuteInput) error {
 	file := ""
 	if sc := in.Run.Scenario; sc != nil && len(sc.Text) > 0 {
 		file = filepath.Join(in.Dir, artifacts.ScenarioFile)
-		if err := os.WriteFile(file, sc.Text, 0o644); err != nil {
+		if err := regularfile.WriteFile(file, sc.Text, 0o644); err != nil {
 			return fmt.Errorf("copy the scenario into the run folder: %w", err)
 		}
 		ri.ScenarioFile = artifacts.ScenarioFile

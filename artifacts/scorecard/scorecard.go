@@ -17,6 +17,7 @@ import (
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/internal/regularfile"
 )
 
 // Tolerance is how much slower a phase's median may get before it is a
@@ -330,7 +331,7 @@ func (sc *Scorecard) WriteFiles(dir string) error {
 		return err
 	}
 	write := func(name string, f func(*os.File) error) error {
-		out, err := os.Create(filepath.Join(dir, name))
+		out, err := regularfile.Create(filepath.Join(dir, name), 0o644)
 		if err != nil {
 			return err
 		}

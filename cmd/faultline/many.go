@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/internal/regularfile"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/session"
 )
@@ -72,7 +72,7 @@ func (o *runOptions) runMany(ctx context.Context, scs []*scenario.Scenario, sets
 			results, dirs, errs = append(results, p.res), append(dirs, p.dir), append(errs, p.err)
 		}
 	}
-	f, err := os.Create(filepath.Join(root, artifacts.JUnitFile))
+	f, err := regularfile.Create(filepath.Join(root, artifacts.JUnitFile), 0o644)
 	if err == nil {
 		err = errors.Join(artifacts.WriteJUnit(f, artifacts.ResultsJUnit(results)), f.Close())
 	}

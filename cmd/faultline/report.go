@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline-dev/faultline/artifacts"
+	"github.com/faultline-dev/faultline/internal/regularfile"
 )
 
 func newReportCommand() *cobra.Command {
@@ -116,7 +117,7 @@ phase: a week of nightly runs on one page.`,
 			if html == "" {
 				return nil
 			}
-			f, err := os.Create(html)
+			f, err := regularfile.Create(html, 0o644)
 			if err != nil {
 				return usageErr("--html: %v", err)
 			}

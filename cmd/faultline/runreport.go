@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/internal/regularfile"
 	"io"
 	"io/fs"
 	"os"
@@ -160,7 +161,7 @@ func writeIndex(root string, results []*engine.Result, dirs []string) error {
 		}
 		entries = append(entries, e)
 	}
-	f, err := os.Create(filepath.Join(root, artifacts.IndexFile))
+	f, err := regularfile.Create(filepath.Join(root, artifacts.IndexFile), 0o644)
 	if err != nil {
 		return err
 	}

@@ -99,7 +99,7 @@ func writeBackup(ctx context.Context, p providers.Provider, scope providers.Obje
 }
 
 func writeFileSync(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := regularfile.Create(path, 0o600)
 	if err != nil {
 		return err
 	}

@@ -102,22 +102,23 @@ func openJournal(path string, key []byte, heads string) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal %s: %w", path, err)
 	}
-	c, err := chainFrom(abs, heads)
-	if err != nil {
-		return nil, err
-	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create journal folder: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	f, err := regularfile.OpenWrite(path, os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
 	// The writer holds the journal locked until it closes it, or dies:
-	// recover leaves a journal alone while its run still runs.
+	// recover leaves a journal alone while its run still runs. It is
+	// opened, not followed, and locked before its chain is read.
 	if err := lockJournal(f); err != nil {
 		return nil, errors.Join(fmt.Errorf("journal %s: %w", path, err), f.Close())
+	}
+	c, err := chainFrom(abs, heads, f)
+	if err != nil {
+		return nil, errors.Join(err, f.Close())
 	}
 	// The file's directory entry must be durable too, or a crash right
 	// after creation can lose the whole journal.
@@ -173,7 +174,7 @@ func lockJournal(f *os.File) error {
 
 // journalInUse tells whether a live process holds the journal at path.
 func journalInUse(path string) (bool, error) {
-	f, err := os.Open(path)
+	f, err := regularfile.Open(path, regularfile.Journal)
 	if err != nil {
 		return false, err
 	}

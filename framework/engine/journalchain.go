@@ -42,11 +42,11 @@ func JournalHeads(keyPath string) string {
 	return filepath.Join(filepath.Dir(keyPath), "journals")
 }
 
-// chainFrom is the chain of the journal at abs: a new one for a journal
-// that does not exist or is empty, else the one its last line ends. A torn
-// last line (a crash mid-write, its fault never applied) is cut off, so
-// that the next line starts on a line of its own.
-func chainFrom(abs, heads string) (chain, error) {
+// chainFrom is the chain of the journal at abs, open as f: a new one for
+// a journal that is empty, else the one its last line ends. A torn last
+// line (a crash mid-write, its fault never applied) is cut off through f,
+// so that the next line starts on a line of its own.
+func chainFrom(abs, heads string, f *os.File) (chain, error) {
 	c := chain{path: abs, heads: heads}
 	var last *JournalEntry
 	whole := int64(0) // the bytes of its whole lines
@@ -59,7 +59,7 @@ func chainFrom(abs, heads string) (chain, error) {
 	case err != nil:
 		return c, err
 	case torn != nil:
-		if err := os.Truncate(abs, whole); err != nil {
+		if err := f.Truncate(whole); err != nil {
 			return c, fmt.Errorf("%w (cutting it: %w)", torn, err)
 		}
 	}

@@ -97,3 +97,44 @@ func kind(m fs.FileMode) string {
 	}
 	return "not regular"
 }
+
+// ErrSymlink is a path to be written that is a symbolic link: writing
+// through it would truncate or append to whatever it points at.
+var ErrSymlink = errors.New("a symbolic link, which faultline does not write through")
+
+// OpenWrite opens path for writing with flag (os.O_CREATE, os.O_TRUNC,
+// os.O_APPEND, os.O_EXCL) and perm, as os.OpenFile does, but never
+// through a symbolic link (O_NOFOLLOW), never blocking in open(2) (a FIFO
+// with no reader is refused at once), and only onto a regular file.
+func OpenWrite(path string, flag int, perm fs.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, &fs.PathError{Op: "write", Path: path, Err: ErrSymlink}
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = &fs.PathError{Op: "write", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kind(fi.Mode()))}
+	}
+	if err != nil {
+		return nil, errors.Join(err, f.Close())
+	}
+	return f, nil
+}
+
+// Create is OpenWrite to create or truncate, as os.Create does.
+func Create(path string, perm fs.FileMode) (*os.File, error) {
+	return OpenWrite(path, os.O_CREATE|os.O_TRUNC, perm)
+}
+
+// WriteFile is os.WriteFile through Create.
+func WriteFile(path string, data []byte, perm fs.FileMode) error {
+	f, err := Create(path, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	return errors.Join(err, f.Close())
+}

@@ -48,3 +48,47 @@ func TestRead(t *testing.T) {
 		t.Errorf("Read(ok) = %q, %v", b, err)
 	}
 }
+
+// TestOpenWriteRefusesLinksAndFIFOs: a symbolic link planted where a file
+// is written (an artifacts folder anyone in the group can write) is not
+// written through, and what it points at is left whole; a FIFO is refused
+// at once, not waited on; a regular file is written.
+func TestOpenWriteRefusesLinksAndFIFOs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "journal.jsonl")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := regularfile.WriteFile(link, []byte("x"), 0o600); !errors.Is(err, regularfile.ErrSymlink) || !strings.Contains(err.Error(), link) {
+		t.Errorf("write through a link: %v, want ErrSymlink naming %s", err, link)
+	}
+	if _, err := regularfile.OpenWrite(link, os.O_CREATE|os.O_APPEND, 0o600); !errors.Is(err, regularfile.ErrSymlink) {
+		t.Errorf("append through a link: %v, want ErrSymlink", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious" {
+		t.Errorf("the link's target now holds %q", b)
+	}
+	fifo := filepath.Join(dir, "report.html")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := regularfile.WriteFile(fifo, []byte("x"), 0o600); err == nil {
+		t.Error("a FIFO was written")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the FIFO held the write %s", d)
+	}
+	plain := filepath.Join(dir, "result.json")
+	if err := regularfile.WriteFile(plain, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(plain); string(b) != "{}" {
+		t.Errorf("result.json holds %q", b)
+	}
+}
