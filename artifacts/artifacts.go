@@ -122,10 +122,14 @@ func writeSynced(path string, b []byte) error {
 	return errors.Join(err, f.Close())
 }
 
+// MaxResultBytes bounds a result.json or events.json faultline reads; a
+// run's is tens of kilobytes.
+const MaxResultBytes = 64 << 20
+
 // ReadResult reads the result.json of run folder dir.
 func ReadResult(dir string) (*engine.Result, error) {
 	path := filepath.Join(dir, ResultFile)
-	b, err := os.ReadFile(path)
+	b, err := regularfile.Read(path, MaxResultBytes)
 	if err != nil {
 		return nil, err
 	}

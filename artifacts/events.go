@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/faultline-dev/faultline/internal/regularfile"
 	"github.com/faultline-dev/faultline/providers"
 )
 
@@ -89,7 +90,7 @@ func runEvent(cluster string, e map[string]any) RunEvent {
 
 // readEvents reads dir's events.json; a folder without one has none.
 func readEvents(dir string) ([]RunEvent, error) {
-	b, err := os.ReadFile(filepath.Join(dir, EventsFile))
+	b, err := regularfile.Read(filepath.Join(dir, EventsFile), MaxResultBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

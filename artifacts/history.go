@@ -2,9 +2,11 @@ package artifacts
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -26,7 +28,11 @@ const MinHistory = 5
 // History keeps past results as JSON lines, a file per scenario, in a
 // folder: the regression gate's memory. A CI job keeps the folder between
 // runs (a cache or an artifact it restores).
-type History struct{ dir string }
+type History struct {
+	dir string
+	// Warn is told of lines skipped as unreadable; nil tells nobody.
+	Warn func(string)
+}
 
 // OpenHistory opens (and creates) the history folder.
 func OpenHistory(dir string) (*History, error) {
@@ -168,7 +174,8 @@ func (h *History) Took(scenario, provider, profile string) (time.Duration, bool,
 // records are the scenario's runs on provider and profile that finished
 // before before (any time when it is zero), in file order.
 func (h *History) records(scenario, provider, profile string, before time.Time) ([]record, error) {
-	f, err := os.Open(h.file(scenario))
+	file := h.file(scenario)
+	f, err := regularfile.Open(file, regularfile.Journal)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -177,21 +184,51 @@ func (h *History) records(scenario, provider, profile string, before time.Time) 
 	}
 	defer f.Close()
 	var out []record
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
+	var skipped []int
+	rd := bufio.NewReader(f)
+	for line := 1; ; line++ {
+		b, long, err := readLine(rd, maxHistoryLine)
+		if errors.Is(err, io.EOF) && len(b) == 0 {
+			break
+		} else if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("history %s: %w", file, err)
+		}
+		// A torn line (a run killed as it wrote) or one past the cap
+		// is one lost record, not a history lost.
 		var r record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return nil, fmt.Errorf("history %s:%d: %w", h.file(scenario), line, err)
+		if long || json.Unmarshal(b, &r) != nil {
+			skipped = append(skipped, line)
+			continue
 		}
 		if r.Provider != provider || r.Profile != profile || (!before.IsZero() && !r.FinishedAt.Before(before)) {
 			continue
 		}
 		out = append(out, r)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("history %s: %w", h.file(scenario), err)
+	if len(skipped) > 0 && h.Warn != nil {
+		h.Warn(fmt.Sprintf("history %s: %d unreadable line(s) skipped (the first: line %d)", file, len(skipped), skipped[0]))
 	}
 	return out, nil
+}
+
+// maxHistoryLine bounds a history record; one is a few hundred bytes.
+const maxHistoryLine = 64 << 10
+
+// readLine reads one line of rd without its newline, keeping at most max
+// bytes of it; long says it had more (the rest is read and dropped).
+func readLine(rd *bufio.Reader, max int) (line []byte, long bool, err error) {
+	for {
+		chunk, err := rd.ReadSlice('\n')
+		if len(line)+len(chunk) > max {
+			long = true
+		} else {
+			line = append(line, chunk...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimSuffix(line, []byte("\n")), long, err
+	}
 }
 
 // percentile is the nearest-rank percentile of sorted values.

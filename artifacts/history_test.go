@@ -1,13 +1,17 @@
 package artifacts
 
 import (
+	"errors"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/internal/regularfile"
 )
 
 func runTook(verdict engine.Verdict, profile string, secs float64) *engine.Result {
@@ -73,8 +77,11 @@ func TestHistoryGate(t *testing.T) {
 	if err := os.WriteFile(h.file("broken"), []byte("{\"verdict\":\"pass\"}\nnot json\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Stats("broken", "lab", ""); err == nil || !strings.Contains(err.Error(), "broken.jsonl:2:") {
-		t.Errorf("a corrupt history: %v, want the file and line", err)
+	// A line that does not parse is skipped, saying which file and line.
+	var warned []string
+	h.Warn = func(s string) { warned = append(warned, s) }
+	if _, err := h.Stats("broken", "lab", ""); err != nil || len(warned) != 1 || !strings.Contains(warned[0], "broken.jsonl: 1 unreadable line(s) skipped (the first: line 2)") {
+		t.Errorf("a corrupt history: %v, warnings %q; want its line 2 skipped, saying so", err, warned)
 	}
 }
 
@@ -161,5 +168,74 @@ func TestHistoryTook(t *testing.T) {
 	took, ok, err := h.Took("power-off-worker", "lab", "compressed")
 	if err != nil || !ok || took != 20*time.Second {
 		t.Errorf("took %s (known %v, %v), want the median 20s of the three passing compressed runs", took, ok, err)
+	}
+}
+
+// TestHistorySkipsUnreadableLines: a run killed as it wrote its record
+// leaves a torn line, and a hostile or broken writer a line past 64 KB.
+// Each is one record lost, said once, not every later run of the
+// scenario failing (before, every later run --history exited 3 after
+// passing, with no result written).
+func TestHistorySkipsUnreadableLines(t *testing.T) {
+	t.Parallel()
+	h, err := OpenHistory(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	h.Warn = func(s string) { warned = append(warned, s) }
+	for _, secs := range []float64{10, 30} {
+		res := runTook(engine.Pass, "compressed", 1)
+		res.StartedAt = res.FinishedAt.Add(-time.Duration(secs * float64(time.Second)))
+		if err := h.Add(res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.OpenFile(h.file("power-off-worker"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := `{"provider":"lab","x":"` + strings.Repeat("a", 200<<10) + `"}`
+	if _, err := f.WriteString(huge + "\n" + `{"finishedAt":"2026-11-28T10:0`); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	took, ok, err := h.Took("power-off-worker", "lab", "compressed")
+	if err != nil || !ok || took != 10*time.Second {
+		t.Errorf("took %s (known %v, %v), want the median of the two whole records, 10s", took, ok, err)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "2 unreadable line(s) skipped (the first: line 3)") {
+		t.Errorf("warnings %q", warned)
+	}
+	res := runTook(engine.Pass, "compressed", 1)
+	if err := h.Add(res); err != nil {
+		t.Errorf("a record after the torn line: %v", err)
+	}
+}
+
+// TestReadResultRefusesNonRegular: report, compare and history read
+// result.json files under folders a user names; one that is a FIFO, or a
+// link to /dev/zero, is refused at once, naming it, instead of holding
+// the command (a FIFO) or reading until memory runs out (/dev/zero).
+func TestReadResultRefusesNonRegular(t *testing.T) {
+	t.Parallel()
+	fifo, zero := t.TempDir(), t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(fifo, ResultFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(zero, ResultFile)); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{fifo, zero} {
+		start := time.Now()
+		_, err := ReadResult(dir)
+		if !errors.Is(err, regularfile.ErrNotRegular) || !strings.Contains(err.Error(), filepath.Join(dir, ResultFile)) {
+			t.Errorf("%s: %v, want it refused as not a regular file, naming it", dir, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s: held %s", dir, d)
+		}
 	}
 }

@@ -213,6 +213,8 @@ func (s *Server) run(ctx, served context.Context, req RunRequest, enc *encoder) 
 		if history, err = artifacts.OpenHistory(req.History); err != nil {
 			return nil, nil, err
 		}
+		say := sayTo(enc)
+		history.Warn = func(s string) { fmt.Fprintln(say, "warning:", s) }
 	}
 	sess, give, err := s.pool.lease(ctx, sc, sayTo(enc))
 	if err != nil {

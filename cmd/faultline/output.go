@@ -321,3 +321,9 @@ func newLogger(w io.Writer, verbosity int) logr.Logger {
 		fmt.Fprintln(w, strings.TrimSpace(prefix+" "+args))
 	}, funcr.Options{Verbosity: verbosity})
 }
+
+// warnTo is a warning's line on w: something skipped that the command
+// goes on without.
+func warnTo(w io.Writer) func(string) {
+	return func(s string) { fmt.Fprintln(w, "faultline: warning:", s) }
+}

@@ -57,6 +57,7 @@ shown against the runs of that folder that finished before this one.`,
 				if err != nil {
 					return usageErr("--history: %v", err)
 				}
+				h.Warn = warnTo(cmd.ErrOrStderr())
 				if stats, err = h.StatsBefore(res.Scenario, res.Provider, res.Profile, res.FinishedAt); err != nil {
 					return infraErr(err)
 				}
@@ -98,6 +99,7 @@ phase: a week of nightly runs on one page.`,
 			if err != nil {
 				return usageErr("--history: %v", err)
 			}
+			h.Warn = warnTo(cmd.ErrOrStderr())
 			if len(args) == 0 {
 				if args, err = h.Scenarios(); err != nil {
 					return infraErr(err)

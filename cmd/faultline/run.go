@@ -199,6 +199,7 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 		if history, err = artifacts.OpenHistory(o.history); err != nil {
 			return usageErr("--history: %v", err)
 		}
+		history.Warn = warnTo(stderr)
 	}
 	scs, err := selectScenarios(args, o.selector, sets)
 	if err != nil {
