@@ -1,13 +1,18 @@
 package engine
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -51,8 +56,8 @@ func DefaultLeases() (string, error) {
 }
 
 // leaseKey names the lease of obj reached through ref: the provider and
-// the endpoint it reaches (ProviderRef.Target), and the object's identity
-// there.
+// the endpoint it reaches (ProviderRef.Target, as leaseEndpoint spells
+// it), and the object's identity there.
 func leaseKey(ref providers.ProviderRef, obj providers.Object) string {
 	h := sha256.New()
 	for _, s := range []string{ref.Name, ref.Target, obj.Kind, obj.ID, obj.Name} {
@@ -60,6 +65,42 @@ func leaseKey(ref providers.ProviderRef, obj providers.Object) string {
 		h.Write([]byte{0})
 	}
 	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// leaseEndpoint is the endpoint a provider's target URL reaches, as one
+// spelling: its host resolved to an address (the first IPv4 one, else
+// the first IPv6, in sorted order) and its port, the scheme's default
+// when unsaid; so https://localhost/sdk and https://127.0.0.1:443 are
+// one vCenter. A target that is no URL (kind-NAME), or whose host does
+// not resolve within a second, stays as spelled, lowercased.
+func leaseEndpoint(target string) string {
+	u, err := url.Parse(target)
+	if err != nil || u.Host == "" {
+		return target
+	}
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return net.JoinHostPort(ip.String(), port)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupIP(ctx, "ip", host)
+	if err != nil || len(ips) == 0 {
+		return net.JoinHostPort(host, port)
+	}
+	slices.SortFunc(ips, func(a, b net.IP) int {
+		if a4, b4 := a.To4() != nil, b.To4() != nil; a4 != b4 {
+			if a4 {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.String(), b.String())
+	})
+	return net.JoinHostPort(ips[0].String(), port)
 }
 
 // leases are the leases a run holds: their files, open and locked.
@@ -72,6 +113,8 @@ func takeLeases(dir string, ref providers.ProviderRef, objs []providers.Object, 
 		return nil, fmt.Errorf("lease folder: %w", err)
 	}
 	var held leases
+	// Resolved once: the targets of one run share its endpoint.
+	ref.Target = leaseEndpoint(ref.Target)
 	for _, obj := range objs {
 		path := filepath.Join(dir, leaseKey(ref, obj))
 		f, err := lockLease(path)

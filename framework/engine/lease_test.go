@@ -65,3 +65,32 @@ func TestStillAt(t *testing.T) {
 		t.Errorf("after the path was made anew: %t, %v; want false", ok, err)
 	}
 }
+
+// Two spellings of one vCenter are one target: a run given
+// https://localhost:PORT/sdk and one given https://127.0.0.1:PORT cannot
+// fault one VM at once (before, the lease was keyed by the URL as
+// spelled). Another port is another endpoint.
+func TestLeaseKeyedByEndpoint(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	vm := []providers.Object{{Kind: "VirtualMachine", ID: "vm-42", Name: "lab-md-0-x"}}
+	held, err := takeLeases(dir, providers.ProviderRef{Name: "vsphere", Target: "https://localhost:8989/sdk"}, vm, LeaseHolder{Scenario: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.release()
+	for _, target := range []string{"https://127.0.0.1:8989", "https://LOCALHOST:8989/sdk/"} {
+		if _, err := takeLeases(dir, providers.ProviderRef{Name: "vsphere", Target: target}, vm, LeaseHolder{Scenario: "b"}); !errors.Is(err, ErrTargetLeased) {
+			t.Errorf("%s: %v, want ErrTargetLeased (the same vCenter)", target, err)
+		}
+	}
+	if e1, e2 := leaseEndpoint("https://vc.invalid/sdk"), leaseEndpoint("https://vc.invalid:443"); e1 != e2 {
+		t.Error("https://vc.invalid/sdk and https://vc.invalid:443 are two leases")
+	}
+	other, err := takeLeases(dir, providers.ProviderRef{Name: "vsphere", Target: "https://127.0.0.1:9999/sdk"}, vm, LeaseHolder{Scenario: "c"})
+	if err != nil {
+		t.Errorf("another port: %v, want its own lease", err)
+	} else if err := other.release(); err != nil {
+		t.Fatal(err)
+	}
+}
