@@ -162,20 +162,26 @@ func redactValue(v any) any {
 			t[i] = redactValue(x)
 		}
 	case string:
-		return redactURLs(t)
+		return redactText(t)
 	}
 	return v
 }
 
 // WithoutUserinfo leaves the user info of every URL in s out, for a
-// command line that must still reach the URL (redactURLs marks it
+// command line that must still reach the URL (redactText marks it
 // instead).
 func WithoutUserinfo(s string) string { return userinfo.ReplaceAllString(s, "${1}") }
 
-// redactURLs removes the user info of every URL in s.
-func redactURLs(s string) string {
-	if !strings.Contains(s, "@") {
-		return s
+// freeCredential matches a credential said in free text, as a
+// controller's Event or a condition's message may quote a command line
+// or a config: password=..., token: ..., api-key "...", Bearer ....
+var freeCredential = regexp.MustCompile(`(?i)\b((?:password|passwd|pwd|token|secret|api[-_]?key|access[-_]?key|client[-_]?secret)\s*[:=]\s*|bearer\s+)("[^"]*"|'[^']*'|[^\s,;&"']+)`)
+
+// redactText removes the user info of every URL in s and every
+// credential it says in free text.
+func redactText(s string) string {
+	if strings.Contains(s, "@") {
+		s = userinfo.ReplaceAllString(s, "${1}"+Redacted+"@")
 	}
-	return userinfo.ReplaceAllString(s, "${1}"+Redacted+"@")
+	return freeCredential.ReplaceAllString(s, "${1}"+Redacted)
 }

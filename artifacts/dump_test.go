@@ -37,3 +37,27 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+// TestRedactFreeText: an Event or a condition may quote a credential in
+// its message, as a command line or a config says it; it goes, and the
+// words around it, and names that only mention a secret, stay. Before,
+// only URLs' user info went, and these reached events.json, the report
+// and the dumps.
+func TestRedactFreeText(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"login failed: password=hunter2 for admin":               "login failed: password=<redacted> for admin",
+		`retrying with token: "abc def", then`:                   `retrying with token: <redacted>, then`,
+		"Authorization: Bearer eyJhbGciOi.payload.sig":           "Authorization: Bearer <redacted>",
+		"api-key=K1, secret:'s2'; pwd = p3":                      "api-key=<redacted>, secret:<redacted>; pwd = <redacted>",
+		"dataSecretName cp-bootstrap is not ready":               "dataSecretName cp-bootstrap is not ready",
+		"the token was rotated at 10:00":                         "the token was rotated at 10:00",
+		"see https://admin:hunter2@vc.example.com/sdk?token=zz9": "see https://<redacted>@vc.example.com/sdk?token=<redacted>",
+	} {
+		obj := map[string]any{"message": in}
+		Redact(obj)
+		if got := obj["message"]; got != want {
+			t.Errorf("%q: got %q, want %q", in, got, want)
+		}
+	}
+}
