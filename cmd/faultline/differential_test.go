@@ -62,6 +62,13 @@ var explained = []struct {
 	{"webhook-denies-system-namespaces", "workers-ready"},
 	// The health check's check fires once the replacement is provisioned.
 	{"etcd-leader-stuck", "check-fires"},
+	// KCP remediates the second lost control plane once the first one's
+	// replacement is provisioned, then the etcd members and KCP's
+	// replicas are whole again.
+	{"kcp-remediate-two-control-planes", "both-remediated"},
+	{"kcp-remediate-two-control-planes", "both-replaced"},
+	{"kcp-remediate-two-control-planes", "control-plane-restored"},
+	{"kcp-remediate-two-control-planes", "etcd-restored"},
 }
 
 const newVMIP = "a new VM's IP: CAPV's 10s requeue, waited out by its binary"

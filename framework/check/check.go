@@ -51,6 +51,11 @@ func RunChecks(ctx context.Context, o providers.Objects, scope providers.Object)
 		vms, err := inv.ListVMs(ctx)
 		switch {
 		case err == nil:
+			if unowned(mgmt, vms) {
+				if err := readOwners(ctx, o, scope, &mgmt); err != nil {
+					return nil, err
+				}
+			}
 			out = append(out, CheckInventory(mgmt, vms)...)
 		case !errors.Is(err, providers.ErrUnsupported):
 			return nil, err

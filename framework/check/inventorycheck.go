@@ -25,19 +25,7 @@ func CheckInventory(s ManagementState, vms []providers.VMInfo) []Finding {
 	for _, vm := range vms {
 		byUUID[strings.ToLower(vm.UUID)] = vm
 	}
-	owned, infraNames := map[string]bool{}, map[string]bool{}
-	for _, m := range append(slices.Clone(s.Machines), s.AllMachines...) {
-		infraNames[str(m, "spec", "infrastructureRef", "name")] = true
-		if uuid, ok := strings.CutPrefix(str(m, "spec", "providerID"), "vsphere://"); ok && uuid != "" {
-			owned[strings.ToLower(uuid)] = true
-		}
-	}
-	for _, v := range s.VSphereVMs {
-		infraNames[str(v, "metadata", "name")] = true
-		if uuid := str(v, "spec", "biosUUID"); uuid != "" {
-			owned[strings.ToLower(uuid)] = true
-		}
-	}
+	owned := ownedBy(append(slices.Clone(s.Machines), s.AllMachines...), s.VSphereVMs)
 	var out []Finding
 	for _, m := range s.Machines {
 		name := str(m, "metadata", "name")
@@ -63,7 +51,7 @@ func CheckInventory(s ManagementState, vms []providers.VMInfo) []Finding {
 	var orphans []string
 	var objs []string
 	for _, vm := range vms {
-		if !strings.HasPrefix(vm.Name, prefix) || owned[strings.ToLower(vm.UUID)] || infraNames[vm.Name] || namedForOther(s, prefix, vm.Name) {
+		if !strings.HasPrefix(vm.Name, prefix) || owned[strings.ToLower(vm.UUID)] || owned[vm.Name] || namedForOther(s, prefix, vm.Name) {
 			continue
 		}
 		orphans = append(orphans, fmt.Sprintf("%s (%s, %s)", vm.Name, vm.UUID, vm.PowerState))
@@ -78,6 +66,37 @@ func CheckInventory(s ManagementState, vms []providers.VMInfo) []Finding {
 			Fix: "check that nothing runs on it (a powered-on control plane may still run an etcd member: see etcd-member-mismatch), then delete it from the inventory"})
 	}
 	return out
+}
+
+// unowned tells whether a VM named like s's Machines is not theirs, by
+// providerID or name: only then is it worth reading every Cluster's
+// owners (readOwners).
+func unowned(s ManagementState, vms []providers.VMInfo) bool {
+	prefix := s.Cluster[strings.LastIndex(s.Cluster, "/")+1:] + "-"
+	own := ownedBy(s.Machines, nil)
+	return slices.ContainsFunc(vms, func(vm providers.VMInfo) bool {
+		return strings.HasPrefix(vm.Name, prefix) && !own[vm.Name] && !own[strings.ToLower(vm.UUID)]
+	})
+}
+
+// ownedBy is the VMs machines and vsphereVMs own, by name and by UUID
+// (lowercased): a Machine's providerID and infrastructure (CAPV names the
+// VM after its VSphereMachine), a VSphereVM's name and biosUUID.
+func ownedBy(machines, vsphereVMs []map[string]any) map[string]bool {
+	own := map[string]bool{}
+	for _, m := range machines {
+		own[str(m, "spec", "infrastructureRef", "name")] = true
+		if uuid, ok := strings.CutPrefix(str(m, "spec", "providerID"), "vsphere://"); ok && uuid != "" {
+			own[strings.ToLower(uuid)] = true
+		}
+	}
+	for _, v := range vsphereVMs {
+		own[str(v, "metadata", "name")] = true
+		if uuid := str(v, "spec", "biosUUID"); uuid != "" {
+			own[strings.ToLower(uuid)] = true
+		}
+	}
+	return own
 }
 
 // namedForOther tells whether name fits another Cluster's Machines

@@ -25,9 +25,9 @@ const capiAPIVersion = "cluster.x-k8s.io/v1beta2"
 type ManagementState struct {
 	Cluster                   string
 	MHCs, KCPs, Machines, MDs []map[string]any
-	// AllMachines and VSphereVMs are every Cluster's, in every namespace:
-	// a VM is the Cluster's whose Machine owns it, through its VSphereVM
-	// and VSphereMachine, whatever its name.
+	// AllMachines and VSphereVMs are every Cluster's, in every namespace
+	// (readOwners): a VM is the Cluster's whose Machine owns it, through
+	// its VSphereVM and VSphereMachine, whatever its name.
 	AllMachines, VSphereVMs []map[string]any
 	// ClusterObject is the Cluster itself; nil if it cannot be read.
 	ClusterObject map[string]any
@@ -55,22 +55,6 @@ func ReadManagementState(ctx context.Context, o providers.Objects, scope provide
 				*l.into = append(*l.into, obj)
 			}
 		}
-	}
-	for _, l := range []struct {
-		apiVersion, kind string
-		into             *[]map[string]any
-	}{
-		{capiAPIVersion, "Machine", &s.AllMachines},
-		// v1beta1: every CAPV release serves it (v1.15 nothing else).
-		{"infrastructure.cluster.x-k8s.io/v1beta1", "VSphereVM", &s.VSphereVMs},
-	} {
-		all, err := o.ListObjects(ctx, scope, providers.ObjectRef{Cluster: "management", APIVersion: l.apiVersion, Kind: l.kind})
-		if errors.Is(err, providers.ErrNotFound) {
-			continue // no CAPV (a Cluster API of another infrastructure)
-		} else if err != nil {
-			return s, fmt.Errorf("list the %ss of every namespace, which tell whose a VM is: %w", l.kind, err)
-		}
-		*l.into = all
 	}
 	c, err := o.GetObject(ctx, scope, providers.ObjectRef{Cluster: "management", APIVersion: capiAPIVersion, Kind: "Cluster", Namespace: ns, Name: cluster})
 	s.ClusterObject = c
@@ -348,4 +332,30 @@ func CheckEtcdMembers(s ManagementState, kubeSystemPods []map[string]any) []Find
 			Fix:     "list the members (etcdctl member list) and remove the ones no Machine owns (etcdctl member remove <id>) before the upgrade"})
 	}
 	return out
+}
+
+// readOwners reads into s the Machines and VSphereVMs of every namespace,
+// which CheckInventory needs only for a VM that s's own Machines do not
+// own: a check probe polls several times a second, and a management
+// cluster of its release's own managers serves these lists uncached.
+// VSphereVMs are read in the version CAPV stores (v1beta2 from CAPV
+// v1.16; converting every object to v1beta1 is a webhook call), else in
+// v1beta1, which every CAPV serves.
+func readOwners(ctx context.Context, o providers.Objects, scope providers.Object, s *ManagementState) error {
+	all, err := o.ListObjects(ctx, scope, providers.ObjectRef{Cluster: "management", APIVersion: capiAPIVersion, Kind: "Machine"})
+	if err != nil {
+		return fmt.Errorf("list the Machines of every namespace, which tell whose a VM is: %w", err)
+	}
+	s.AllMachines = all
+	for _, v := range []string{"v1beta2", "v1beta1"} {
+		all, err = o.ListObjects(ctx, scope, providers.ObjectRef{Cluster: "management", APIVersion: "infrastructure.cluster.x-k8s.io/" + v, Kind: "VSphereVM"})
+		if err == nil {
+			s.VSphereVMs = all
+			return nil
+		}
+		if !errors.Is(err, providers.ErrNotFound) {
+			return fmt.Errorf("list the VSphereVMs of every namespace, which tell whose a VM is: %w", err)
+		}
+	}
+	return nil // no CAPV (a Cluster API of another infrastructure)
 }

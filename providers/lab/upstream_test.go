@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -35,6 +36,15 @@ import (
 // reconciled Ready, its VSphereFailureDomain owned by it.
 func TestIntegrationUpstreamControllers(t *testing.T) {
 	labtest.Require(t)
+	// Neither lab leaves a key of its own behind in $TMPDIR (envtest's
+	// serving certificates used to stay there, one folder a start).
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	t.Cleanup(func() {
+		if left, _ := filepath.Glob(filepath.Join(tmp, "envtest-serving-certs*")); len(left) > 0 {
+			t.Errorf("left in $TMPDIR after the labs stopped: %v", left)
+		}
+	})
 	for _, stack := range []string{"v1.13", "v1.13-processes"} {
 		t.Run(stack, func(t *testing.T) {
 			spec := lab.ClusterSpec{Name: "up", LabSpec: labconfig.LabSpec{ControlPlanes: 1, Workers: 1, Release: labconfig.ParseRelease(stack)}}

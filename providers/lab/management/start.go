@@ -273,6 +273,12 @@ func (m *Plane) startEnv(in Input, mf *manifests, es envStart) error {
 			LocalServingCertDir: in.webhookCertDir(),
 		}
 	}
+	if env.WebhookInstallOptions.LocalServingCertDir == "" {
+		// envtest makes a serving key for every start whether or not
+		// webhooks are served; in the lab's folder it goes with the lab,
+		// where in $TMPDIR it stayed behind a stopped or killed lab.
+		env.WebhookInstallOptions.LocalServingCertDir = in.webhookCertDir()
+	}
 	if err := placeControlPlane(env, in); err != nil {
 		return err
 	}
