@@ -156,7 +156,10 @@ func deploymentZoneReady(ctx context.Context, t *testing.T, l *lab.Lab) {
 		}
 	}
 	waitFor(ctx, t, "the VSphereDeploymentZone to be Ready", func() (bool, string, error) {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(dz), dz); err != nil {
+		// The lab's client reads a cache, which may not have it yet.
+		if err := c.Get(ctx, client.ObjectKeyFromObject(dz), dz); apierrors.IsNotFound(err) {
+			return false, "not in the lab's cache yet", nil
+		} else if err != nil {
 			return false, "", err
 		}
 		return ptr.Deref(dz.Status.Ready, false), fmt.Sprintf("ready %v, conditions %+v", dz.Status.Ready, dz.Status.Conditions), nil

@@ -273,12 +273,6 @@ func (m *Plane) startEnv(in Input, mf *manifests, es envStart) error {
 			LocalServingCertDir: in.webhookCertDir(),
 		}
 	}
-	if env.WebhookInstallOptions.LocalServingCertDir == "" {
-		// envtest makes a serving key for every start whether or not
-		// webhooks are served; in the lab's folder it goes with the lab,
-		// where in $TMPDIR it stayed behind a stopped or killed lab.
-		env.WebhookInstallOptions.LocalServingCertDir = in.webhookCertDir()
-	}
 	if err := placeControlPlane(env, in); err != nil {
 		return err
 	}
@@ -312,6 +306,13 @@ func (m *Plane) serveStored(in Input, mf *manifests, hold *portHold) error {
 	}
 	if err := copyTree(filepath.Join(hold.folder, webhookDir), certDir); err != nil {
 		return fmt.Errorf("copy the stored webhook certificate: %w", err)
+	}
+	// envtest's start made a serving key in $TMPDIR of its own (it does
+	// whatever LocalServingCertDir says), which its Stop removes only
+	// while the options still name it: removed here, or one such folder
+	// stayed behind every lab started from a stored state.
+	if err := m.env.WebhookInstallOptions.Cleanup(); err != nil {
+		return fmt.Errorf("remove envtest's serving certificate: %w", err)
 	}
 	m.env.WebhookInstallOptions = envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1", LocalServingPort: hold.port, LocalServingCertDir: certDir}
 	opts := envtest.CRDInstallOptions{MaxTime: crdWait, PollInterval: crdPoll}
