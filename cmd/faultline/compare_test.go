@@ -21,20 +21,7 @@ import (
 func TestIntegrationCompareReleases(t *testing.T) {
 	labtest.Require(t)
 	dir := t.TempDir()
-	var out, errOut bytes.Buffer
-	code := execute([]string{"compare", "--base-release", "v1.12", "--target-release", "v1.13", "--runs", "1", "power-off-worker", "--artifacts", dir}, &out, &errOut)
-	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
-	if code != exitPass && code != exitFail {
-		t.Fatalf("exit %d, want 0 or 1 (a regression)", code)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "scorecard.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sc scorecard.Scorecard
-	if err := json.Unmarshal(b, &sc); err != nil {
-		t.Fatal(err)
-	}
+	sc := runCompare(t, dir, "--base-release", "v1.12", "--target-release", "v1.13", "--runs", "1", "power-off-worker")
 	if sc.Base.Release == nil || sc.Base.Release.ClusterAPI != "v1.12.5" || sc.Target.Release == nil || sc.Target.Release.ClusterAPI != lab.Stacks()[0].ClusterAPI {
 		t.Fatalf("sides %+v / %+v, want Cluster API v1.12.5 against %s", sc.Base, sc.Target, lab.Stacks()[0].ClusterAPI)
 	}
@@ -86,4 +73,27 @@ func TestIntegrationCompareFlagsSlowerPhase(t *testing.T) {
 	if !ok || !strings.Contains(regressions, "power-off-worker/machine-unhealthy: slower") || strings.Contains(regressions, "node-not-ready") {
 		t.Errorf("the regressions do not name machine-unhealthy, or name node-not-ready:\n%s", regressions)
 	}
+}
+
+// runCompare runs faultline compare with args into dir and reads the
+// scorecard it wrote; a compare that neither passes nor flags a
+// regression fails the test.
+func runCompare(t *testing.T, dir string, args ...string) scorecard.Scorecard {
+	t.Helper()
+	args = append([]string{"compare", "--artifacts", dir}, args...)
+	var out, errOut bytes.Buffer
+	code := execute(args, &out, &errOut)
+	t.Logf("faultline %s\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), out.String(), errOut.String())
+	if code != exitPass && code != exitFail {
+		t.Fatalf("exit %d, want 0 or 1 (a regression)", code)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "scorecard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc scorecard.Scorecard
+	if err := json.Unmarshal(b, &sc); err != nil {
+		t.Fatal(err)
+	}
+	return sc
 }

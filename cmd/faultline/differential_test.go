@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -86,21 +84,7 @@ func TestIntegrationDifferential(t *testing.T) {
 	if a := os.Getenv("ARTIFACTS"); a != "" {
 		dir = filepath.Join(a, "differential")
 	}
-	var out, errOut bytes.Buffer
-	args := append([]string{"compare", "--base-release", "v1.13-processes", "--target-release", labconfig.DefaultStack().Name, "--runs", "1", "--artifacts", dir}, names...)
-	code := execute(args, &out, &errOut)
-	t.Logf("faultline %s\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), out.String(), errOut.String())
-	if code != exitPass && code != exitFail {
-		t.Fatalf("exit %d, want 0 or 1", code)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "scorecard.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sc scorecard.Scorecard
-	if err := json.Unmarshal(b, &sc); err != nil {
-		t.Fatal(err)
-	}
+	sc := runCompare(t, dir, append([]string{"--base-release", "v1.13-processes", "--target-release", labconfig.DefaultStack().Name, "--runs", "1"}, names...)...)
 	if len(sc.Scenarios) != len(names) {
 		t.Errorf("the scorecard has %d scenarios, want %d (%v)", len(sc.Scenarios), len(names), names)
 	}

@@ -91,16 +91,10 @@ func selfSigned(t *testing.T, s *httptest.Server) tls.Certificate {
 // --vcenter-insecure is said once, loudly, and the run goes on.
 func TestInsecureWarnsOnce(t *testing.T) {
 	t.Parallel()
-	sim, err := lab.StartVCSim(lab.VCSimInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	u := sim.URL()
-	u.User = url.UserPassword("user", "pass") // vcsim takes any login
+	u := vcsimURL(t)
 	var out, errOut bytes.Buffer
 	code := execute([]string{"run", "vm-power-cycle", "--provider", "vsphere", "--allow-vcenter", "127.0.0.1", "--vcenter-insecure",
-		"--vcenter-url", u.String(), "--dry-run", "--artifacts", t.TempDir()}, &out, &errOut)
+		"--vcenter-url", u, "--dry-run", "--artifacts", t.TempDir()}, &out, &errOut)
 	if n := strings.Count(errOut.String(), "TLS verification of vCenter is"); code != 0 || n != 1 {
 		t.Errorf("exit %d, %d warnings, want 0 and 1\nstderr: %s\nstdout: %s", code, n, errOut.String(), out.String())
 	}
@@ -254,4 +248,18 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// vcsimURL starts a vcsim for the test and is its URL with a login in it
+// (vcsim takes any).
+func vcsimURL(t *testing.T) string {
+	t.Helper()
+	sim, err := lab.StartVCSim(lab.VCSimInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	u := sim.URL()
+	u.User = url.UserPassword("user", "pass")
+	return u.String()
 }

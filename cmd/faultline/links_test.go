@@ -2,14 +2,12 @@ package main
 
 import (
 	"bytes"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/faultline-dev/faultline/artifacts"
-	"github.com/faultline-dev/faultline/providers/lab"
 )
 
 // TestRunRefusesPlantedLinks: someone who can write the artifacts folder
@@ -20,13 +18,7 @@ import (
 // link truncated the target through the other writers).
 func TestRunRefusesPlantedLinks(t *testing.T) {
 	t.Parallel()
-	sim, err := lab.StartVCSim(lab.VCSimInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	u := sim.URL()
-	u.User = url.UserPassword("user", "pass") // vcsim takes any login
+	u := vcsimURL(t)
 	for _, file := range []string{artifacts.JournalFile, artifacts.TimelineFile} {
 		t.Run(file, func(t *testing.T) {
 			t.Parallel()
@@ -40,7 +32,7 @@ func TestRunRefusesPlantedLinks(t *testing.T) {
 			}
 			var out, errOut bytes.Buffer
 			code := execute([]string{"run", "vm-power-cycle", "--provider", "vsphere", "--allow-vcenter", "127.0.0.1", "--vcenter-insecure",
-				"--vcenter-url", u.String(), "--artifacts", dir}, &out, &errOut)
+				"--vcenter-url", u, "--artifacts", dir}, &out, &errOut)
 			if code == exitPass || !strings.Contains(errOut.String(), "symbolic link") || !strings.Contains(errOut.String(), file) {
 				t.Errorf("exit %d, stderr %q: want a refusal naming %s as a symbolic link", code, errOut.String(), file)
 			}

@@ -433,21 +433,8 @@ func TestIntegrationReadOnly(t *testing.T) {
 // A session vCenter ends under a run (idle expiry; here an administrator's
 // TerminateSession) is made again: the undo's power-on succeeds.
 func TestIntegrationSessionLost(t *testing.T) {
-	sim := startSim(t)
 	ctx := t.Context()
-	p := connect(t, ctx, sim.Config())
-	admin := connect(t, ctx, sim.Config())
-	vm := resolveOne(t, ctx, p, providers.Selector{VM: "DC0_H0_VM0"})
-	if err := p.PowerOff(ctx, vm); err != nil {
-		t.Fatal(err)
-	}
-	s, err := session.NewManager(p.Client()).UserSession(ctx)
-	if err != nil || s == nil {
-		t.Fatalf("the run's session: %v %v", s, err)
-	}
-	if err := session.NewManager(admin.Client()).TerminateSession(ctx, []string{s.Key}); err != nil {
-		t.Fatal(err)
-	}
+	p, vm, s := offThenSessionLost(t)
 	if err := p.PowerOn(ctx, vm); err != nil {
 		t.Fatalf("power on after the session was terminated: %v", err)
 	}
@@ -464,6 +451,24 @@ func TestIntegrationSessionLost(t *testing.T) {
 // call after it is a read, as an undo's power-state read is: it logs in
 // again and answers, and the undo's power-on then works.
 func TestIntegrationSessionLostBeforeRead(t *testing.T) {
+	ctx := t.Context()
+	p, vm, _ := offThenSessionLost(t)
+	if state, err := p.PowerState(ctx, vm); err != nil || state != providers.PoweredOff {
+		t.Fatalf("the first read after the session was terminated: %s, %v; want poweredOff", state, err)
+	}
+	if err := p.PowerOn(ctx, vm); err != nil {
+		t.Fatalf("power on: %v", err)
+	}
+	if state, err := p.PowerState(ctx, vm); err != nil || state != providers.PoweredOn {
+		t.Errorf("the VM is %s, %v; want poweredOn", state, err)
+	}
+}
+
+// offThenSessionLost powers a VM off through a provider of its own, then
+// ends that provider's session as an administrator would: it returns the
+// provider, the VM and the session that was ended.
+func offThenSessionLost(t *testing.T) (*vsphere.Provider, providers.Object, *types.UserSession) {
+	t.Helper()
 	sim := startSim(t)
 	ctx := t.Context()
 	p := connect(t, ctx, sim.Config())
@@ -479,13 +484,5 @@ func TestIntegrationSessionLostBeforeRead(t *testing.T) {
 	if err := session.NewManager(admin.Client()).TerminateSession(ctx, []string{s.Key}); err != nil {
 		t.Fatal(err)
 	}
-	if state, err := p.PowerState(ctx, vm); err != nil || state != providers.PoweredOff {
-		t.Fatalf("the first read after the session was terminated: %s, %v; want poweredOff", state, err)
-	}
-	if err := p.PowerOn(ctx, vm); err != nil {
-		t.Fatalf("power on: %v", err)
-	}
-	if state, err := p.PowerState(ctx, vm); err != nil || state != providers.PoweredOn {
-		t.Errorf("the VM is %s, %v; want poweredOn", state, err)
-	}
+	return p, vm, s
 }
