@@ -13,15 +13,7 @@ import (
 // Running Machine whose VM is off; then a consistent one, with a VM still
 // being cloned and VMs of other clusters.
 func TestCheckInventory(t *testing.T) {
-	machine := func(name, uuid, phase string) map[string]any {
-		m := capiMachine(name, true, "", nil)
-		m["spec"] = map[string]any{"providerID": "vsphere://" + uuid, "infrastructureRef": map[string]any{"name": name}}
-		if uuid == "" {
-			delete(m["spec"].(map[string]any), "providerID")
-		}
-		m["status"] = map[string]any{"phase": phase}
-		return m
-	}
+	machine := func(name, uuid, phase string) map[string]any { return vsphereMachine("", name, uuid, phase) }
 	s := ManagementState{Cluster: "tkg-system/it-tkg-mgmt", Machines: []map[string]any{
 		machine("it-tkg-mgmt-rg44c-qfhp2", "4233989E-1F0F-2807-2F91-2227E531E91B", "Running"),
 		machine("it-tkg-mgmt-rg44c-sbv4f", "42338dee-6beb-f435-b345-0492f5bab982", "Running"),
@@ -62,13 +54,7 @@ func TestCheckInventory(t *testing.T) {
 // with the advice to delete it.
 func TestCheckInventoryTwoClusters(t *testing.T) {
 	t.Parallel()
-	machine := func(cluster, name, uuid string) map[string]any {
-		m := capiMachine(name, true, "", nil)
-		m["metadata"].(map[string]any)["labels"] = map[string]any{"cluster.x-k8s.io/cluster-name": cluster}
-		m["spec"] = map[string]any{"providerID": "vsphere://" + uuid, "infrastructureRef": map[string]any{"name": name}}
-		m["status"] = map[string]any{"phase": "Running"}
-		return m
-	}
+	machine := func(cluster, name, uuid string) map[string]any { return vsphereMachine(cluster, name, uuid, "Running") }
 	lab := []map[string]any{machine("lab", "lab-md-0-a", "4233aaaa-0000-0000-0000-000000000001")}
 	lab1 := []map[string]any{machine("lab-1", "lab-1-md-0-b", "4233bbbb-0000-0000-0000-000000000001")}
 	cloning := map[string]any{"metadata": map[string]any{"name": "lab-1-md-0-c"}, "spec": map[string]any{}}
@@ -87,4 +73,19 @@ func TestCheckInventoryTwoClusters(t *testing.T) {
 	if o := got[0].Objects; len(o) != 1 || o[0] != "VirtualMachine/lab-cp-stale" {
 		t.Errorf("orphans %v, want lab's own stale VM alone", o)
 	}
+}
+
+// vsphereMachine is a Machine of cluster ("" for no label) whose VM CAPV
+// names after it, with providerID vsphere://uuid ("" for none yet).
+func vsphereMachine(cluster, name, uuid, phase string) map[string]any {
+	m := capiMachine(name, true, "", nil)
+	if cluster != "" {
+		m["metadata"].(map[string]any)["labels"] = map[string]any{"cluster.x-k8s.io/cluster-name": cluster}
+	}
+	m["spec"] = map[string]any{"providerID": "vsphere://" + uuid, "infrastructureRef": map[string]any{"name": name}}
+	if uuid == "" {
+		delete(m["spec"].(map[string]any), "providerID")
+	}
+	m["status"] = map[string]any{"phase": phase}
+	return m
 }
