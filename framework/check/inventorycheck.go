@@ -47,7 +47,7 @@ func CheckInventory(s ManagementState, vms []providers.VMInfo) []Finding {
 				Fix:     "power the VM on or find who powered it off (vCenter events) before the upgrade; CAPV powers on a VM it finds off when it next reconciles it"})
 		}
 	}
-	prefix := s.Cluster[strings.LastIndex(s.Cluster, "/")+1:] + "-"
+	prefix := machinePrefix(s)
 	var orphans []string
 	var objs []string
 	for _, vm := range vms {
@@ -72,11 +72,17 @@ func CheckInventory(s ManagementState, vms []providers.VMInfo) []Finding {
 // providerID or name: only then is it worth reading every Cluster's
 // owners (readOwners).
 func unowned(s ManagementState, vms []providers.VMInfo) bool {
-	prefix := s.Cluster[strings.LastIndex(s.Cluster, "/")+1:] + "-"
+	prefix := machinePrefix(s)
 	own := ownedBy(s.Machines, nil)
 	return slices.ContainsFunc(vms, func(vm providers.VMInfo) bool {
 		return strings.HasPrefix(vm.Name, prefix) && !own[vm.Name] && !own[strings.ToLower(vm.UUID)]
 	})
+}
+
+// machinePrefix is how the names of s's Machines, and so of their VMs,
+// begin: the Cluster's name and a dash.
+func machinePrefix(s ManagementState) string {
+	return s.Cluster[strings.LastIndex(s.Cluster, "/")+1:] + "-"
 }
 
 // ownedBy is the VMs machines and vsphereVMs own, by name and by UUID

@@ -9,8 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/faultline-dev/faultline/providers"
 
@@ -165,8 +166,8 @@ var ErrJournalInUse = errors.New("written by a faultline process that still runs
 // without waiting). The kernel lets go of it when the process ends, a
 // kill -9 included.
 func lockJournal(f *os.File) error {
-	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-	if errors.Is(err, syscall.EWOULDBLOCK) {
+	err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
 		return ErrJournalInUse
 	}
 	return err
