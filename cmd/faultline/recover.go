@@ -55,8 +55,9 @@ fault went to must be allowed again (--allow-vcenter, --allow-context, or
 their environment variables; kind clusters faultline created need none), and
 TLS is verified against the identity recorded when the fault was injected:
 vCenter's certificate thumbprint, the management cluster's server and CA. A
-journal that fails any of these is refused (exit 2, naming the file and
-line) before anything is undone or any login is tried. To recover on another
+journal that fails any of these is refused whole (naming the file and
+line) before anything of it is undone or any login is tried for it; the
+other journals are recovered, and recover then exits 2. To recover on another
 host, pass the key of the host that wrote the journals with --journal-key;
 --vcenter-url overrides the URL a journal records.
 
@@ -97,17 +98,25 @@ func recoverJournals(ctx context.Context, cmd *cobra.Command, in engine.RecoverI
 		}
 	}
 	sum, err := engine.Recover(ctx, in)
-	switch {
-	case errors.Is(err, engine.ErrBadJournal), errors.Is(err, engine.ErrUntrustedJournal):
-		return usageErr("%v", err)
-	case err != nil:
+	refused := errors.Is(err, engine.ErrBadJournal) || errors.Is(err, engine.ErrUntrustedJournal)
+	if err != nil && !refused {
 		return infraErr(err)
-	case sum.Pending == 0 && sum.Skipped > 0:
-		fmt.Fprintf(out, "nothing recovered: no pending faults in %d journal(s); %d skipped, their runs still run\n", len(in.Journals)-sum.Skipped, sum.Skipped)
+	}
+	read := len(in.Journals) - sum.Skipped - sum.Refused
+	switch {
+	case sum.Pending == 0 && sum.Skipped+sum.Refused > 0:
+		fmt.Fprintf(out, "nothing recovered: no pending faults in %d journal(s); %d skipped, their runs still run; %d refused\n", read, sum.Skipped, sum.Refused)
 	case sum.Pending == 0:
 		fmt.Fprintf(out, "nothing to recover: no pending faults in %d journal(s)\n", len(in.Journals))
 	case sum.Failed > 0:
-		return infraErr(fmt.Errorf("%d of %d pending faults could not be undone; they stay pending", sum.Failed, sum.Pending))
+		err = errors.Join(err, fmt.Errorf("%d of %d pending faults could not be undone; they stay pending", sum.Failed, sum.Pending))
+	}
+	switch {
+	case refused:
+		// The journals that could be trusted were recovered first.
+		return usageErr("%d of %d journal(s) refused, nothing of them undone:\n%v", sum.Refused, len(in.Journals), err)
+	case err != nil:
+		return infraErr(err)
 	}
 	return nil
 }

@@ -66,6 +66,9 @@ type RecoverSummary struct {
 	Pending, Failed int
 	// Skipped counts the journals left alone: their runs still run.
 	Skipped int
+	// Refused counts the journals not trusted or not readable: nothing
+	// of them was undone.
+	Refused int
 }
 
 // withDefaults fills in what in leaves out: the user's journal key and
@@ -96,14 +99,14 @@ func (in RecoverInput) withDefaults() (RecoverInput, error) {
 
 // Recover undoes the pending faults of the journals, newest first within
 // each journal as the runner does, and records each undo as done in its
-// journal. An unreadable journal is an error before anything is undone
-// (errors.Is ErrBadJournal), and so is an entry that is not sealed with
-// the journal key or that in.Check refuses (errors.Is
-// ErrUntrustedJournal); a fault that cannot be undone is counted in
-// Failed and stays pending.
-func Recover(ctx context.Context, in RecoverInput) (RecoverSummary, error) {
-	var sum RecoverSummary
-	in, err := in.withDefaults()
+// journal. A journal that cannot be read (errors.Is ErrBadJournal), or
+// with an entry that is not sealed with the journal key or that in.Check
+// refuses (errors.Is ErrUntrustedJournal), is refused whole before any
+// undo, and the others are recovered: the error returned then joins why
+// each was refused. A fault that cannot be undone is counted in Failed
+// and stays pending.
+func Recover(ctx context.Context, in RecoverInput) (sum RecoverSummary, err error) {
+	in, err = in.withDefaults()
 	if err != nil {
 		return sum, err
 	}
@@ -113,25 +116,27 @@ func Recover(ctx context.Context, in RecoverInput) (RecoverSummary, error) {
 		return sum, err
 	}
 	pending := make([][]JournalEntry, len(in.Journals))
+	var refused []error
 	for i, path := range in.Journals {
-		if live, err := skipLive(path, note); err != nil {
-			return sum, err
-		} else if live {
+		live, err := skipLive(path, note)
+		if live {
 			sum.Skipped++
 			continue
 		}
-		if pending[i], err = readTrusted(path, key, heads, forced[path], note); err != nil {
-			return sum, err
+		if err == nil {
+			pending[i], err = readTrusted(path, key, heads, forced[path], note)
 		}
-		if in.Check == nil {
-			continue
+		if err == nil && in.Check != nil {
+			err = checkAll(path, pending[i], in.Check)
 		}
-		for _, e := range pending[i] {
-			if err := in.Check(e); err != nil {
-				return sum, fmt.Errorf("%w: %s:%d: %w; nothing was undone", ErrUntrustedJournal, path, e.Line, err)
-			}
+		if err != nil {
+			// One journal refused leaves the others to recover.
+			refused = append(refused, err)
+			pending[i] = nil
 		}
 	}
+	sum.Refused = len(refused)
+	defer func() { err = errors.Join(append(refused, err)...) }()
 	for i, path := range in.Journals {
 		if len(pending[i]) == 0 {
 			continue
@@ -167,6 +172,16 @@ func Recover(ctx context.Context, in RecoverInput) (RecoverSummary, error) {
 	return sum, nil
 }
 
+// checkAll asks check about every pending entry of the journal at path.
+func checkAll(path string, pending []JournalEntry, check func(JournalEntry) error) error {
+	for _, e := range pending {
+		if err := check(e); err != nil {
+			return fmt.Errorf("%w: %s:%d: %w; nothing of it was undone", ErrUntrustedJournal, path, e.Line, err)
+		}
+	}
+	return nil
+}
+
 // readTrusted is the pending entries of the journal at path that may be
 // undone: all of them when its chain holds, only those forced when it is
 // broken; a torn last line is said and left out.
@@ -183,7 +198,7 @@ func readTrusted(path string, key []byte, heads string, forced map[int]bool, not
 	}
 	switch {
 	case err != nil && len(forced) == 0:
-		return nil, fmt.Errorf("%w: %w; nothing was undone (to undo one of its entries anyway, name it: --force-entry %s:LINE)", ErrUntrustedJournal, err, path)
+		return nil, fmt.Errorf("%w: %w; nothing of it was undone (to undo one of its entries anyway, name it: --force-entry %s:LINE)", ErrUntrustedJournal, err, path)
 	case err != nil:
 		note(fmt.Sprintf("%v; undoing only the entries forced", err))
 		return onlyForced(path, pending, forced)

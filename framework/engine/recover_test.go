@@ -15,7 +15,7 @@ import (
 
 // Recover undoes a journal's pending faults newest first, closes a lab's
 // as abandoned, leaves a failed one pending, and refuses an unreadable
-// journal before undoing anything.
+// journal whole while it recovers the others.
 func TestRecover(t *testing.T) {
 	t.Parallel()
 	p := fake.New("a", "b", "c")
@@ -77,20 +77,22 @@ func TestRecover(t *testing.T) {
 		t.Fatalf("pending after recover: %+v, want only off/c", left)
 	}
 
+	// One unreadable journal among those read refuses only itself: the
+	// fault the other one still holds (off/c, now undoable) is undone.
+	p.FailOn("PowerOn", "c", nil)
 	bad := filepath.Join(t.TempDir(), "journal.jsonl")
 	if err := os.WriteFile(bad, []byte("not json\n{}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	reconnected := false
-	_, err = engine.Recover(context.Background(), engine.RecoverInput{
-		Journals: []string{bad, path},
-		Reconnect: func(context.Context, engine.JournalEntry) (providers.Provider, error) {
-			reconnected = true
-			return p, nil
-		},
+	sum, err = engine.Recover(context.Background(), engine.RecoverInput{
+		Journals:  []string{bad, path},
+		Reconnect: func(context.Context, engine.JournalEntry) (providers.Provider, error) { return p, nil },
 	})
-	if !errors.Is(err, engine.ErrBadJournal) || reconnected {
-		t.Fatalf("an unreadable journal: err %v, reconnected %t; want ErrBadJournal before any undo", err, reconnected)
+	if !errors.Is(err, engine.ErrBadJournal) || !strings.Contains(err.Error(), bad) || sum.Refused != 1 || sum.Pending != 1 || sum.Failed != 0 {
+		t.Fatalf("an unreadable journal beside a good one: %+v, %v; want it refused naming %s, the other's fault undone", sum, err, bad)
+	}
+	if entries, err = engine.ReadJournal(path); err != nil || len(engine.Pending(entries)) != 0 {
+		t.Fatalf("pending after the second recover: %+v, %v", engine.Pending(entries), err)
 	}
 }
 
