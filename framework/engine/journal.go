@@ -82,7 +82,10 @@ type Journal struct {
 
 // OpenJournal opens (creating it and its folder if needed) the journal at
 // path for appending, sealing its entries with the journal key (made on
-// first use).
+// first use). A journal already there (a run into a folder that holds
+// one) is verified first, as recover would read it: a line edited, moved
+// or cut off since faultline wrote it is refused (errors.Is
+// ErrUntrustedJournal), for lines appended after it would hide the cut.
 func OpenJournal(path string) (*Journal, error) {
 	keyPath, err := JournalKeyPath()
 	if err != nil {
@@ -92,13 +95,14 @@ func OpenJournal(path string) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openJournal(path, key, JournalHeads(keyPath))
+	return openJournal(path, key, JournalHeads(keyPath), true)
 }
 
 // openJournal opens the journal at path for appending; its head is
 // recorded in heads. An existing journal's chain goes on from its last
-// line.
-func openJournal(path string, key []byte, heads string) (*Journal, error) {
+// line, once verified when verify is set (recover, which appends done
+// lines, has read it through readTrusted already).
+func openJournal(path string, key []byte, heads string, verify bool) (*Journal, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("journal %s: %w", path, err)
@@ -116,6 +120,11 @@ func openJournal(path string, key []byte, heads string) (*Journal, error) {
 	// opened, not followed, and locked before its chain is read.
 	if err := lockJournal(f); err != nil {
 		return nil, errors.Join(fmt.Errorf("journal %s: %w", path, err), f.Close())
+	}
+	if verify {
+		if err := verifyForAppend(path, key, heads); err != nil {
+			return nil, errors.Join(err, f.Close())
+		}
 	}
 	c, err := chainFrom(abs, heads, f)
 	if err != nil {

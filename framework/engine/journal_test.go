@@ -161,3 +161,50 @@ func BenchmarkTimelineRecord(b *testing.B) {
 		tl.Record("runner", "VirtualMachine/a", "fault-injected", map[string]string{"id": "off/a"})
 	}
 }
+
+// A run into a folder that holds a journal goes on with it only when it
+// verifies: with its done line cut off, appending would hide the cut and
+// recover would then undo the finished fault again, so it is refused
+// naming the line; the journal intact, the run goes on with its chain.
+func TestOpenJournalVerifiesBeforeAppending(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := engine.OpenJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	undo := &engine.UndoAction{Action: "vm.power-on", Target: providers.Object{Kind: "VirtualMachine", Name: "a"}}
+	if err := errors.Join(
+		j.Append(engine.JournalEntry{Op: engine.OpInject, FaultID: "off/a", Undo: undo}),
+		j.Append(engine.JournalEntry{Op: engine.OpDone, FaultID: "off/a", Result: engine.ResultUndone}),
+		j.Close()); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := engine.OpenJournal(path)
+	if err != nil {
+		t.Fatalf("reopening an intact journal: %v", err)
+	}
+	if err := errors.Join(again.Append(engine.JournalEntry{Op: engine.OpInject, FaultID: "off/b", Undo: undo}), again.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if third, err := engine.OpenJournal(path); err != nil {
+		t.Fatalf("the journal gone on with does not verify: %v", err)
+	} else if err := third.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	first := strings.SplitAfter(string(whole), "\n")[0]
+	if err := os.WriteFile(path, []byte(first), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.OpenJournal(path); !errors.Is(err, engine.ErrUntrustedJournal) || !strings.Contains(err.Error(), path+":1: the journal had 3 lines and has 1") {
+		t.Fatalf("reopening a journal cut short: %v, want refused naming %s:1", err, path)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != first {
+		t.Fatalf("the refused journal changed: %q, %v", b, err)
+	}
+}

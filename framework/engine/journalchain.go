@@ -80,6 +80,20 @@ func chainFrom(abs, heads string, f *os.File) (chain, error) {
 	return c, nil
 }
 
+// verifyForAppend refuses to go on with the journal at path unless every
+// line of it is sealed and in its place, and its end is the one recorded
+// (a torn last line is cut off by chainFrom, as a crash leaves it).
+func verifyForAppend(path string, key []byte, heads string) error {
+	_, _, _, err := readPending(path, key, heads)
+	switch {
+	case err == nil, errors.Is(err, fs.ErrNotExist):
+		return nil
+	case errors.Is(err, ErrUntrustedJournal), errors.Is(err, ErrBrokenChain):
+		return fmt.Errorf("%w: %w; faultline does not append to it (run into a folder of its own, or recover this journal first: faultline recover %s)", ErrUntrustedJournal, err, path)
+	}
+	return fmt.Errorf("journal %s: %w", path, err)
+}
+
 // macOf is a sealed line's MAC, "" for a line with none.
 func macOf(line []byte) string {
 	if loc := sealed.FindSubmatchIndex(line); loc != nil {

@@ -141,7 +141,7 @@ func Recover(ctx context.Context, in RecoverInput) (sum RecoverSummary, err erro
 		if len(pending[i]) == 0 {
 			continue
 		}
-		j, err := openJournal(path, key, heads)
+		j, err := openJournal(path, key, heads, false)
 		if err != nil {
 			return sum, err
 		}
