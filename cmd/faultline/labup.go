@@ -175,42 +175,37 @@ func serveRuns(ctx context.Context, sess *session.Session, sv served, log logr.L
 }
 
 func newLabDownCommand() *cobra.Command {
-	return &cobra.Command{
+	var stale bool
+	cmd := &cobra.Command{
 		Use: "down [LAB...]",
 		Example: `  faultline lab down
+  faultline lab down --stale
   faultline lab down lab-1234`,
 		ValidArgsFunction: completeLabs,
-		Short:             "Clean up after labs whose process is gone, or stop the labs named",
+		Short:             "List the labs, clean up after those whose process is gone (--stale), or stop the labs named",
 		Long: `Every lab ('lab up''s, a run's, a suite's or a test's) records itself, while it
 runs, in the user's lab records (faultline/labs in $XDG_CACHE_HOME or
 ~/.cache): its folder, and the pid and start time of the process that owns it.
 
-With no argument, 'lab down' removes what labs whose owner is gone left behind
-(a run killed with SIGKILL, a crashed test): leftover processes, the
-containers and network of real nodes, the folder. It lists the labs whose
-owner still runs and leaves them alone. Name a lab (its folder, or the folder's
-name that 'lab up' prints) to stop it: its owner gets SIGTERM (SIGKILL after
-30 s), then what is left is removed.`,
+With no argument, 'lab down' lists the labs recorded: those in use (by
+which process) and those whose owner is gone (a run killed with SIGKILL, a
+crashed test), and removes nothing. With --stale it removes what the labs
+whose owner is gone left behind: leftover processes, the containers and
+network of real nodes, what vcsim and envtest made in $TMPDIR for them
+(datastores, certificates, the webhook serving key), the folder; and the
+record files that are not lab records. Name a lab (its folder, or the
+folder's name that 'lab up' prints) to stop it: its owner gets SIGTERM
+(SIGKILL after 30 s), then what is left is removed.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out := cmd.OutOrStdout()
-			records, err := lab.Records()
+			if stale && len(args) > 0 {
+				return usageErr("--stale removes every lab whose owner is gone; name no lab with it (got %s)", strings.Join(args, ", "))
+			}
+			records, unreadable, err := lab.ReadRecords()
 			if err != nil {
 				return infraErr(err)
 			}
 			if len(args) == 0 {
-				if len(records) == 0 {
-					fmt.Fprintln(out, "no lab is recorded")
-				}
-				for _, r := range records {
-					if r.OwnerAlive() {
-						fmt.Fprintf(out, "lab %s is in use by pid %d (%s) since %s; 'faultline lab down %s' stops it\n", r.Name(), r.PID, r.Command, r.Created.Format(time.RFC3339), r.Name())
-						continue
-					}
-					if err := labDown(r, out); err != nil {
-						return infraErr(err)
-					}
-				}
-				return nil
+				return labDownStale(cmd.OutOrStdout(), records, unreadable, stale)
 			}
 			var named []lab.Record
 			for _, a := range args {
@@ -225,13 +220,52 @@ name that 'lab up' prints) to stop it: its owner gets SIGTERM (SIGKILL after
 				named = append(named, records[i])
 			}
 			for _, r := range named {
-				if err := labDown(r, out); err != nil {
+				if err := labDown(r, cmd.OutOrStdout()); err != nil {
 					return infraErr(err)
 				}
 			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&stale, "stale", false, "remove what the labs whose owner is gone left behind (without it, they are only listed)")
+	return cmd
+}
+
+// labDownStale lists the labs recorded and, when remove is set, removes
+// those whose owner is gone and the record files that are not records.
+func labDownStale(out io.Writer, records []lab.Record, unreadable []string, remove bool) error {
+	if len(records)+len(unreadable) == 0 {
+		fmt.Fprintln(out, "no lab is recorded")
+	}
+	gone := 0
+	for _, r := range records {
+		switch {
+		case r.OwnerAlive():
+			fmt.Fprintf(out, "lab %s is in use by pid %d (%s) since %s; 'faultline lab down %s' stops it\n", r.Name(), r.PID, r.Command, r.Created.Format(time.RFC3339), r.Name())
+		case remove:
+			if err := labDown(r, out); err != nil {
+				return infraErr(err)
+			}
+		default:
+			gone++
+			fmt.Fprintf(out, "lab %s: its owner (pid %d, %s) is gone since %s; its folder %s is left\n", r.Name(), r.PID, r.Command, r.Created.Format(time.RFC3339), r.Dir)
+		}
+	}
+	for _, path := range unreadable {
+		if !remove {
+			gone++
+			fmt.Fprintf(out, "%s: not a lab record (torn or edited); it blocks nothing\n", path)
+			continue
+		}
+		if err := lab.RemoveUnreadable(path); err != nil {
+			return infraErr(err)
+		}
+		fmt.Fprintf(out, "removed %s: not a lab record\n", path)
+	}
+	if gone > 0 {
+		fmt.Fprintf(out, "'faultline lab down --stale' removes the %d left behind\n", gone)
+	}
+	return nil
 }
 
 func orNone(names []string) string {

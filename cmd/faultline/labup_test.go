@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -25,9 +26,12 @@ import (
 // TestIntegrationLabUpDown starts `faultline lab up` in its own process,
 // reads Machines through the kubeconfig it prints, and checks that a plain
 // `lab down` leaves it alone while it runs, that `lab down NAME` stops it,
-// and that after SIGKILL its kube-apiserver and etcd are gone within 5 s
-// and a plain `lab down` removes its folder; the same after SIGKILL for a
-// lab of another release, whose four manager processes die with it too.
+// and that after SIGKILL its kube-apiserver and etcd are gone within 5 s,
+// a plain `lab down` lists it as left behind and `lab down --stale`
+// removes its folder and what vcsim and envtest made for it in $TMPDIR
+// (datastores, certificate, webhook serving key); the same after SIGKILL
+// for a lab of another release, whose four manager processes die with it
+// too.
 func TestIntegrationLabUpDown(t *testing.T) {
 	labtest.Require(t)
 	bin := buildFaultline(t)
@@ -38,7 +42,8 @@ func TestIntegrationLabUpDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(), "XDG_CACHE_HOME="+cache, "FAULTLINE_RELEASES="+filepath.Dir(stackDir))
+	tmp := t.TempDir()
+	env := append(os.Environ(), "XDG_CACHE_HOME="+cache, "FAULTLINE_RELEASES="+filepath.Dir(stackDir), "TMPDIR="+tmp)
 	down := func(t *testing.T, args ...string) string {
 		cmd := exec.Command(bin, append([]string{"lab", "down"}, args...)...)
 		cmd.Env = env
@@ -171,7 +176,18 @@ func TestIntegrationLabUpDown(t *testing.T) {
 				if left := processesNaming(dir); len(left) > 0 {
 					t.Errorf("5 s after SIGKILL, processes naming the lab folder are alive: %v", left)
 				}
-				t.Log(down(t))
+				if out := down(t); !strings.Contains(out, "lab "+name+": its owner") || !strings.Contains(out, "'faultline lab down --stale' removes the 1 left behind") {
+					t.Errorf("a plain lab down after SIGKILL printed:\n%s", out)
+				}
+				if _, err := os.Stat(dir); err != nil {
+					t.Fatalf("a plain lab down removed the folder: %v", err)
+				}
+				t.Log(down(t, "--stale"))
+				for _, pattern := range []string{"govcsim-*", "vcsim-*", "envtest-serving-certs-*"} {
+					if left, _ := filepath.Glob(filepath.Join(tmp, pattern)); len(left) > 0 {
+						t.Errorf("left in $TMPDIR after lab down --stale: %v", left)
+					}
+				}
 			}
 			bystander := 0
 			if how == "lab-down" {
@@ -236,4 +252,59 @@ func processesNaming(s string) []int {
 		}
 	}
 	return out
+}
+
+// A plain `lab down` lists a lab whose owner is gone and a record that
+// is not one (torn, edited: it used to stop `lab down` for every lab),
+// and removes nothing; `lab down --stale` removes both, with what the
+// lab recorded making in $TMPDIR.
+func TestLabDownStale(t *testing.T) {
+	cache, tmp := t.TempDir(), t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	t.Setenv("TMPDIR", tmp)
+	records, err := lab.RecordsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "faultline-lab-7")
+	home := filepath.Join(tmp, "govcsim-7")
+	for _, d := range []string{records, dir, home} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(path, content string) {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// pid 0 is never a lab's owner.
+	write(filepath.Join(records, "faultline-lab-7.json"), `{"dir":"`+dir+`","pid":0,"pidStart":1,"command":"faultline run","created":"2026-12-01T10:00:00Z"}`)
+	write(filepath.Join(records, "torn.json"), `{"dir":"/tm`)
+	write(filepath.Join(dir, "outside"), home+"\n")
+	downExit := func(args ...string) (int, string) {
+		var out, errOut bytes.Buffer
+		code := execute(append([]string{"lab", "down"}, args...), &out, &errOut)
+		return code, out.String() + errOut.String()
+	}
+	code, out := downExit()
+	if code != 0 || !strings.Contains(out, "lab faultline-lab-7: its owner (pid 0, faultline run) is gone") || !strings.Contains(out, "torn.json: not a lab record") || !strings.Contains(out, "removes the 2 left behind") {
+		t.Fatalf("lab down: exit %d:\n%s", code, out)
+	}
+	for _, kept := range []string{dir, home, filepath.Join(records, "torn.json")} {
+		if _, err := os.Stat(kept); err != nil {
+			t.Fatalf("a plain lab down removed %s", kept)
+		}
+	}
+	if code, out := downExit("--stale", "faultline-lab-7"); code != exitUsage {
+		t.Errorf("--stale with a name: exit %d, want %d:\n%s", code, exitUsage, out)
+	}
+	if code, out = downExit("--stale"); code != 0 {
+		t.Fatalf("lab down --stale: exit %d:\n%s", code, out)
+	}
+	for _, gone := range []string{dir, home, filepath.Join(records, "torn.json"), filepath.Join(records, "faultline-lab-7.json")} {
+		if _, err := os.Stat(gone); !os.IsNotExist(err) {
+			t.Errorf("%s is still there after --stale:\n%s", gone, out)
+		}
+	}
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/faultline-dev/faultline/providers/lab/realnodes"
 	"os"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/faultline-dev/faultline/providers/lab/leftovers"
+	"github.com/faultline-dev/faultline/providers/lab/realnodes"
 )
 
 // Down stops the owner of the lab r records if it still runs (SIGTERM,
@@ -46,6 +48,9 @@ func Down(r Record, say func(string)) error {
 	defer cancel()
 	if err := realnodes.Remove(ctx, r.Dir); err != nil {
 		return fmt.Errorf("remove the real nodes of lab %s: %w", r.Name(), err)
+	}
+	if err := leftovers.Remove(r.Dir, say); err != nil {
+		return fmt.Errorf("remove what lab %s made outside its folder: %w", r.Name(), err)
 	}
 	if err := os.RemoveAll(r.Dir); err != nil {
 		return fmt.Errorf("remove lab folder %s: %w", r.Dir, err)

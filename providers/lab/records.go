@@ -4,13 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/faultline-dev/faultline/providers/lab/management"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/faultline-dev/faultline/internal/regularfile"
+	"github.com/faultline-dev/faultline/providers/lab/management"
 )
 
 // Record is what a running lab leaves in the user's lab state folder
@@ -49,36 +51,61 @@ func RecordsDir() (string, error) {
 	return filepath.Join(dir, "faultline", "labs"), nil
 }
 
-// Records lists the labs recorded in RecordsDir, oldest first.
+// Records lists the labs recorded in RecordsDir, oldest first; a record
+// that does not read as one is left out (ReadRecords lists those).
 func Records() ([]Record, error) {
+	out, _, err := ReadRecords()
+	return out, err
+}
+
+// ReadRecords lists the labs recorded in RecordsDir, oldest first, and
+// the record files that are not lab records (torn, edited, or not
+// regular files), which block nothing: `lab down --stale` removes them.
+func ReadRecords() (out []Record, unreadable []string, err error) {
 	dir, err := RecordsDir()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("lab records: %w", err)
+		return nil, nil, fmt.Errorf("lab records: %w", err)
 	}
-	var out []Record
 	for _, e := range entries {
 		if !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
+		path := filepath.Join(dir, e.Name())
+		b, err := regularfile.Read(path, regularfile.Small)
+		if errors.Is(err, fs.ErrNotExist) {
 			continue // removed meanwhile by its lab
 		}
 		var r Record
-		if err := json.Unmarshal(b, &r); err != nil || r.Dir == "" {
-			return nil, fmt.Errorf("lab record %s: not a lab record", filepath.Join(dir, e.Name()))
+		if err != nil || json.Unmarshal(b, &r) != nil || r.Dir == "" || r.Name()+".json" != e.Name() {
+			unreadable = append(unreadable, path)
+			continue
 		}
 		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
-	return out, nil
+	return out, unreadable, nil
+}
+
+// RemoveUnreadable removes a record file ReadRecords could not read.
+func RemoveUnreadable(path string) error {
+	dir, err := RecordsDir()
+	if err != nil {
+		return err
+	}
+	if filepath.Dir(path) != dir || !strings.HasSuffix(path, ".json") {
+		return fmt.Errorf("%s is not a lab record in %s", path, dir)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // RemoveRecord removes r's file.

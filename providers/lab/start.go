@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/faultline-dev/faultline/providers/capi"
+	"github.com/faultline-dev/faultline/providers/lab/leftovers"
 	"github.com/faultline-dev/faultline/providers/lab/management"
 	"github.com/faultline-dev/faultline/providers/lab/nodesim"
 	"github.com/faultline-dev/faultline/providers/lab/realnodes"
@@ -63,6 +64,9 @@ func (l *Lab) startVCenterAndManagement(ctx context.Context, assets string) erro
 func (l *Lab) startVCenter(ctx context.Context) error {
 	var err error
 	if l.sim, err = vcsim.Start(vcsim.Input{}); err != nil {
+		return err
+	}
+	if err := leftovers.Note(l.dir, l.sim.Outside()...); err != nil {
 		return err
 	}
 	if l.vc, err = vsphere.New(ctx, l.sim.Config(), vsphere.WithName(Name), vsphere.WithLogger(l.in.Log)); err != nil {

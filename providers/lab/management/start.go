@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/faultline-dev/faultline/providers/lab/labconfig"
+	"github.com/faultline-dev/faultline/providers/lab/leftovers"
 )
 
 // Input is what Start needs.
@@ -284,7 +285,13 @@ func (m *Plane) startEnv(in Input, mf *manifests, es envStart) error {
 	m.env = env
 	began := time.Now()
 	var err error
-	if m.cfg, err = env.Start(); err != nil {
+	m.cfg, err = env.Start()
+	// envtest put its webhook serving key in $TMPDIR, whatever the
+	// options said; a lab killed before its Stop leaves it to lab down.
+	if d := env.WebhookInstallOptions.LocalServingCertDir; d != "" && filepath.Dir(d) == filepath.Clean(os.TempDir()) {
+		err = errors.Join(err, leftovers.Note(in.Dir, d))
+	}
+	if err != nil {
 		return fmt.Errorf("start the management cluster (kube-apiserver and etcd from %s): %w", in.Assets, err)
 	}
 	if es.hold != nil {

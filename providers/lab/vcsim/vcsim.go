@@ -101,6 +101,20 @@ func (v *Sim) URL() *url.URL {
 // CAFile is the PEM file of the simulator's certificate, for verifying TLS.
 func (v *Sim) CAFile() string { return v.caFile }
 
+// Outside is what the simulator made in $TMPDIR, which its Close removes:
+// its home (datastores) and its certificate file.
+func (v *Sim) Outside() []string {
+	out := []string{v.caFile}
+	for _, o := range v.model.Service.Context.Map.OptionManager().Setting {
+		if ov := o.GetOptionValue(); ov.Key == "vcsim.home" {
+			if home, ok := ov.Value.(string); ok {
+				out = append(out, home)
+			}
+		}
+	}
+	return out
+}
+
 // Service exposes the simulator, for fault rules and delays in tests.
 func (v *Sim) Service() *simulator.Service { return v.model.Service }
 
