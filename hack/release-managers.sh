@@ -25,9 +25,11 @@ manifests() { # manifests DIR copies the stack's manifests into DIR/manifests
   copy_manifests "$(module_dir "sigs.k8s.io/cluster-api@${capi}")" \
     "$(module_dir "sigs.k8s.io/cluster-api-provider-vsphere@${capv}")" "$1/manifests"
 }
-if grep -qs '^webhooks 127.0.0.1$' "${out}/VERSIONS"; then
-  # A stack built before its manifests were kept gets them now.
-  [[ -d "${out}/manifests" ]] || manifests "${out}"
+# A stack is built when its files are those its build recorded the
+# SHA-256 of (SHA256SUMS, written last); one built before they were, or
+# changed since, is built again.
+if grep -qs '^webhooks 127.0.0.1$' "${out}/VERSIONS" && [[ -f "${out}/SHA256SUMS" ]] &&
+  (cd "${out}" && sha256sum --quiet --strict -c SHA256SUMS >/dev/null 2>&1); then
   echo "${out}"
   exit 0
 fi
@@ -109,6 +111,8 @@ echo "release-managers: building CAPV ${capv}" >&2
 echo "release-managers: CAPV ${capv} built in $((SECONDS - started)) s" >&2
 manifests "${work}/bin"
 printf 'sigs.k8s.io/cluster-api %s\nsigs.k8s.io/cluster-api-provider-vsphere %s\nwebhooks 127.0.0.1\n' "${capi}" "${capv}" >"${work}/bin/VERSIONS"
+# The digest of every file, checked before each start (management.Verify).
+(cd "${work}/bin" && find . -type f -printf '%P\n' | LC_ALL=C sort | xargs -d '\n' sha256sum >"${work}/SHA256SUMS") && mv "${work}/SHA256SUMS" "${work}/bin/SHA256SUMS"
 mkdir -p "${root}"
 rm -rf "${out}.tmp"
 mv "${work}/bin" "${out}.tmp"

@@ -133,6 +133,9 @@ type LabConfig struct {
 	Wait time.Duration
 	// Log receives the lab's controllers' logs.
 	Log logr.Logger
+	// Warn, when set, is told what the user should know that stops
+	// nothing (lab.Input.Warn).
+	Warn func(string)
 	// Spares are the shapes of clusters the lab starts as soon as its
 	// management plane is up, beside Clusters, for runs side by side to
 	// lease (lab.Lab.Lease); the start does not wait for them.
@@ -262,7 +265,7 @@ func (s *Session) openLab(ctx context.Context, cfg Config) error {
 		return &ConfigError{Err: err}
 	}
 	p := cfg.Lab.Profile
-	in := lab.Input{Assets: cfg.Lab.Assets, Dir: cfg.Lab.Dir, Profile: p, Clusters: cfg.Lab.Clusters, Log: cfg.Lab.Log}
+	in := lab.Input{Assets: cfg.Lab.Assets, Dir: cfg.Lab.Dir, Profile: p, Clusters: cfg.Lab.Clusters, Log: cfg.Lab.Log, Warn: cfg.Lab.Warn}
 	stack, err := in.Stack()
 	if err != nil {
 		return &ConfigError{Err: err}

@@ -70,7 +70,7 @@ func (o *runOptions) open(ctx context.Context, clusters []lab.ClusterSpec, spare
 	cfg.Management.ReadOnly = o.dryRun || !destructive
 	var err error
 	if o.provider == session.ProviderLab {
-		cfg.Lab, err = o.lab.config(log, clusters...)
+		cfg.Lab, err = o.lab.config(log, stderr, clusters...)
 		cfg.Lab.Spares = spares
 		// --setup-timeout bounds the wait for the Machines too.
 		cfg.Lab.Wait = o.setupDeadline()

@@ -157,7 +157,7 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	case !in.Named && o.reportCM != "":
 		return usageErr("--report-configmap keeps the report in a cluster: name one with --kubeconfig (the embedded lab goes away with the run)")
 	case !in.Named:
-		if in.Lab, err = o.lab.config(in.Log); err != nil {
+		if in.Lab, err = o.lab.config(in.Log, stderr); err != nil {
 			return err
 		}
 	}

@@ -73,9 +73,9 @@ func (f *labFlags) stack() (lab.Stack, error) {
 }
 
 // config is the session's lab configuration for clusters (none: a
-// vCenter simulator alone). It routes the libraries' loggers: main's
-// business, done once per process.
-func (f *labFlags) config(log logr.Logger, clusters ...lab.ClusterSpec) (session.LabConfig, error) {
+// vCenter simulator alone); the lab's warnings go to stderr. It routes
+// the libraries' loggers: main's business, done once per process.
+func (f *labFlags) config(log logr.Logger, stderr io.Writer, clusters ...lab.ClusterSpec) (session.LabConfig, error) {
 	if err := f.validate(); err != nil {
 		return session.LabConfig{}, err
 	}
@@ -97,5 +97,5 @@ func (f *labFlags) config(log logr.Logger, clusters ...lab.ClusterSpec) (session
 		return session.LabConfig{}, infraErr(err)
 	}
 	undoAtEnd(cleanup)
-	return session.LabConfig{Clusters: clusters, Profile: p, Assets: f.assets, Wait: session.LabWait(p), Log: labLog}, nil
+	return session.LabConfig{Clusters: clusters, Profile: p, Assets: f.assets, Wait: session.LabWait(p), Log: labLog, Warn: warnTo(stderr)}, nil
 }

@@ -53,7 +53,7 @@ another shell. Everything listens on 127.0.0.1.`,
 			if wait <= 0 {
 				return usageErr("--wait %s: expected a positive duration, such as 10m", wait)
 			}
-			cfg, err := flags.config(newLogger(cmd.ErrOrStderr(), 0))
+			cfg, err := flags.config(newLogger(cmd.ErrOrStderr(), 0), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -68,7 +68,7 @@ another shell. Everything listens on 127.0.0.1.`,
 
 			ctx, stop := notifyContext(cmd.Context())
 			defer stop()
-			in := lab.Input{Assets: flags.assets, Dir: dir, Profile: cfg.Profile}
+			in := lab.Input{Assets: flags.assets, Dir: dir, Profile: cfg.Profile, Warn: cfg.Warn}
 			for i := 1; i <= clusters; i++ {
 				in.Clusters = append(in.Clusters, lab.ClusterSpec{
 					Name: fmt.Sprintf("lab-%d", i),

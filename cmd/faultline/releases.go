@@ -53,11 +53,13 @@ faultline/releases in the user's cache folder).
 				if s.Compiled {
 					runs = "in faultline's process"
 				}
+				dir, _ := lab.StackDir(s)
 				if ok, err := lab.StackBuilt(s); err != nil {
 					return infraErr(err)
 				} else if !ok {
-					dir, _ := lab.StackDir(s)
 					built = "no (on first use, or --build " + s.Name + "; into " + dir + ")"
+				} else if err := lab.VerifyStack(s); err != nil {
+					built = "not as built (" + err.Error() + ")"
 				}
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", name, s.ClusterAPI, s.CAPV, runs, built)
 			}

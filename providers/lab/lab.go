@@ -44,6 +44,9 @@ type Input struct {
 	// (management.Input.State): "" is the default, "off" starts fresh.
 	State string
 	Log   logr.Logger
+	// Warn, when set, is told what the user should know that stops
+	// nothing: a stored state discarded.
+	Warn func(string)
 }
 
 // Validate checks the input.

@@ -31,6 +31,10 @@ func BuildStack(ctx context.Context, stack Stack, progress io.Writer) (string, e
 // StackBuilt tells whether stack's managers are built (management.Built).
 func StackBuilt(stack Stack) (bool, error) { return management.Built(stack) }
 
+// VerifyStack says how a built stack's files are not as they were built
+// (management.Verify).
+func VerifyStack(stack Stack) error { return management.Verify(stack) }
+
 // StackDir is where stack's managers are built (management.StackDir).
 func StackDir(stack Stack) (string, error) { return management.StackDir(stack) }
 

@@ -100,7 +100,7 @@ func (l *Lab) ManagementFromState() bool { return l.mgmt.FromState() }
 // logging in to vcsim.
 func (l *Lab) managementInput(stack Stack) management.Input {
 	return management.Input{
-		Dir: l.dir, Profile: l.in.Profile, Stack: stack, State: l.in.State,
+		Dir: l.dir, Profile: l.in.Profile, Stack: stack, State: l.in.State, Warn: l.in.Warn,
 		VCUser: vcsim.Username, VCPass: vcsim.Password(),
 		Log: l.in.Log.WithName("controllers"),
 	}

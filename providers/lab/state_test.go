@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -166,4 +169,58 @@ func planeOf(ctx context.Context, t *testing.T, l *lab.Lab) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestIntegrationCorruptStoredState: a stored state whose webhook key was
+// changed (every later start failed with "connection refused" until it was
+// deleted by hand) or whose etcd database is a FIFO (every later start
+// hung, --timeout and SIGTERM ignored) is discarded with a warning naming
+// the file, and the start makes it again and serves its webhooks.
+func TestIntegrationCorruptStoredState(t *testing.T) {
+	labtest.Require(t)
+	ctx := context.Background()
+	assets, err := lab.FindAssets("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile, err := lab.ProfileNamed(lab.DefaultProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	start := func() []string {
+		var warned []string
+		m, err := management.Start(ctx, management.Input{Assets: assets, Dir: t.TempDir(), Profile: profile, State: state, Log: logr.Discard(),
+			Warn: func(s string) { warned = append(warned, s) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		servesWebhooks(ctx, t, m)
+		if err := m.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		return warned
+	}
+	if warned := start(); len(warned) != 0 {
+		t.Fatalf("a fresh start warned: %q", warned)
+	}
+	folders, err := filepath.Glob(filepath.Join(state, "*", "webhook", "tls.key"))
+	if err != nil || len(folders) != 1 {
+		t.Fatalf("stored webhook keys: %v, %v", folders, err)
+	}
+	folder := filepath.Dir(filepath.Dir(folders[0]))
+	for _, c := range []struct {
+		name, file string
+		change     func(path string) error
+	}{
+		{"key changed", filepath.Join("webhook", "tls.key"), func(p string) error { return os.WriteFile(p, []byte("not a key"), 0o600) }},
+		{"a FIFO", filepath.Join("member", "snap", "db"), func(p string) error { return errors.Join(os.Remove(p), syscall.Mkfifo(p, 0o600)) }},
+	} {
+		if err := c.change(filepath.Join(folder, c.file)); err != nil {
+			t.Fatal(err)
+		}
+		if warned := start(); len(warned) != 1 || !strings.Contains(warned[0], "the stored management state "+folder+" is discarded") || !strings.Contains(warned[0], c.file) {
+			t.Errorf("%s: warned %q, want the state discarded naming %s", c.name, warned, c.file)
+		}
+	}
 }

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/faultline-dev/faultline/hack"
@@ -73,7 +75,7 @@ func Built(stack labconfig.Stack) (bool, error) {
 	if !strings.Contains(string(versions), "\n"+builtMark+"\n") {
 		return false, nil
 	}
-	files := []string{"manifests"}
+	files := []string{"manifests", digestsFile}
 	for _, m := range managerBinaries {
 		files = append(files, m.name)
 	}
@@ -85,6 +87,59 @@ func Built(stack labconfig.Stack) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// Verify says how the built stack's files (managers, manifests) are not
+// those its build recorded the SHA-256 of (release-managers.sh writes
+// SHA256SUMS last): a binary replaced or cut short, a manifest edited.
+// A stack verified once is verified again in this process only when one
+// of its files changed since (size, modification time, inode).
+func Verify(stack labconfig.Stack) error {
+	if stack.Compiled {
+		return nil
+	}
+	dir, err := StackDir(stack)
+	if err != nil {
+		return err
+	}
+	sig, err := filesSignature(dir)
+	if err != nil {
+		return err
+	}
+	if was, ok := verified.Load(dir); ok && was == sig {
+		return nil
+	}
+	if err := verifyDigests(dir); err != nil {
+		return fmt.Errorf("stack %s in %s is not as it was built: %w; build it again: faultline lab releases --build %s", stack, dir, err, stack.Name)
+	}
+	verified.Store(dir, sig)
+	return nil
+}
+
+// verified holds, by stack folder, the filesSignature it had when
+// Verify last found it whole.
+var verified sync.Map
+
+// filesSignature is every file of dir with its size, modification time
+// and inode, in one string.
+func filesSignature(dir string) (string, error) {
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		ino := uint64(0)
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			ino = st.Ino
+		}
+		fmt.Fprintf(&b, "%s %v %d %d %d\n", path, info.Mode(), info.Size(), info.ModTime().UnixNano(), ino)
+		return nil
+	})
+	return b.String(), err
 }
 
 // lockBuild takes the lock of the build of the stack in dir, saying so
@@ -129,8 +184,10 @@ func Build(ctx context.Context, stack labconfig.Stack, progress io.Writer) (stri
 	if err != nil {
 		return "", err
 	}
-	if ok, err := Built(stack); err != nil || ok {
-		return dir, err
+	if ok, err := Built(stack); err != nil {
+		return "", err
+	} else if ok && Verify(stack) == nil {
+		return dir, nil
 	}
 	// One build of a stack at a time on a machine: another process
 	// building it (CI builds ahead while a suite starts a lab of it) is
@@ -140,8 +197,16 @@ func Build(ctx context.Context, stack labconfig.Stack, progress io.Writer) (stri
 		return "", err
 	}
 	defer unlock()
-	if ok, err := Built(stack); err != nil || ok {
-		return dir, err
+	if ok, err := Built(stack); err != nil {
+		return "", err
+	} else if ok {
+		if Verify(stack) == nil {
+			return dir, nil
+		}
+		// Not as built: built again, from nothing.
+		if err := os.RemoveAll(dir); err != nil {
+			return "", err
+		}
 	}
 	if _, err := exec.LookPath("go"); err != nil {
 		return "", fmt.Errorf("stack %s is not built in %s and building it needs the go command: %w", stack, dir, err)

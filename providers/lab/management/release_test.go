@@ -1,7 +1,10 @@
 package management
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -114,5 +117,71 @@ func TestPointAt(t *testing.T) {
 	}
 	if converted == 0 || webhooks == 0 {
 		t.Errorf("%d conversions, %d webhooks pointed", converted, webhooks)
+	}
+}
+
+// TestVerifyStack: a built stack verifies as built, and not once a
+// manager is cut short or replaced by a script (which would run as the
+// user while result.json named the release), a manifest is edited, or a
+// file is added; the error names the file and how to build it again.
+func TestVerifyStack(t *testing.T) {
+	t.Setenv(ReleasesEnv, t.TempDir())
+	stack := labconfig.Stacks[len(labconfig.Stacks)-1]
+	dir, err := StackDir(stack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(rel, body string) {
+		t.Helper()
+		p := filepath.Join(dir, rel)
+		if err := errors.Join(os.MkdirAll(filepath.Dir(p), 0o700), os.WriteFile(p, []byte(body), 0o700)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	build := func() {
+		t.Helper()
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range managerBinaries {
+			write(m.name, "\x7fELF "+m.name)
+		}
+		write("manifests/core/crds.yaml", "kind: CustomResourceDefinition\n")
+		write("VERSIONS", "sigs.k8s.io/cluster-api "+stack.ClusterAPI+"\nsigs.k8s.io/cluster-api-provider-vsphere "+stack.CAPV+"\n"+builtMark+"\n")
+		if err := writeDigests(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	build()
+	if ok, err := Built(stack); !ok || err != nil {
+		t.Fatalf("Built: %t, %v", ok, err)
+	}
+	if err := Verify(stack); err != nil {
+		t.Fatalf("as built: %v", err)
+	}
+	for _, c := range []struct{ name, rel, body, want string }{
+		{"cut short", "capi-manager", "\x7fEL", "capi-manager: changed since it was recorded"},
+		{"a script", "kcp-manager", "#!/bin/sh\nid\n", "kcp-manager: changed since it was recorded"},
+		{"manifest edited", "manifests/core/crds.yaml", "kind: Secret\n", "manifests/core/crds.yaml: changed"},
+		{"file added", "manifests/core/extra.yaml", "", "manifests/core/extra.yaml: not among the files recorded"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			build()
+			if err := Verify(stack); err != nil {
+				t.Fatal(err)
+			}
+			write(c.rel, c.body)
+			err := Verify(stack)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "faultline lab releases --build "+stack.Name) {
+				t.Errorf("Verify: %v, want it to name %q and the build", err, c.want)
+			}
+		})
+	}
+	build()
+	if err := os.Remove(filepath.Join(dir, digestsFile)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := Built(stack); ok || err != nil {
+		t.Errorf("built before digests were recorded: Built %t, %v; want not built", ok, err)
 	}
 }

@@ -32,6 +32,17 @@ type Input struct {
 	// faultline/state in the user's cache folder; "off" starts fresh.
 	State string
 	Log   logr.Logger
+	// Warn, when set, is told what the user should know that stops
+	// nothing: a stored state discarded, and why.
+	Warn func(string)
+}
+
+// warn tells in.Warn, when set, and the log.
+func (in Input) warn(s string) {
+	if in.Warn != nil {
+		in.Warn(s)
+	}
+	in.Log.Info(s)
 }
 
 // etcdDir is etcd's data folder in the lab's folder.
@@ -104,6 +115,9 @@ func (m *Plane) manifests(in Input) (*manifests, error) {
 		return nil, fmt.Errorf("stack %s is not built in %s: run `faultline lab releases --build %s` (or hack/release-managers.sh %s %s)",
 			in.Stack, dir, in.Stack.Name, in.Stack.ClusterAPI, in.Stack.CAPV)
 	}
+	if err := Verify(in.Stack); err != nil {
+		return nil, err
+	}
 	mf, err := loadManifests(os.DirFS(filepath.Join(dir, "manifests")), dir)
 	if err != nil {
 		return nil, err
@@ -167,13 +181,17 @@ func (m *Plane) startControlPlane(in Input, mf *manifests) error {
 	}
 	etcdDir := in.etcdDir()
 	if folder != "" && stored(folder) {
-		err := m.startStored(in, mf, folder, true)
+		// A state that is not as stored, or does not start, is thrown
+		// away, and made again.
+		err := verifyState(folder)
 		if err == nil {
-			return nil
+			if err = m.startStored(in, mf, folder, true); err == nil {
+				return nil
+			}
+			err = errors.Join(err, m.stopEnv())
 		}
-		// A state that does not start is thrown away, and made again.
-		in.Log.Info("the stored management state did not start; starting fresh", "state", folder, "error", err.Error())
-		if err := errors.Join(m.stopEnv(), os.RemoveAll(folder), os.RemoveAll(etcdDir)); err != nil {
+		in.warn(fmt.Sprintf("the stored management state %s is discarded, and this start makes it again: %v", folder, err))
+		if err := errors.Join(os.RemoveAll(folder), os.RemoveAll(etcdDir)); err != nil {
 			return err
 		}
 	}

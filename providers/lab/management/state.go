@@ -7,13 +7,17 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/faultline-dev/faultline/internal/regularfile"
 )
 
 // The stored state of a management plane is etcd's data folder as a
@@ -79,7 +83,7 @@ func storeState(folder, etcdDir string, certs map[string][]byte, port int) (ours
 	if err != nil {
 		return false, fmt.Errorf("store the management state: %w", err)
 	}
-	if err := errors.Join(copyTree(etcdDir, tmp), writeWebhook(tmp, certs, port)); err != nil {
+	if err := errors.Join(copyTree(etcdDir, tmp), writeWebhook(tmp, certs, port), writeDigests(tmp)); err != nil {
 		return false, errors.Join(fmt.Errorf("store the management state: %w", err), os.RemoveAll(tmp))
 	}
 	if err := os.Rename(tmp, folder); err != nil {
@@ -201,7 +205,8 @@ func statePort() (int, error) {
 	return ports[0], nil
 }
 
-// copyTree copies the folder from into to, which exists, file by file.
+// copyTree copies the folder from into to, which exists, file by file;
+// anything but folders and regular files is refused, naming it.
 func copyTree(from, to string) error {
 	return filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -212,15 +217,18 @@ func copyTree(from, to string) error {
 			return err
 		}
 		dst := filepath.Join(to, rel)
-		if d.IsDir() {
+		switch {
+		case d.IsDir():
 			return os.MkdirAll(dst, 0o700)
+		case !d.Type().IsRegular():
+			return fmt.Errorf("%s: %w", path, regularfile.ErrNotRegular)
 		}
 		return copyFile(path, dst)
 	})
 }
 
 func copyFile(from, to string) error {
-	in, err := os.Open(from)
+	in, err := regularfile.Open(from, maxStateFile)
 	if err != nil {
 		return err
 	}
@@ -233,4 +241,98 @@ func copyFile(from, to string) error {
 		return errors.Join(err, out.Close())
 	}
 	return out.Close()
+}
+
+// A stored state holds digestsFile: the SHA-256 of each of its files, as
+// sha256sum(1) prints them, made when it was stored and checked before it
+// is used (verifyState). etcd's data and the webhook server's key are
+// files anyone who can write the user's cache can change.
+const digestsFile = "SHA256SUMS"
+
+// maxStateFile bounds a file of a stored state (etcd's database of a
+// fresh plane is a few MiB).
+const maxStateFile = 1 << 30
+
+// digests is the SHA-256 of every regular file under dir but digestsFile,
+// by path relative to dir.
+func digests(dir string) (map[string]string, error) {
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil || rel == digestsFile {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s: %w", path, regularfile.ErrNotRegular)
+		}
+		f, err := regularfile.Open(path, maxStateFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		out[rel] = hex.EncodeToString(h.Sum(nil))
+		return nil
+	})
+	return out, err
+}
+
+// writeDigests writes dir's digestsFile.
+func writeDigests(dir string) error {
+	sums, err := digests(dir)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, rel := range slices.Sorted(maps.Keys(sums)) {
+		fmt.Fprintf(&b, "%s  %s\n", sums[rel], rel)
+	}
+	return os.WriteFile(filepath.Join(dir, digestsFile), []byte(b.String()), 0o600)
+}
+
+// verifyState says how the state in folder is not as it was stored: a
+// file changed, added or gone, or something but a folder or a regular
+// file (a FIFO would hold the copy for ever); nil when it is whole.
+func verifyState(folder string) error { return verifyDigests(folder) }
+
+// verifyDigests says how the files of folder are not those its
+// digestsFile lists (a stored state's, a built stack's), nil when they
+// are.
+func verifyDigests(folder string) error {
+	b, err := regularfile.Read(filepath.Join(folder, digestsFile), regularfile.Small)
+	if err != nil {
+		return fmt.Errorf("its digests: %w (made before they were recorded, or cut short)", err)
+	}
+	want := map[string]string{}
+	for line := range strings.Lines(string(b)) {
+		sum, rel, ok := strings.Cut(strings.TrimSuffix(line, "\n"), "  ")
+		if !ok {
+			return fmt.Errorf("%s: malformed line %q", filepath.Join(folder, digestsFile), line)
+		}
+		want[rel] = sum
+	}
+	got, err := digests(folder)
+	if err != nil {
+		return err
+	}
+	for _, rel := range slices.Sorted(maps.Keys(got)) {
+		switch sum, ok := want[rel]; {
+		case !ok:
+			return fmt.Errorf("%s: not among the files recorded", filepath.Join(folder, rel))
+		case sum != got[rel]:
+			return fmt.Errorf("%s: changed since it was recorded (SHA-256 %s, recorded %s)", filepath.Join(folder, rel), got[rel], sum)
+		}
+	}
+	for rel := range want {
+		if _, ok := got[rel]; !ok {
+			return fmt.Errorf("%s: gone since it was recorded", filepath.Join(folder, rel))
+		}
+	}
+	return nil
 }

@@ -1,8 +1,11 @@
 package management
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -101,5 +104,52 @@ func TestStoreState(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(lab, "member", "snap", "db")); err != nil || string(b) != "db" {
 		t.Errorf("copied in: %q, %v", b, err)
+	}
+}
+
+// TestVerifyState: a stored state verifies as stored, and not once a file
+// is changed, added, removed or replaced by a FIFO (which verifyState
+// does not open: it would hold the start for ever).
+func TestVerifyState(t *testing.T) {
+	etcd := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(etcd, "member", "snap"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(etcd, "member", "snap", "db"), []byte("db"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	certs := map[string][]byte{"tls.crt": []byte("crt"), "tls.key": []byte("key")}
+	for _, tc := range []struct {
+		name, want string
+		change     func(folder string) error
+	}{
+		{"as stored", "", func(string) error { return nil }},
+		{"key changed", "webhook/tls.key: changed since it was recorded", func(f string) error {
+			return os.WriteFile(filepath.Join(f, "webhook", "tls.key"), []byte("yek"), 0o600)
+		}},
+		{"file added", "member/snap/extra: not among the files recorded", func(f string) error {
+			return os.WriteFile(filepath.Join(f, "member", "snap", "extra"), nil, 0o600)
+		}},
+		{"file removed", "member/snap/db: gone since it was recorded", func(f string) error {
+			return os.Remove(filepath.Join(f, "member", "snap", "db"))
+		}},
+		{"a FIFO", "member/snap/db: not a regular file", func(f string) error {
+			return errors.Join(os.Remove(filepath.Join(f, "member", "snap", "db")), syscall.Mkfifo(filepath.Join(f, "member", "snap", "db"), 0o600))
+		}},
+		{"no digests", "its digests:", func(f string) error { return os.Remove(filepath.Join(f, digestsFile)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			folder := filepath.Join(t.TempDir(), "s")
+			if _, err := storeState(folder, etcd, certs, 21234); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.change(folder); err != nil {
+				t.Fatal(err)
+			}
+			err := verifyState(folder)
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("verifyState: %v, want %q", err, tc.want)
+			}
+		})
 	}
 }
