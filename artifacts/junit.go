@@ -73,6 +73,9 @@ func runProperties(res *engine.Result) []JUnitProperty {
 	if r := res.Release; r != nil {
 		props = append(props, JUnitProperty{"release", r.Stack},
 			JUnitProperty{"release.clusterAPI", r.ClusterAPI}, JUnitProperty{"release.capv", r.CAPV})
+		if r.Untested != "" {
+			props = append(props, JUnitProperty{"release.untested", r.Untested})
+		}
 		for _, m := range slices.Sorted(maps.Keys(r.Managers)) {
 			props = append(props, JUnitProperty{"release.manager." + m, r.Managers[m]})
 		}

@@ -13,7 +13,7 @@
 # before it starts them (providers/lab/management, release.go).
 source "$(dirname "$0")/lib.sh"
 if [[ $# -ne 2 || "$1" != v* || "$2" != v* ]]; then
-  echo "usage: hack/release-managers.sh CAPI_VERSION CAPV_VERSION (e.g. v1.12.5 v1.15.2)" >&2
+  echo "usage: hack/release-managers.sh CAPI_VERSION CAPV_VERSION (e.g. v1.12.10 v1.15.2)" >&2
   exit 2
 fi
 capi="$1" capv="$2"

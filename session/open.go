@@ -211,7 +211,7 @@ func (s *Session) Release() *engine.Release {
 // labRelease is the release l runs now.
 func labRelease(l *lab.Lab) *engine.Release {
 	st := l.Stack()
-	return &engine.Release{Stack: st.Name, ClusterAPI: st.ClusterAPI, CAPV: st.CAPV, InProcess: st.Compiled, Managers: l.ManagerVersions()}
+	return &engine.Release{Stack: st.Name, ClusterAPI: st.ClusterAPI, CAPV: st.CAPV, InProcess: st.Compiled, Untested: st.Untested, Managers: l.ManagerVersions()}
 }
 
 // Session is an open provider and what it takes to close it.

@@ -87,7 +87,9 @@ func (sc *Scorecard) WriteHTML(w io.Writer) error {
 		*Scorecard
 		BaseName, TargetName string
 		Views                []scenarioView
-	}{Scorecard: sc, BaseName: sc.Base.sideName(), TargetName: sc.Target.sideName()}
+		Alpha                float64
+		MinRuns              int
+	}{Scorecard: sc, BaseName: sc.Base.sideName(), TargetName: sc.Target.sideName(), Alpha: Alpha, MinRuns: MinRuns}
 	for _, s := range sc.Scenarios {
 		v := scenarioView{Scenario: s}
 		for _, p := range s.Phases {
@@ -112,9 +114,10 @@ svg text{font-size:11px;fill:#555}
 </style></head><body>
 <h1>Scorecard: {{.Base.Label}} vs {{.Target.Label}}</h1>
 <p>Base <b>{{.BaseName}}</b>, {{.Base.Runs}} runs; target <b>{{.TargetName}}</b>, {{.Target.Runs}} runs.
-A phase is flagged when its median moved beyond {{.Tolerance}}, or it was missed on one side only; a scenario when its verdicts changed.
+A phase is flagged when its median moved beyond {{.Tolerance}} and a one-sided rank test (Mann-Whitney) gives p &lt; {{.Alpha}}, which takes {{.MinRuns}} runs a side at least, or when it was missed on one side only; a scenario when its verdicts changed.
 Each dot is one run's time from the phase's anchor; the bar is the median.</p>
 {{if .Regressions}}<p class="regression">{{.Regressions}} regression(s).</p>{{else}}<p>No regression.</p>{{end}}
+{{with .Undecided}}<p class="changed">{{.}} phase(s) moved beyond the tolerance with too few runs to tell from noise.</p>{{end}}
 {{range .Views}}<h2 id="{{.Name}}">{{.Name}}</h2>
 <p>Base: {{verdicts .BaseVerdicts}}; target: {{verdicts .TargetVerdicts}}.
 {{range .Flags}}{{if not .Phase}}<span class="{{if .Regression}}regression{{else}}changed{{end}}">{{flag .}}</span>{{end}}{{end}}</p>
@@ -124,7 +127,7 @@ Each dot is one run's time from the phase's anchor; the bar is the median.</p>
 {{range .Strips}}<text x="2" y="{{.Y}}" dy="4">{{.Label}}</text>{{$s := .}}{{range .Dots}}<circle class="{{$s.Class}}" cx="{{.}}" cy="{{$s.Y}}" r="4" fill-opacity=".6"/>{{end}}{{if .Has}}<line class="{{.Class}}" x1="{{.Median}}" x2="{{.Median}}" y1="{{.Y1}}" y2="{{.Y2}}" stroke-width="2"/>{{end}}{{end}}
 {{range .Ticks}}<text x="{{.X}}" y="62" text-anchor="middle">{{.Label}}</text>{{end}}
 </svg></td>
-<td>{{with .Phase.Flag}}<span class="{{if .Regression}}regression{{else}}changed{{end}}">{{flag .}}</span>{{end}}</td></tr>
+<td>{{with .Phase.Flag}}<span class="{{if .Regression}}regression{{else}}changed{{end}}">{{flag .}}</span>{{end}}{{with .Phase.Undecided}}<span class="changed">undecided: {{.}}</span>{{end}}</td></tr>
 {{end}}</table>
 {{end}}</body></html>
 `))

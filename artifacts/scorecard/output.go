@@ -17,7 +17,9 @@ func (s Side) sideName() string {
 	if r := s.Release; r != nil && r.Stack != s.Label {
 		name += " (release " + r.Stack + ")"
 	}
-	if r := s.Release; r != nil {
+	if r := s.Release; r != nil && r.Untested != "" {
+		name += fmt.Sprintf(" [Cluster API %s, CAPV %s: %s]", r.ClusterAPI, r.CAPV, r.Untested)
+	} else if r != nil {
 		name += fmt.Sprintf(" [Cluster API %s, CAPV %s]", r.ClusterAPI, r.CAPV)
 	}
 	return name
@@ -26,14 +28,18 @@ func (s Side) sideName() string {
 // WriteText writes the scorecard for people: a table per scenario, each
 // flag beside its phase, and the regressions at the end.
 func (sc *Scorecard) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "scorecard: base %s, %d runs; target %s, %d runs; a difference is flagged beyond %s, or when a verdict changes\n",
-		sc.Base.sideName(), sc.Base.Runs, sc.Target.sideName(), sc.Target.Runs, sc.Tolerance)
+	fmt.Fprintf(w, "scorecard: base %s, %d runs; target %s, %d runs; a difference is flagged beyond %s where a one-sided rank test gives p < %.2f (%d runs a side at least), or when a verdict changes\n",
+		sc.Base.sideName(), sc.Base.Runs, sc.Target.sideName(), sc.Target.Runs, sc.Tolerance, Alpha, MinRuns)
 	for _, s := range sc.Scenarios {
 		fmt.Fprintf(w, "\n%s: base %s; target %s\n", s.Name, orNone(verdictList(s.BaseVerdicts)), orNone(verdictList(s.TargetVerdicts)))
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  phase\tbase median [min-max]\ttarget median [min-max]\t")
 		for _, p := range s.Phases {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", p.Name, p.Base, p.Target, flagText(p.Flag))
+			note := flagText(p.Flag)
+			if p.Undecided != "" {
+				note = "undecided: " + p.Undecided
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", p.Name, p.Base, p.Target, note)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -44,8 +50,11 @@ func (sc *Scorecard) WriteText(w io.Writer) error {
 			}
 		}
 	}
+	if sc.Undecided > 0 {
+		fmt.Fprintf(w, "\n%d phase(s) moved beyond %s with too few runs to tell from noise: run at least %d a side (compare --runs %d)\n", sc.Undecided, sc.Tolerance, MinRuns, MinRuns)
+	}
 	if sc.Regressions == 0 {
-		_, err := fmt.Fprintf(w, "\nno regression: every phase within %s, no verdict worse\n", sc.Tolerance)
+		_, err := fmt.Fprintf(w, "\nno regression: no phase slower beyond %s that the rank test tells from noise, no verdict worse\n", sc.Tolerance)
 		return err
 	}
 	fmt.Fprintf(w, "\n%d regression(s):\n", sc.Regressions)

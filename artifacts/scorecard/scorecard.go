@@ -1,8 +1,8 @@
 // Package scorecard compares the results of the same scenarios on two
 // sides (two releases, before and after an upgrade): per scenario and per
 // phase, the median and spread on each side and the verdicts, with every
-// difference beyond a tolerance flagged and the worse ones counted as
-// regressions.
+// difference beyond a tolerance that a rank test tells from noise
+// flagged, and the worse ones counted as regressions.
 package scorecard
 
 import (
@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/faultline-dev/faultline/artifacts"
@@ -34,6 +35,19 @@ func (t Tolerance) String() string {
 	return fmt.Sprintf("median +%.0f%% and +%s", t.Ratio*100, t.Abs)
 }
 
+// A phase's times are told apart from noise by a one-sided
+// Mann-Whitney rank test (exact, with ties counted against the flag):
+// a move beyond the tolerance is flagged only when its p-value is below
+// Alpha, which takes at least MinRuns runs per side (with 3 and 3 the
+// smallest p is 1/20). On a busy machine the same release against itself
+// moves its medians by 70 % and more from run to run; the ranks of 4 and
+// more runs a side do not keep such a move unless every run of one side
+// is slower than almost every run of the other.
+const (
+	Alpha   = 0.05
+	MinRuns = 4
+)
+
 // Scorecard is the comparison of two sides.
 type Scorecard struct {
 	Base      Side       `json:"base"`
@@ -42,6 +56,9 @@ type Scorecard struct {
 	Scenarios []Scenario `json:"scenarios"`
 	// Regressions counts the flags that are regressions.
 	Regressions int `json:"regressions"`
+	// Undecided counts the phases that moved beyond the tolerance with
+	// fewer than MinRuns runs on a side: too few to tell from noise.
+	Undecided int `json:"undecided"`
 }
 
 // Side names one side: its label (the release, or the folder) and what
@@ -69,7 +86,13 @@ type Phase struct {
 	Name   string `json:"name"`
 	Base   Stats  `json:"base"`
 	Target Stats  `json:"target"`
-	Flag   *Flag  `json:"flag,omitempty"`
+	// P is the rank test's p-value that the side whose median is
+	// higher is the slower, when both sides reached the phase.
+	P    *float64 `json:"p,omitempty"`
+	Flag *Flag    `json:"flag,omitempty"`
+	// Undecided says the phase moved beyond the tolerance, with too few
+	// runs on a side to tell from noise.
+	Undecided string `json:"undecided,omitempty"`
 }
 
 // Stats are one phase's times on one side, from its anchor: the runs
@@ -154,6 +177,11 @@ func Compare(baseLabel string, base []*engine.Result, targetLabel string, target
 				sc.Regressions++
 			}
 		}
+		for _, p := range row.Phases {
+			if p.Undecided != "" {
+				sc.Undecided++
+			}
+		}
 		sc.Scenarios = append(sc.Scenarios, row)
 	}
 	return sc
@@ -190,7 +218,7 @@ func compareScenario(name string, base, target []*engine.Result, tol Tolerance) 
 	for _, p := range phaseNames(base, target) {
 		ph := Phase{Name: p, Base: stats(base, p), Target: stats(target, p)}
 		if len(base) > 0 && len(target) > 0 {
-			ph.Flag = comparePhase(ph, tol)
+			comparePhase(&ph, tol)
 		}
 		if ph.Flag != nil {
 			row.Flags = append(row.Flags, *ph.Flag)
@@ -201,30 +229,110 @@ func compareScenario(name string, base, target []*engine.Result, tol Tolerance) 
 }
 
 // comparePhase flags a phase missed on one side only, or whose median
-// moved beyond the tolerance.
-func comparePhase(ph Phase, tol Tolerance) *Flag {
+// moved beyond the tolerance where the rank test tells the move from
+// noise; with too few runs to tell, it says so instead.
+func comparePhase(ph *Phase, tol Tolerance) {
 	b, t := ph.Base, ph.Target
 	switch {
 	case len(b.Samples) == 0 && len(t.Samples) == 0:
-		return nil
+		return
 	case t.Missed > 0 && b.Missed == 0:
-		return &Flag{Phase: ph.Name, What: fmt.Sprintf("missed in %d of %d target runs, reached in every base run", t.Missed, t.Missed+len(t.Samples)), Regression: true}
+		ph.Flag = &Flag{Phase: ph.Name, What: fmt.Sprintf("missed in %d of %d target runs, reached in every base run", t.Missed, t.Missed+len(t.Samples)), Regression: true}
+		return
 	case len(t.Samples) == 0:
-		return nil // missed on both sides
+		return // missed on both sides
 	case len(b.Samples) == 0:
-		return &Flag{Phase: ph.Name, What: fmt.Sprintf("reached in %d target runs, never on the base side", len(t.Samples))}
+		ph.Flag = &Flag{Phase: ph.Name, What: fmt.Sprintf("reached in %d target runs, never on the base side", len(t.Samples))}
+		return
 	}
 	d := t.Median - b.Median
-	over := func(d time.Duration) bool { return d > tol.Abs && float64(d) > tol.Ratio*float64(b.Median) }
-	pct := 100 * float64(d) / float64(max(b.Median, time.Millisecond))
-	switch {
-	case over(d):
-		return &Flag{Phase: ph.Name, What: fmt.Sprintf("slower: median %s -> %s (+%s, +%.0f%%)", round(b.Median), round(t.Median), round(d), pct), Regression: true}
-	case over(-d):
-		return &Flag{Phase: ph.Name, What: fmt.Sprintf("faster: median %s -> %s (%s, %.0f%%)", round(b.Median), round(t.Median), round(d), pct)}
+	slower, faster := rankP(b.Samples, t.Samples), rankP(t.Samples, b.Samples)
+	p := slower
+	if d < 0 {
+		p = faster
 	}
-	return nil
+	ph.P = &p
+	over := func(d time.Duration) bool { return d > tol.Abs && float64(d) > tol.Ratio*float64(b.Median) }
+	if !over(d) && !over(-d) {
+		return
+	}
+	pct := 100 * float64(d) / float64(max(b.Median, time.Millisecond))
+	what := fmt.Sprintf("slower: median %s -> %s (+%s, +%.0f%%, p=%.3f)", round(b.Median), round(t.Median), round(d), pct, p)
+	if d < 0 {
+		what = fmt.Sprintf("faster: median %s -> %s (%s, %.0f%%, p=%.3f)", round(b.Median), round(t.Median), round(d), pct, p)
+	}
+	switch {
+	case len(b.Samples) < MinRuns || len(t.Samples) < MinRuns:
+		ph.Undecided = fmt.Sprintf("%s; too few runs to tell from noise (%d and %d; the rank test needs %d a side)", strings.SplitN(what, " (", 2)[0], len(b.Samples), len(t.Samples), MinRuns)
+	case p < Alpha:
+		ph.Flag = &Flag{Phase: ph.Name, What: what, Regression: d > 0}
+	}
 }
+
+// rankP is the exact one-sided p-value of the Mann-Whitney U test that
+// the times of b are smaller than those of t (t slower): the share of
+// the ways to split the pooled times into two sides of these sizes
+// whose U is at least the one seen. A tie counts as half a pair, and U
+// is rounded down: ties favour no flag.
+func rankP(b, t []time.Duration) float64 {
+	b, t = b[:min(len(b), maxRankRuns)], t[:min(len(t), maxRankRuns)]
+	pairs2 := 0 // 2U
+	for _, x := range t {
+		for _, y := range b {
+			switch {
+			case x > y:
+				pairs2 += 2
+			case x == y:
+				pairs2++
+			}
+		}
+	}
+	u := pairs2 / 2
+	counts := uCounts(len(b), len(t))
+	total, atLeast := 0.0, 0.0
+	for k, c := range counts {
+		total += c
+		if k >= u {
+			atLeast += c
+		}
+	}
+	return atLeast / total
+}
+
+// uCounts is how many of the ways to order m values of one side and n of
+// the other give each U (0 to m*n): the coefficients of the Gaussian
+// binomial [m+n choose m], built up one value at a time. Sides of more
+// than maxRankRuns runs are cut to their first maxRankRuns (the table
+// grows as m*n squared).
+func uCounts(m, n int) []float64 {
+	m, n = min(m, maxRankRuns), min(n, maxRankRuns)
+	// prev[j] and cur[j] are the counts for i and j values.
+	prev := make([][]float64, n+1)
+	for j := range prev {
+		prev[j] = []float64{1}
+	}
+	for i := 1; i <= m; i++ {
+		cur := make([][]float64, n+1)
+		cur[0] = []float64{1}
+		for j := 1; j <= n; j++ {
+			// The largest value is of the first side (it beats the j
+			// values of the second: U grows by j) or of the second.
+			c := make([]float64, i*j+1)
+			for k, v := range prev[j] {
+				c[k+j] += v
+			}
+			for k, v := range cur[j-1] {
+				c[k] += v
+			}
+			cur[j] = c
+		}
+		prev = cur
+	}
+	return prev[n]
+}
+
+// maxRankRuns bounds a side in the exact test.
+const maxRankRuns = 60
 
 func round(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
 

@@ -22,8 +22,8 @@ func TestIntegrationCompareReleases(t *testing.T) {
 	labtest.Require(t)
 	dir := t.TempDir()
 	sc := runCompare(t, dir, "--base-release", "v1.12", "--target-release", "v1.13", "--runs", "1", "power-off-worker")
-	if sc.Base.Release == nil || sc.Base.Release.ClusterAPI != "v1.12.5" || sc.Target.Release == nil || sc.Target.Release.ClusterAPI != lab.Stacks()[0].ClusterAPI {
-		t.Fatalf("sides %+v / %+v, want Cluster API v1.12.5 against %s", sc.Base, sc.Target, lab.Stacks()[0].ClusterAPI)
+	if sc.Base.Release == nil || sc.Base.Release.ClusterAPI != lab.Stacks()[1].ClusterAPI || sc.Target.Release == nil || sc.Target.Release.ClusterAPI != lab.Stacks()[0].ClusterAPI {
+		t.Fatalf("sides %+v / %+v, want Cluster API %s against %s", sc.Base, sc.Target, lab.Stacks()[1].ClusterAPI, lab.Stacks()[0].ClusterAPI)
 	}
 	if len(sc.Scenarios) != 1 || sc.Scenarios[0].BaseVerdicts["pass"] != 1 || sc.Scenarios[0].TargetVerdicts["pass"] != 1 {
 		t.Fatalf("scenarios %+v, want power-off-worker passing once on each side", sc.Scenarios)

@@ -26,6 +26,9 @@ func printResult(w io.Writer, res *engine.Result) {
 		on += " (" + res.Profile + " time profile"
 		if r := res.Release; r != nil {
 			on += ", release " + r.Stack
+			if r.Untested != "" {
+				on += ", an untested pair"
+			}
 			if r.UpgradedTo != nil {
 				on += " upgraded to " + r.UpgradedTo.Stack
 			}

@@ -61,7 +61,7 @@ func TestIntegrationRunOtherRelease(t *testing.T) {
 // TestRunRefusesUnknownRelease: an unknown stack or an incoherent pair is
 // a usage error that lists the supported stacks.
 func TestRunRefusesUnknownRelease(t *testing.T) {
-	for _, release := range []string{"v1.9", "v1.13.6+v1.15.2", "v1.12.5+"} {
+	for _, release := range []string{"v1.9", "v1.13.6+v1.15.2", "v1.12.10+", "v1.10.4"} {
 		var out, errOut bytes.Buffer
 		code := execute([]string{"run", "power-off-worker", "--release", release, "--dry-run"}, &out, &errOut)
 		if code != exitUsage {
@@ -113,8 +113,8 @@ func TestIntegrationUpgradeManagement(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := res.Release
-	if r == nil || r.Stack != "v1.12" || r.Managers["capi-manager"] != "v1.12.5" || r.UpgradedTo == nil || r.UpgradedTo.Stack != "v1.13" || r.UpgradedTo.ClusterAPI != lab.Stacks()[0].ClusterAPI {
-		t.Fatalf("result.json release %+v, want v1.12 (managers v1.12.5) upgraded to v1.13", r)
+	if r == nil || r.Stack != "v1.12" || r.Managers["capi-manager"] != lab.Stacks()[1].ClusterAPI || r.UpgradedTo == nil || r.UpgradedTo.Stack != "v1.13" || r.UpgradedTo.ClusterAPI != lab.Stacks()[0].ClusterAPI {
+		t.Fatalf("result.json release %+v, want v1.12 (managers %s) upgraded to v1.13", r, lab.Stacks()[1].ClusterAPI)
 	}
 	var upgraded time.Time
 	for _, f := range res.Faults {

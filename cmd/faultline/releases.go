@@ -53,6 +53,9 @@ faultline/releases in the user's cache folder).
 				if s.Compiled {
 					runs = "in faultline's process"
 				}
+				if s.Untested != "" {
+					name += " (untested pair)"
+				}
 				dir, _ := lab.StackDir(s)
 				if ok, err := lab.StackBuilt(s); err != nil {
 					return infraErr(err)
@@ -63,7 +66,16 @@ faultline/releases in the user's cache folder).
 				}
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", name, s.ClusterAPI, s.CAPV, runs, built)
 			}
-			return w.Flush()
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			for _, s := range lab.Stacks() {
+				if s.Untested != "" {
+					fmt.Fprintf(out, "%s: %s\n", s.Name, s.Untested)
+				}
+			}
+			fmt.Fprintln(out, "Another patch of a stack's Cluster API runs as an exact pair: --release CAPI_VERSION+CAPV_VERSION (v1.13.4+v1.16.1), or the Cluster API version alone.")
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&build, "build", "", "build this stack's managers now (a stack's name or CAPI_VERSION+CAPV_VERSION)")

@@ -36,6 +36,8 @@ type Release struct {
 	// release it links); otherwise each manager ran as a process of its
 	// own.
 	InProcess bool `json:"inProcess,omitempty"`
+	// Untested, when set, says why the pair is one CAPV does not test.
+	Untested string `json:"untested,omitempty"`
 	// Managers are the versions the managers reported, by binary.
 	Managers map[string]string `json:"managers,omitempty"`
 	// UpgradedTo is the release running when the run ended, when an

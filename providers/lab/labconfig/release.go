@@ -19,18 +19,30 @@ type Stack struct {
 	// controllers in its own process; every other stack runs as that
 	// release's own manager binaries, built from its module sources.
 	Compiled bool
+	// Untested, when set, says why the pair is one CAPV does not test
+	// (no CAPV built for this Cluster API is served); everything that
+	// shows the stack shows it.
+	Untested string
 }
 
-// Stacks are the stacks a lab can run, the default first. What the module
-// proxy serves and which pairs are coherent is measured in the notes on
-// releases (CAPV v1.16.1 pins Cluster API v1.13.1, v1.15.2 pins v1.12).
+// Stacks are the stacks a lab can run, the default first: every coherent
+// pair the module proxy serves (each CAPV pins the Cluster API it is
+// built against with a replace directive: v1.14.0 pins v1.11, v1.15.2
+// v1.12, v1.16.1 v1.13), the newest patch of each minor whose source the
+// proxy serves, and v1.14 with the newest CAPV, a pair CAPV does not test
+// (no CAPV v1.17 is served). Of v1.14.3 the proxy answers the version but
+// refuses the source (403 on its .zip, 2026-12-02): v1.14.2 it is, which
+// has the fixes of cluster-api #14167 and #14197.
 // The compiled release also runs as its own binaries (v1.13-processes):
 // what the in-process lab measures can be checked against the real
-// managers, and the two ways compared (make bench).
+// managers, and the two ways compared (make bench). Other patches of a
+// minor run as exact pairs (ParseRelease, Release.Resolve).
 var Stacks = []Stack{
 	{Name: "v1.13", ClusterAPI: "v1.13.6", CAPV: "v1.16.1", Compiled: true},
-	{Name: "v1.12", ClusterAPI: "v1.12.5", CAPV: "v1.15.2"},
+	{Name: "v1.12", ClusterAPI: "v1.12.10", CAPV: "v1.15.2"},
 	{Name: "v1.13-processes", ClusterAPI: "v1.13.6", CAPV: "v1.16.1"},
+	{Name: "v1.11", ClusterAPI: "v1.11.10", CAPV: "v1.14.0"},
+	{Name: "v1.14", ClusterAPI: "v1.14.2", CAPV: "v1.16.1", Untested: "a pair CAPV does not test: CAPV v1.16.1 is built against Cluster API v1.13, and no CAPV for v1.14 (v1.17) is served"},
 }
 
 // DefaultStack is the stack a lab runs when none is named.
@@ -38,6 +50,9 @@ func DefaultStack() Stack { return Stacks[0] }
 
 // String names the stack and both releases.
 func (s Stack) String() string {
+	if s.Untested != "" {
+		return fmt.Sprintf("%s (Cluster API %s, CAPV %s; untested pair)", s.Name, s.ClusterAPI, s.CAPV)
+	}
 	return fmt.Sprintf("%s (Cluster API %s, CAPV %s)", s.Name, s.ClusterAPI, s.CAPV)
 }
 
@@ -67,8 +82,10 @@ func (r Release) SameStack(o Release) bool {
 // IsZero tells whether r names no stack.
 func (r Release) IsZero() bool { return r == Release{} }
 
-// ParseRelease reads a --release value: a stack's name, or
-// CLUSTER_API_VERSION+CAPV_VERSION ("v1.12.5+v1.15.2").
+// ParseRelease reads a --release value: a stack's name, a Cluster API
+// version alone ("v1.12.10": the stack that has it, or that patch with
+// the CAPV of its minor's stack), or CLUSTER_API_VERSION+CAPV_VERSION
+// ("v1.13.4+v1.16.1").
 func ParseRelease(s string) Release {
 	if capi, capv, ok := strings.Cut(s, "+"); ok {
 		return Release{ClusterAPI: capi, CAPV: capv}
@@ -76,7 +93,11 @@ func ParseRelease(s string) Release {
 	return Release{Stack: s}
 }
 
-// Resolve is the stack r names; the error lists the supported ones.
+// Resolve is the stack r names; the error lists the supported ones. A
+// pair of versions that is no stack's, or a Cluster API version alone,
+// is an exact pair when a stack has that minor of Cluster API and that
+// CAPV: another patch, for bisecting one (built on first use; the proxy
+// says whether it serves it).
 func (r Release) Resolve() (Stack, error) {
 	if r.IsZero() {
 		return DefaultStack(), nil
@@ -88,7 +109,45 @@ func (r Release) Resolve() (Stack, error) {
 			return s, nil
 		}
 	}
-	return Stack{}, fmt.Errorf("%s: expected one of %s", r.describe(), supported())
+	capi, capv, alone := r.ClusterAPI, r.CAPV, false
+	if r.Stack != "" && capi == "" && capv == "" && patchVersion(r.Stack) {
+		for _, s := range Stacks {
+			if s.ClusterAPI == r.Stack {
+				return s, nil
+			}
+		}
+		capi, alone = r.Stack, true
+	}
+	if patchVersion(capi) && (alone || patchVersion(capv)) {
+		for _, s := range Stacks {
+			if minorOf(s.ClusterAPI) == minorOf(capi) && (capv == "" || capv == s.CAPV) {
+				return Stack{Name: capi + "+" + s.CAPV, ClusterAPI: capi, CAPV: s.CAPV, Untested: s.Untested}, nil
+			}
+		}
+	}
+	return Stack{}, fmt.Errorf("%s: expected one of %s, or another patch of one's Cluster API with its CAPV (CAPI_VERSION+CAPV_VERSION)", r.describe(), supported())
+}
+
+// patchVersion tells whether v is a release's version, vMAJOR.MINOR.PATCH.
+func patchVersion(v string) bool {
+	parts := strings.Split(strings.TrimPrefix(v, "v"), ".")
+	if !strings.HasPrefix(v, "v") || len(parts) != 3 {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || strings.Trim(p, "0123456789") != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// minorOf is vMAJOR.MINOR of a version.
+func minorOf(v string) string {
+	if i := strings.LastIndex(v, "."); i > 0 {
+		return v[:i]
+	}
+	return v
 }
 
 func (r Release) describe() string {

@@ -19,6 +19,16 @@ func TestReleaseResolve(t *testing.T) {
 		{"v1.9", Stack{}, `no stack is named "v1.9"`},
 		{def.ClusterAPI + "+" + other.CAPV, Stack{}, "is not a stack the lab runs"},
 		{other.ClusterAPI + "+", Stack{}, "both versions are needed"},
+		// A Cluster API version alone picks the stack that has it (the
+		// first: the compiled one for v1.13.6), or that patch with the
+		// CAPV of its minor's stack; an exact pair of another patch.
+		{"v1.12.10", other, ""},
+		{def.ClusterAPI, def, ""},
+		{"v1.13.4", Stack{Name: "v1.13.4+v1.16.1", ClusterAPI: "v1.13.4", CAPV: "v1.16.1"}, ""},
+		{"v1.13.4+v1.16.1", Stack{Name: "v1.13.4+v1.16.1", ClusterAPI: "v1.13.4", CAPV: "v1.16.1"}, ""},
+		{"v1.14.1+v1.16.1", Stack{Name: "v1.14.1+v1.16.1", ClusterAPI: "v1.14.1", CAPV: "v1.16.1", Untested: Stacks[4].Untested}, ""},
+		{"v1.10.4", Stack{}, `no stack is named "v1.10.4"`},
+		{"v1.13.4+v1.15.2", Stack{}, "is not a stack the lab runs"},
 	} {
 		got, err := ParseRelease(tc.in).Resolve()
 		if tc.in == "" {
