@@ -16,7 +16,8 @@ providers/vsphere           artifacts cmd framework providers/capi providers/kin
 providers/capi              artifacts cmd framework providers/kind providers/lab session providers/fake scenarios suites
 providers/kind              artifacts cmd framework providers/lab session providers/fake scenarios suites
 providers/lab               artifacts cmd framework session providers/fake scenarios suites
-providers/lab/management    artifacts cmd framework internal providers/ scenarios session suites +providers/lab/labconfig +providers/capi/versioned
+providers/lab/management    artifacts cmd framework internal providers/ scenarios session suites +providers/lab/labconfig +providers/capi/versioned +providers/lab/leftovers +internal/regularfile
+providers/lab/leftovers     artifacts cmd framework internal providers/ scenarios session suites +internal/regularfile
 providers/capi/versioned    artifacts cmd framework internal providers/ scenarios session suites
 hack                        artifacts cmd framework internal providers scenarios session suites
 providers/lab/nodesim       artifacts cmd framework internal providers/ scenarios session suites +providers/lab/labconfig +providers/lab/workloadapi +providers/lab/vcsim

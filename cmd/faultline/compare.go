@@ -59,7 +59,7 @@ is a failing test case) into --out, by default the artifacts folder of a run.`,
 	fs := cmd.Flags()
 	fs.StringVar(&o.base, "base-release", "", "run the scenarios on a lab of this release first (the one running now)")
 	fs.StringVar(&o.target, "target-release", "", "and on a lab of this release (the one to upgrade to)")
-	fs.IntVar(&o.runs, "runs", 3, "with --base-release: how many times each scenario runs on each side")
+	fs.IntVar(&o.runs, "runs", scorecard.MinRuns, "with --base-release: how many times each scenario runs on each side (the rank test that tells a difference from noise needs 4 at least)")
 	fs.Float64Var(&o.tolerancePct, "tolerance", 100*scorecard.DefaultTolerance.Ratio, "percent a phase's median may grow before it is flagged (and --tolerance-abs too)")
 	fs.DurationVar(&o.toleranceAbs, "tolerance-abs", scorecard.DefaultTolerance.Abs, "time a phase's median may grow before it is flagged (and --tolerance too)")
 	fs.StringVar(&o.out, "out", "", "folder for scorecard.json, scorecard.html and junit.xml (default the artifacts folder with --base-release; none with two folders)")

@@ -8,6 +8,8 @@
 // edit, so what it names is removed only when it is right under $TMPDIR,
 // its name starts as one of those parts names its own, it is not a
 // symbolic link, and this user owns it.
+//
+// It imports internal/regularfile and nothing else of faultline.
 package leftovers
 
 import (

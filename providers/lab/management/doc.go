@@ -4,7 +4,7 @@
 // their controllers in one controller-runtime manager (Plane), with the
 // feature gates and timings of the lab's profile.
 //
-// It owns the management cluster's lifecycle. It imports the lab's leaf
-// (labconfig) and nothing else of faultline; the lab assembles it with
-// vcsim and the nodes.
+// It owns the management cluster's lifecycle. It imports the lab's leaves
+// (labconfig, leftovers) and internal/regularfile, nothing else of
+// faultline; the lab assembles it with vcsim and the nodes.
 package management
