@@ -36,14 +36,7 @@ import (
 // state.
 func storedStateLab(ctx context.Context, t *testing.T, spec lab.ClusterSpec) *lab.Lab {
 	t.Helper()
-	assets, err := lab.FindAssets("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	profile, err := lab.ProfileNamed(lab.DefaultProfile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	assets, profile := planeInputs(t)
 	state := t.TempDir()
 	planes := make([]*management.Plane, 2)
 	errs := make([]error, 2)
@@ -76,6 +69,21 @@ func storedStateLab(ctx context.Context, t *testing.T, spec lab.ClusterSpec) *la
 		t.Fatal("the lab did not start from the stored state")
 	}
 	return l
+}
+
+// planeInputs are the envtest binaries and the default profile a
+// management plane of a test starts with.
+func planeInputs(t *testing.T) (string, lab.Profile) {
+	t.Helper()
+	assets, err := lab.FindAssets("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile, err := lab.ProfileNamed(lab.DefaultProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return assets, profile
 }
 
 // servesWebhooks creates a Cluster through m's defaulting and validating
@@ -179,14 +187,7 @@ func planeOf(ctx context.Context, t *testing.T, l *lab.Lab) []string {
 func TestIntegrationCorruptStoredState(t *testing.T) {
 	labtest.Require(t)
 	ctx := context.Background()
-	assets, err := lab.FindAssets("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	profile, err := lab.ProfileNamed(lab.DefaultProfile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	assets, profile := planeInputs(t)
 	state := t.TempDir()
 	start := func() []string {
 		var warned []string
