@@ -183,7 +183,7 @@ func (m *Plane) startControlPlane(in Input, mf *manifests) error {
 	if folder != "" && stored(folder) {
 		// A state that is not as stored, or does not start, is thrown
 		// away, and made again.
-		err := verifyState(folder)
+		err := verifyDigests(folder)
 		if err == nil {
 			if err = m.startStored(in, mf, folder, true); err == nil {
 				return nil

@@ -245,7 +245,7 @@ func copyFile(from, to string) error {
 
 // A stored state holds digestsFile: the SHA-256 of each of its files, as
 // sha256sum(1) prints them, made when it was stored and checked before it
-// is used (verifyState). etcd's data and the webhook server's key are
+// is used (verifyDigests). etcd's data and the webhook server's key are
 // files anyone who can write the user's cache can change.
 const digestsFile = "SHA256SUMS"
 
@@ -296,14 +296,10 @@ func writeDigests(dir string) error {
 	return os.WriteFile(filepath.Join(dir, digestsFile), []byte(b.String()), 0o600)
 }
 
-// verifyState says how the state in folder is not as it was stored: a
-// file changed, added or gone, or something but a folder or a regular
-// file (a FIFO would hold the copy for ever); nil when it is whole.
-func verifyState(folder string) error { return verifyDigests(folder) }
-
 // verifyDigests says how the files of folder are not those its
-// digestsFile lists (a stored state's, a built stack's), nil when they
-// are.
+// digestsFile lists (a stored state's, a built stack's): a file changed,
+// added or gone, or something but a folder or a regular file (a FIFO
+// would hold a copy for ever); nil when they are.
 func verifyDigests(folder string) error {
 	b, err := regularfile.Read(filepath.Join(folder, digestsFile), regularfile.Small)
 	if err != nil {

@@ -108,7 +108,7 @@ func TestStoreState(t *testing.T) {
 }
 
 // TestVerifyState: a stored state verifies as stored, and not once a file
-// is changed, added, removed or replaced by a FIFO (which verifyState
+// is changed, added, removed or replaced by a FIFO (which verifyDigests
 // does not open: it would hold the start for ever).
 func TestVerifyState(t *testing.T) {
 	etcd := t.TempDir()
@@ -146,9 +146,9 @@ func TestVerifyState(t *testing.T) {
 			if err := tc.change(folder); err != nil {
 				t.Fatal(err)
 			}
-			err := verifyState(folder)
+			err := verifyDigests(folder)
 			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-				t.Errorf("verifyState: %v, want %q", err, tc.want)
+				t.Errorf("verifyDigests: %v, want %q", err, tc.want)
 			}
 		})
 	}
