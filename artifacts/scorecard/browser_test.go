@@ -11,12 +11,13 @@ import (
 
 // TestIntegrationScorecardInBrowser renders a scorecard with a slower
 // phase in headless chromium: no console message, both sides' runs drawn
-// as dots in their colours (about 3 phases x 3 runs of each), and the
+// as dots in their colours (about 3 phases x 4 runs of each, the rank
+// test's minimum), and the
 // regression shown in red.
 func TestIntegrationScorecardInBrowser(t *testing.T) {
 	browser := browsertest.Chromium(t)
-	base := runs("power-off-worker", "v1.12", 3, engine.Pass, map[string]time.Duration{"node-not-ready": 2 * time.Second, "machine-unhealthy": 3 * time.Second, "replacement-running": 10 * time.Second})
-	target := runs("power-off-worker", "v1.13", 3, engine.Pass, map[string]time.Duration{"node-not-ready": 2 * time.Second, "machine-unhealthy": 18 * time.Second, "replacement-running": 10 * time.Second})
+	base := runs("power-off-worker", "v1.12", MinRuns, engine.Pass, map[string]time.Duration{"node-not-ready": 2 * time.Second, "machine-unhealthy": 3 * time.Second, "replacement-running": 10 * time.Second})
+	target := runs("power-off-worker", "v1.13", MinRuns, engine.Pass, map[string]time.Duration{"node-not-ready": 2 * time.Second, "machine-unhealthy": 18 * time.Second, "replacement-running": 10 * time.Second})
 	var b bytes.Buffer
 	if err := Compare("v1.12", base, "v1.13", target, DefaultTolerance).WriteHTML(&b); err != nil {
 		t.Fatal(err)
@@ -28,8 +29,8 @@ func TestIntegrationScorecardInBrowser(t *testing.T) {
 		rgb      uint32
 		min, max int
 	}{
-		"base dots":   {0x79add2, 100, 9 * 80},
-		"target dots": {0xffb26e, 100, 9 * 80},
+		"base dots":   {0x79add2, 100, 3 * MinRuns * 80},
+		"target dots": {0xffb26e, 100, 3 * MinRuns * 80},
 		"regression":  {0xb00020, 50, 5000},
 	} {
 		if n := browsertest.Pixels(img, c.rgb); n < c.min || n > c.max {
