@@ -2,13 +2,16 @@ package management
 
 import (
 	"fmt"
-	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"maps"
+	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 
 	"sigs.k8s.io/cluster-api/feature"
+
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 )
 
 // processGates are the feature gates this process's labs run with: set
@@ -54,4 +57,41 @@ func gateList(g map[string]bool) string {
 		parts = append(parts, fmt.Sprintf("%s=%t", k, g[k]))
 	}
 	return strings.Join(parts, ",")
+}
+
+// helpGate is a feature gate as a Cluster API manager's --help lists it
+// ("MachinePool=true|false (BETA - default=true)").
+var helpGate = regexp.MustCompile(`(?m)^\s+(\w+)=true\|false \(`)
+
+// knownGates caches the gates each manager binary lists, by path.
+var knownGates sync.Map
+
+// releaseGates are the gates of want that the manager binary at bin
+// knows, as its own --help lists them (read once per binary). A binary
+// whose help cannot be read gets every gate, and says so when it refuses
+// one.
+func releaseGates(bin string, want map[string]bool) map[string]bool {
+	if len(want) == 0 {
+		return nil
+	}
+	known, ok := knownGates.Load(bin)
+	if !ok {
+		out, _ := exec.Command(bin, "--help").CombinedOutput() // --help exits 0 or 2 by flag package
+		set := map[string]bool{}
+		for _, m := range helpGate.FindAllStringSubmatch(string(out), -1) {
+			set[m[1]] = true
+		}
+		known, _ = knownGates.LoadOrStore(bin, set)
+	}
+	set := known.(map[string]bool)
+	if len(set) == 0 {
+		return want
+	}
+	out := map[string]bool{}
+	for k, v := range want {
+		if set[k] {
+			out[k] = v
+		}
+	}
+	return out
 }

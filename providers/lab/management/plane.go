@@ -80,7 +80,8 @@ type Plane struct {
 	// mgr runs the controllers in this process, or, for a stack of
 	// processes, only the lab's own cache of the management cluster.
 	mgr cluster.Cluster
-	// client is the lab's client when it is not mgr's (versioned.go).
+	// client is the lab's client: a handover from mgr's (the compiled
+	// stack), or a versioned one over mgr's cache (versioned.go).
 	client   client.Client
 	managers []*manager
 	// runs are the controller managers and caches running in this
@@ -135,6 +136,7 @@ func (m *Plane) setup(ctx context.Context, scheme *runtime.Scheme, manifests *ma
 	}
 	if m.mgr == nil {
 		m.mgr = mgr
+		m.client = &handover{c: mgr.GetClient()}
 	}
 	if err := index.AddDefaultIndexes(ctx, mgr); err != nil {
 		return fmt.Errorf("add Cluster API indexes: %w", err)
@@ -240,12 +242,7 @@ func busyReport() string {
 // Client is the lab's client of the management cluster: it reads from a
 // cache, and reads and writes the compiled release's API versions on
 // every stack.
-func (m *Plane) Client() client.Client {
-	if m.client != nil {
-		return m.client
-	}
-	return m.mgr.GetClient()
-}
+func (m *Plane) Client() client.Client { return m.client }
 
 // Scheme is every API version the lab knows.
 func (m *Plane) Scheme() *runtime.Scheme { return m.scheme }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -94,8 +95,11 @@ func (m *manager) args(f managerFiles, p labconfig.Profile) []string {
 		"--sync-period=" + p.SyncPeriod.String(),
 	}
 	// Cluster API's gates; CAPV's are its own, left at their defaults.
-	if len(p.Gates) > 0 && m.provider != "infrastructure" {
-		a = append(a, "--feature-gates="+gateList(p.Gates))
+	// A gate the release does not have is left out: v1.11 has no
+	// ReconcilerRateLimiting (its reconcilers are not rate-limited), and
+	// its managers refuse a gate they do not know.
+	if g := releaseGates(filepath.Join(m.bin, m.name), p.Gates); len(g) > 0 && m.provider != "infrastructure" {
+		a = append(a, "--feature-gates="+gateList(g))
 	}
 	switch m.name {
 	case "capi-manager":
@@ -162,7 +166,7 @@ func (m *manager) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-m.exited:
-			return fmt.Errorf("%s exited before it was ready (%v); its log: %s", m.name, m.err, m.log)
+			return fmt.Errorf("%s exited before it was ready (%v); the end of its log %s:\n%s", m.name, m.err, m.log, logEnd(m.log))
 		case <-ctx.Done():
 			return fmt.Errorf("%s was not ready: %w; its log: %s", m.name, context.Cause(ctx), m.log)
 		case <-tick.C:
@@ -215,4 +219,24 @@ func (m *manager) version() string {
 		return string(s[1])
 	}
 	return ""
+}
+
+// logEnd is the last lines of the log at path, for an error that outlives
+// the lab folder the log is in.
+func logEnd(path string) string {
+	const most = 4096
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err.Error()
+	}
+	buf := make([]byte, min(st.Size(), most))
+	if _, err := f.ReadAt(buf, st.Size()-int64(len(buf))); err != nil {
+		return err.Error()
+	}
+	return strings.TrimRight(string(buf), "\n")
 }

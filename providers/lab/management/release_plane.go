@@ -189,6 +189,14 @@ func createOrReplace(ctx context.Context, c client.Client, o client.Object) erro
 // the controllers run as processes: reads come from informers as the
 // in-process manager's do, in the API versions the stack serves.
 func (m *Plane) startClient(ctx context.Context, in Input) error {
+	c, err := m.ownClient(ctx, in)
+	m.client = c
+	return err
+}
+
+// ownClient starts a cache of the management cluster for the lab alone
+// (mgr) and returns a client over it in the compiled API versions.
+func (m *Plane) ownClient(ctx context.Context, in Input) (client.Client, error) {
 	sync := in.Profile.SyncPeriod
 	cl, err := cluster.New(m.cfg, func(o *cluster.Options) {
 		o.Scheme = m.scheme
@@ -196,13 +204,14 @@ func (m *Plane) startClient(ctx context.Context, in Input) error {
 		o.Client.Cache = &client.CacheOptions{Unstructured: true}
 	})
 	if err != nil {
-		return fmt.Errorf("management cluster client: %w", err)
+		return nil, fmt.Errorf("management cluster client: %w", err)
 	}
 	m.mgr = cl
-	if m.client, err = versioned.New(cl.GetClient(), m.cfg); err != nil {
-		return err
+	c, err := versioned.New(cl.GetClient(), m.cfg)
+	if err != nil {
+		return nil, err
 	}
-	return m.run(ctx, cl)
+	return c, m.run(ctx, cl)
 }
 
 // Stack is the stack the plane runs.

@@ -24,9 +24,9 @@ import (
 // new managers migrate stored objects to their storage versions
 // themselves (Cluster API's CRD migrator). progress gets a line per stage.
 //
-// The compiled stack runs in faultline's process, started with the lab:
-// it can be an upgrade's target, not its source. As clusterctl, Upgrade
-// refuses an older release.
+// From the compiled stack, the lab's client is handed over to a cache of
+// its own first and the in-process manager stopped (stopCompiled). As
+// clusterctl, Upgrade refuses an older release.
 func (m *Plane) Upgrade(ctx context.Context, in Input, progress func(string)) error {
 	if in.Stack == (labconfig.Stack{}) {
 		in.Stack = labconfig.DefaultStack()
@@ -34,11 +34,18 @@ func (m *Plane) Upgrade(ctx context.Context, in Input, progress func(string)) er
 	if err := m.checkUpgrade(in.Stack); err != nil {
 		return err
 	}
-	progress(fmt.Sprintf("stopping the %s managers", m.stack.Name))
-	if err := stopAll(m.managers); err != nil {
-		return err
+	was := m.ManagerVersions()
+	if m.stack.Compiled {
+		progress(fmt.Sprintf("stopping the %s controllers in faultline's process", m.stack.Name))
+		if err := m.stopCompiled(ctx, in); err != nil {
+			return fmt.Errorf("upgrade to %s: %w", in.Stack, err)
+		}
+	} else {
+		progress(fmt.Sprintf("stopping the %s managers", m.stack.Name))
+		if err := stopAll(m.managers); err != nil {
+			return err
+		}
 	}
-	old := m.managers
 	m.managers = nil
 	mf, err := m.manifests(in)
 	if err != nil {
@@ -65,17 +72,33 @@ func (m *Plane) Upgrade(ctx context.Context, in Input, progress func(string)) er
 	if err != nil {
 		return fmt.Errorf("upgrade to %s: %w", in.Stack, err)
 	}
-	m.upgrades = append(m.upgrades, Upgraded{From: m.stack, Managers: managerVersions(old)})
+	m.upgrades = append(m.upgrades, Upgraded{From: m.stack, Managers: was})
 	m.stack = in.Stack
 	return nil
 }
 
+// stopCompiled hands the lab's client over to a cache of its own, then
+// stops the compiled stack's manager (the first run: its controllers,
+// webhooks and caches), as clusterctl scales a provider down.
+func (m *Plane) stopCompiled(ctx context.Context, in Input) error {
+	h, ok := m.client.(*handover)
+	if !ok || len(m.runs) == 0 {
+		return fmt.Errorf("the %s controllers are not running in this process", m.stack)
+	}
+	c, err := m.ownClient(ctx, in)
+	if err != nil {
+		return err
+	}
+	h.set(c)
+	r := m.runs[0]
+	m.runs = m.runs[1:]
+	return r.stop()
+}
+
 // checkUpgrade refuses what clusterctl would: the same stack, an older
-// release; and what the lab cannot: the compiled stack as the source.
+// release.
 func (m *Plane) checkUpgrade(to labconfig.Stack) error {
 	switch {
-	case m.stack.Compiled:
-		return fmt.Errorf("the lab runs %s in faultline's process, which cannot be replaced in place: start the lab on a stack of processes (%s) to upgrade from it", m.stack, processStacks())
 	case to == m.stack:
 		return fmt.Errorf("the management plane already runs %s", to)
 	case older(to.ClusterAPI, m.stack.ClusterAPI) || older(to.CAPV, m.stack.CAPV):
@@ -90,17 +113,6 @@ func older(a, b string) bool {
 	va, errA := version.ParseSemantic(a)
 	vb, errB := version.ParseSemantic(b)
 	return errA == nil && errB == nil && va.LessThan(vb)
-}
-
-// processStacks names the stacks that run as processes.
-func processStacks() string {
-	var names []string
-	for _, s := range labconfig.Stacks {
-		if !s.Compiled {
-			names = append(names, s.Name)
-		}
-	}
-	return fmt.Sprint(names)
 }
 
 // installManifests installs a stack of processes' CRDs, replacing the old

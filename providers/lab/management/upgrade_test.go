@@ -7,10 +7,9 @@ import (
 	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 )
 
-// TestCheckUpgrade: an upgrade goes from a stack of processes to a newer
-// release; the same stack, an older one (clusterctl does not downgrade)
-// and the compiled stack as the source (it lives in faultline's process)
-// are refused, each saying why.
+// TestCheckUpgrade: an upgrade goes from any stack to a newer
+// release, the compiled stack's included; the same stack and an older one
+// (clusterctl does not downgrade) are refused, each saying why.
 func TestCheckUpgrade(t *testing.T) {
 	stack := func(name string) labconfig.Stack {
 		s, err := labconfig.ParseRelease(name).Resolve()
@@ -27,7 +26,10 @@ func TestCheckUpgrade(t *testing.T) {
 		{"v1.13-processes", "v1.13", ""},
 		{"v1.12", "v1.12", "already runs"},
 		{"v1.13-processes", "v1.12", "clusterctl does not downgrade"},
-		{"v1.13", "v1.13-processes", "in faultline's process"},
+		{"v1.13", "v1.14", ""},
+		{"v1.11", "v1.12", ""},
+		{"v1.11", "v1.13", ""},
+		{"v1.13", "v1.12", "clusterctl does not downgrade"},
 	} {
 		err := (&Plane{stack: stack(tc.from)}).checkUpgrade(stack(tc.to))
 		switch {
