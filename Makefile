@@ -2,7 +2,7 @@
 .DEFAULT_GOAL := help
 SHELL := /usr/bin/env bash
 
-.PHONY: help demo build image envtest kind-image lab-manifests test test-unit test-integration test-e2e test-differential lint verify fuzz bench clean
+.PHONY: help demo build image envtest kind-image lab-manifests test test-unit test-integration test-e2e test-nightly test-differential lint verify fuzz bench clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -39,6 +39,9 @@ test-integration: ## Integration tests only (TestIntegration*: vcsim, the lab, C
 
 test-e2e: ## A Ginkgo suite: SUITE=nightly|preupgrade|incidents PROVIDER=lab|kind|vsphere PARALLEL=N NODES=simulated|containers RELEASE=NAME|all UPGRADE_TO=NAME UPGRADE_RUNS=N GINKGO_LABEL_FILTER= GINKGO_FOCUS= FLAKE_ATTEMPTS=N E2E_CONFIG= ARTIFACTS=
 	hack/test-e2e.sh
+
+test-nightly: ## Nightly: make test with every tier's nightly part, then make test-differential and the nightly suite on real nodes
+	hack/test-nightly.sh
 
 test-differential: ## Nightly: every lab scenario on v1.13 in-process and as its own binaries, compared (FAULTLINE_DIFFERENTIAL=a,b for some)
 	hack/test-differential.sh

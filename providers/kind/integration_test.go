@@ -17,6 +17,7 @@ import (
 
 	"github.com/faultline-dev/faultline/framework/check"
 	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/internal/nightly"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/scenarios/scenariotest"
@@ -166,8 +167,13 @@ func TestIntegrationKind(t *testing.T) {
 		})
 	})
 
+	// make test runs the node faults above and one scenario; the nightly
+	// run every kind scenario of the catalogue.
 	passes := func(sc string) {
 		t.Run(sc, func(t *testing.T) {
+			if sc != "kind-power-off-worker" {
+				nightly.Only(t)
+			}
 			res := scenariotest.Run(ctx, t, p, sc, nil, nil)
 			if res.Verdict != engine.Pass {
 				t.Fatalf("%s: %s: %s", sc, res.Verdict, res.Reason)
@@ -181,6 +187,7 @@ func TestIntegrationKind(t *testing.T) {
 	// controller evicts the pod at once, and the run fails naming the
 	// assertion.
 	t.Run("kind-policy-blocks-eviction-without-the-policy", func(t *testing.T) {
+		nightly.Only(t)
 		res := scenariotest.Run(ctx, t, p, "kind-policy-blocks-eviction", func(s string) string {
 			return strings.Replace(s, "operations: [DELETE]", "operations: [CONNECT]", 1)
 		}, map[string]string{"window.kept": "10s", "budget.ready": "20s"})
@@ -188,7 +195,10 @@ func TestIntegrationKind(t *testing.T) {
 			t.Fatalf("verdict %s (%s), want a failure of assertion eviction-denied", res.Verdict, res.Reason)
 		}
 	})
-	t.Run("workload-known-gap", func(t *testing.T) { testWorkloadKnownGap(ctx, t, p) })
+	t.Run("workload-known-gap", func(t *testing.T) {
+		nightly.Only(t)
+		testWorkloadKnownGap(ctx, t, p)
+	})
 	// Quorum loss goes last: in a CI run the next scenario's first write
 	// timed out although the API had answered again (2m12s after the
 	// undo), while an API server's own etcd member was catching up.

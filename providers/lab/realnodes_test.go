@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
-	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"net"
 	"os"
 	"strconv"
@@ -22,8 +21,10 @@ import (
 
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/internal/nightly"
 	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/providers/lab"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
 	"github.com/faultline-dev/faultline/providers/lab/realnodes"
 	"github.com/faultline-dev/faultline/scenarios"
@@ -145,7 +146,11 @@ func TestIntegrationRealNodes(t *testing.T) {
 // checks remediate, CAPV destroys the VM, and a new VM boots and joins
 // with real kubeadm; for a control plane KCP removes the lost etcd member
 // and the API stays available through the load balancer.
+//
+// The nightly run makes it (make test runs the tier's boot and
+// mhc-range-short-circuit on both tiers).
 func TestIntegrationRealNodeScenarios(t *testing.T) {
+	nightly.Only(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	l := startRealLab(t, ctx, labconfig.LabSpec{ControlPlanes: 3, Workers: 2, ControlPlaneMHC: ptr.To(true)})
