@@ -91,6 +91,9 @@ type TargetResult struct {
 	Name    string   `json:"name"`
 	Objects []string `json:"objects"`
 	Seed    *int64   `json:"seed,omitempty"`
+	// After is the step once which the target was resolved, if not
+	// before the first step.
+	After string `json:"after,omitempty"`
 }
 
 // PhaseResult is when a phase was reached, against its budget.

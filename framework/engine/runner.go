@@ -91,6 +91,9 @@ type run struct {
 
 	// objects and errs belong to the goroutine that runs the steps.
 	objects map[string][]providers.Object
+	// seed is the run's seed for the random picks of targets that do not
+	// seed themselves, drawn once at the first resolution.
+	seed *int64
 	errs    []error
 
 	// mu guards everything below it, and what of res changes while
@@ -279,6 +282,11 @@ func (r *run) steps(ctx, sctx context.Context, sc *scenario.Scenario, aborted bo
 		}
 		if err := r.step(sctx, st); err != nil {
 			r.errs = append(r.errs, fmt.Errorf("step %s: %w", st.Name, err))
+			aborted = true
+			continue
+		}
+		if err := r.resolveTargetsAfter(sctx, st.Name); err != nil {
+			r.errs = append(r.errs, fmt.Errorf("after step %s: %w", st.Name, err))
 			aborted = true
 		}
 	}

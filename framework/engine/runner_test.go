@@ -542,6 +542,52 @@ func TestRunDestroyHasNoUndo(t *testing.T) {
 	}
 }
 
+// A target resolved after a step picks from what is there once the step
+// has ended: after vm-a is destroyed, vm-* is vm-b alone, where before
+// the first step it was both.
+func TestRunResolvesTargetAfterStep(t *testing.T) {
+	t.Parallel()
+	s := parseScenario(t, "[VMPower, VMLifecycle]", "", `
+    - name: victim
+      select: {vm: vm-a}
+    - name: before
+      select: {vm: "vm-*"}
+    - name: left
+      select: {vm: "vm-*"}
+      after: gone`, `
+    - name: gone
+      inject: {fault: vm.destroy, target: victim}
+    - name: rest-on
+      observe:
+        phases:
+          - {name: left-on, when: {probe: vm-powered-on, target: left}, within: 5s}
+`)
+	tl := engine.NewTimeline(nil)
+	res, _ := run(t, context.Background(), s, fake.New("vm-a", "vm-b"), func(in *engine.RunInput) { in.Timeline = tl })
+	if res.Verdict != engine.Pass {
+		t.Fatalf("verdict %s (%s), want pass", res.Verdict, res.Reason)
+	}
+	got := map[string]string{}
+	for _, tr := range res.Targets {
+		got[tr.Name] = strings.Join(tr.Objects, ",") + " after " + tr.After
+	}
+	want := map[string]string{"victim": "VirtualMachine/vm-a after ", "before": "VirtualMachine/vm-a,VirtualMachine/vm-b after ", "left": "VirtualMachine/vm-b after gone"}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("target %s: %q, want %q", name, got[name], w)
+		}
+	}
+	var order []string
+	for _, e := range tl.Events() {
+		if e.What == "target-resolved" || e.What == "fault-injected" {
+			order = append(order, e.What+" "+e.Object)
+		}
+	}
+	if w := "target-resolved target/victim,target-resolved target/before,fault-injected VirtualMachine/vm-a,target-resolved target/left"; strings.Join(order, ",") != w {
+		t.Errorf("timeline order %v, want %s", order, w)
+	}
+}
+
 // preflightProvider is the fake whose Preflight refuses the objects named
 // in unreachable, as capi does for a Machine whose VM it cannot find.
 type preflightProvider struct {

@@ -15,47 +15,67 @@ import (
 )
 
 // resolveTargets resolves every target once, before any fault, so every
-// step acts on the same objects and the pick is recorded.
+// step acts on the same objects and the pick is recorded; a target
+// resolved after a step waits for it (resolveTargetsAfter).
 func (r *run) resolveTargets(ctx context.Context) error {
 	// One seed for every random pick the scenario does not seed itself,
 	// drawn once, so that --seed with it replays the whole run's picks.
-	runSeed := r.in.Seed
-	if runSeed == nil {
+	r.seed = r.in.Seed
+	if r.seed == nil {
 		s := drawSeed()
-		runSeed = &s
+		r.seed = &s
 	}
+	return r.resolveTargetsAfter(ctx, "")
+}
+
+// resolveTargetsAfter resolves the targets whose spec.targets[].after
+// names step ("" for those resolved before the first step).
+func (r *run) resolveTargetsAfter(ctx context.Context, step string) error {
 	for i, t := range r.in.Scenario.Spec.Targets {
-		all, err := r.in.Provider.Resolve(ctx, t.Select)
-		if err != nil {
-			return &providers.InfraError{Err: fmt.Errorf("resolve target %s: %w", t.Name, err)}
+		if t.After != step {
+			continue
 		}
-		if len(all) == 0 {
-			return fmt.Errorf("resolve target %s: no object matches the selector (%s, spec.targets[%d].select): %w", t.Name, r.in.Scenario.Where(fmt.Sprintf("spec.targets[%d].select", i)), i, providers.ErrNotFound)
+		if err := r.resolveTarget(ctx, i, t); err != nil {
+			return err
 		}
-		all = r.excluding(all, t.Exclude)
-		if len(all) == 0 {
-			return fmt.Errorf("resolve target %s: every match belongs to an excluded target (%s): %w", t.Name, strings.Join(t.Exclude, ", "), providers.ErrNotFound)
-		}
-		if t.Count > len(all) {
-			return fmt.Errorf("resolve target %s: count is %d (%s), but the selector matches %d object(s)%s; a count is how many to pick, not an upper bound", t.Name, t.Count, r.in.Scenario.Where(fmt.Sprintf("spec.targets[%d].count", i)), len(all), excludedNote(t.Exclude))
-		}
-		picked, seed := pick(all, t, runSeed)
-		r.objects[t.Name] = picked
-		r.res.Run.addClusters(picked)
-		if seed != nil && t.Random.Seed == nil {
-			r.res.Run.Seed = seed
-		}
-		tr := TargetResult{Name: t.Name, Seed: seed}
-		for _, o := range picked {
-			tr.Objects = append(tr.Objects, o.String())
-		}
-		r.res.Targets = append(r.res.Targets, tr)
-		details := map[string]string{"objects": strings.Join(tr.Objects, ","), "matched": fmt.Sprint(len(all))}
-		if seed != nil {
-			details["seed"] = fmt.Sprint(*seed)
-		}
-		r.tl.Record("runner", "target/"+t.Name, "target-resolved", details)
 	}
+	return nil
+}
+
+func (r *run) resolveTarget(ctx context.Context, i int, t scenario.Target) error {
+	all, err := r.in.Provider.Resolve(ctx, t.Select)
+	if err != nil {
+		return &providers.InfraError{Err: fmt.Errorf("resolve target %s: %w", t.Name, err)}
+	}
+	if len(all) == 0 {
+		return fmt.Errorf("resolve target %s: no object matches the selector (%s, spec.targets[%d].select): %w", t.Name, r.in.Scenario.Where(fmt.Sprintf("spec.targets[%d].select", i)), i, providers.ErrNotFound)
+	}
+	all = r.excluding(all, t.Exclude)
+	if len(all) == 0 {
+		return fmt.Errorf("resolve target %s: every match belongs to an excluded target (%s): %w", t.Name, strings.Join(t.Exclude, ", "), providers.ErrNotFound)
+	}
+	if t.Count > len(all) {
+		return fmt.Errorf("resolve target %s: count is %d (%s), but the selector matches %d object(s)%s; a count is how many to pick, not an upper bound", t.Name, t.Count, r.in.Scenario.Where(fmt.Sprintf("spec.targets[%d].count", i)), len(all), excludedNote(t.Exclude))
+	}
+	picked, seed := pick(all, t, r.seed)
+	r.objects[t.Name] = picked
+	r.res.Run.addClusters(picked)
+	if seed != nil && t.Random.Seed == nil {
+		r.res.Run.Seed = seed
+	}
+	tr := TargetResult{Name: t.Name, Seed: seed, After: t.After}
+	for _, o := range picked {
+		tr.Objects = append(tr.Objects, o.String())
+	}
+	r.res.Targets = append(r.res.Targets, tr)
+	details := map[string]string{"objects": strings.Join(tr.Objects, ","), "matched": fmt.Sprint(len(all))}
+	if seed != nil {
+		details["seed"] = fmt.Sprint(*seed)
+	}
+	if t.After != "" {
+		details["after"] = t.After
+	}
+	r.tl.Record("runner", "target/"+t.Name, "target-resolved", details)
 	return nil
 }
 

@@ -22,7 +22,9 @@ func (v *validator) labShape() {
 	for i, t := range sp.Targets {
 		byName[t.Name] = t
 		n, ok := roleMachines(t.Select, *sp.Lab)
-		if !ok {
+		if !ok || t.After != "" {
+			// A target resolved after a step picks from what the steps
+			// made, which the shape does not tell.
 			continue
 		}
 		// An excluded target is of the same role only when it selects by

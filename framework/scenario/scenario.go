@@ -115,6 +115,12 @@ type Target struct {
 	// Exclude names earlier targets whose objects this one never picks
 	// ("a second control plane, not the first victim").
 	Exclude []string `yaml:"exclude"`
+	// After names a step: the target is resolved once that step has
+	// ended, for what the step made (the Machines a scale-up or a
+	// remediation created), and only conditions of later steps read it.
+	// A fault never acts on it: what faults act on is resolved, leased
+	// and checked against the blast radius before the first step.
+	After string `yaml:"after"`
 }
 
 // Random makes a pick replayable: the seed used is recorded in the result.

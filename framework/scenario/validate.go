@@ -21,6 +21,10 @@ type validator struct {
 	errs  []FieldError
 
 	targets  map[string]bool
+	// after maps a target resolved after a step to that step; ended
+	// holds the steps validated so far, which end before the current one.
+	after    map[string]string
+	ended    map[string]bool
 	requires map[providers.Capability]bool
 	// Anchors and phases defined so far, in step order: a reference must
 	// point backwards.
@@ -30,7 +34,7 @@ type validator struct {
 }
 
 func validate(s *Scenario, vocab Vocabulary) []FieldError {
-	v := &validator{s: s, vocab: vocab, targets: map[string]bool{}, requires: map[providers.Capability]bool{},
+	v := &validator{s: s, vocab: vocab, targets: map[string]bool{}, after: map[string]string{}, ended: map[string]bool{}, requires: map[providers.Capability]bool{},
 		injects: map[string]bool{}, undos: map[string]bool{}, phases: map[string]bool{}}
 	v.header()
 	v.spec()
@@ -128,6 +132,7 @@ func (v *validator) spec() {
 		}
 		names[st.Name] = true
 		v.step(path, st)
+		v.ended[st.Name] = true
 	}
 	v.labShape()
 }
@@ -139,7 +144,15 @@ func (v *validator) target(path string, t Target) {
 			v.errf(fmt.Sprintf("%s.exclude[%d]", path, i), "a target cannot exclude itself")
 		case !v.targets[ex]:
 			v.errf(fmt.Sprintf("%s.exclude[%d]", path, i), "unknown target %q; exclude names a target defined before this one: %s", ex, list(v.targets))
+		case v.after[ex] != "" && v.after[ex] != t.After:
+			v.errf(fmt.Sprintf("%s.exclude[%d]", path, i), "target %q is resolved after step %q; only a target resolved after the same step can exclude it", ex, v.after[ex])
 		}
+	}
+	if t.After != "" {
+		if !slices.ContainsFunc(v.s.Spec.Steps, func(st Step) bool { return st.Name == t.After }) {
+			v.errf(path+".after", "no step %q; after names the step once which the target is resolved", t.After)
+		}
+		v.after[t.Name] = t.After
 	}
 	switch {
 	case t.Name == "":
@@ -219,6 +232,9 @@ func (v *validator) inject(path string, in Inject) {
 		v.errf(path+".target", "required: the target whose workload cluster the objects are in; without a target, set params.cluster: management")
 	case in.Target != "" || !def.Standalone:
 		v.targetRef(path+".target", in.Target)
+		if after := v.after[in.Target]; after != "" {
+			v.errf(path+".target", "target %q is resolved after step %q, to observe what that step made; a fault acts on a target resolved before the first step", in.Target, after)
+		}
 	}
 	if def, ok := v.vocab.Faults[in.Fault]; ok {
 		v.wordArgs(path+".params", in.Params, def)
@@ -357,6 +373,8 @@ func (v *validator) targetRef(path, name string) {
 		v.errf(path, "required: the name of a target in spec.targets")
 	case !v.targets[name]:
 		v.errf(path, "unknown target %q; spec.targets defines: %s%s", name, list(v.targets), didYouMean(name, sortedKeys(v.targets)))
+	case v.after[name] != "" && !v.ended[v.after[name]]:
+		v.errf(path, "target %q is resolved once step %q has ended; only the steps after it read it", name, v.after[name])
 	}
 }
 
@@ -364,8 +382,11 @@ func (v *validator) args(path string, got map[string]string, allowed []string) {
 	for _, k := range sortedKeys(got) {
 		names, fields := targetRefs(got[k])
 		for i, t := range names {
-			if !v.targets[t] {
+			switch {
+			case !v.targets[t]:
 				v.errf(path+"."+k, "${target.%s}: unknown target %q; spec.targets defines: %s", t, t, list(v.targets))
+			case v.after[t] != "":
+				v.errf(path+"."+k, "${target.%s}: target %q is resolved after step %q, and ${target...} is filled in before the first step", t, t, v.after[t])
 			}
 			if f := fields[i]; f != "" {
 				if _, ok := TargetRefFields[f]; !ok {
