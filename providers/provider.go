@@ -91,6 +91,10 @@ const (
 	// was resolved: "no Machine rolled out" compares against them.
 	AttrOwnerGeneration Attribute = "ownerGeneration"
 	AttrVersion         Attribute = "version"
+	// AttrBootstrapConfig is a Machine's bootstrap configuration, as
+	// GROUP/KIND/NAME (a KubeadmConfig's spec is what KCP compares to
+	// decide a rollout).
+	AttrBootstrapConfig Attribute = "bootstrapConfig"
 	// AttrUUID is a VM's BIOS UUID, the one in a CAPV providerID.
 	AttrUUID Attribute = "uuid"
 	// AttrIP is a node's address when it was resolved.

@@ -36,6 +36,16 @@ var relatedObjects = map[string]func(providers.Object) (providers.ObjectRef, err
 		// A Machine with no Node yet reads as its Node absent.
 		return providers.ObjectRef{Cluster: "workload", APIVersion: "v1", Kind: "Node", Name: o.Attributes[providers.AttrNode]}, nil
 	},
+	"bootstrapConfig": func(o providers.Object) (providers.ObjectRef, error) {
+		group, rest, _ := strings.Cut(o.Attributes[providers.AttrBootstrapConfig], "/")
+		kind, name, _ := strings.Cut(rest, "/")
+		if name == "" {
+			return providers.ObjectRef{}, fmt.Errorf("%s has no bootstrap configuration", o)
+		}
+		// Cluster API's bootstrap contract is v1beta2 from v1.11 on;
+		// CABPK serves its KubeadmConfig in it.
+		return providers.ObjectRef{Cluster: "management", APIVersion: group + "/v1beta2", Kind: kind, Namespace: o.Attributes[providers.AttrNamespace], Name: name}, nil
+	},
 	"controlPlane":      ownerRef("KubeadmControlPlane", "controlplane.cluster.x-k8s.io/v1beta2"),
 	"machineDeployment": ownerRef("MachineDeployment", "cluster.x-k8s.io/v1beta2"),
 	"cluster": func(o providers.Object) (providers.ObjectRef, error) {
@@ -253,7 +263,7 @@ func metaStamps(u map[string]any) string {
 // objectProbes are the probes over any object.
 var objectProbes = map[string]probeDef{
 	"object-present": {capability: providers.CapObjects, args: objectArgs, check: checkObjectArgs,
-		summary: "an object exists (args: cluster, apiVersion, kind, namespace, name; or of: machine, node, controlPlane, machineDeployment or cluster, the object related to each of the target's)", eval: objectPresent(true)},
+		summary: "an object exists (args: cluster, apiVersion, kind, namespace, name; or of: machine, node, bootstrapConfig, controlPlane, machineDeployment or cluster, the object related to each of the target's)", eval: objectPresent(true)},
 	"object-absent": {capability: providers.CapObjects, args: objectArgs, check: checkObjectArgs,
 		summary: "an object does not exist (same args)", eval: objectPresent(false)},
 	"object-condition": {capability: providers.CapObjects, args: append(append([]string{}, objectArgs...), "type", "status", "reason"), check: checkConditionArgs,

@@ -96,6 +96,31 @@ func TestObjectProbes(t *testing.T) {
 	}
 }
 
+// of: bootstrapConfig reads the KubeadmConfig a Machine's configRef
+// names, in CABPK's v1beta2: a join configuration that lacks its
+// controlPlane, as CABPK left it after cluster-api #14167's failed write.
+func TestObjectProbeOfBootstrapConfig(t *testing.T) {
+	t.Parallel()
+	const lacks = "of: bootstrapConfig, expression: \"!has(object.spec.joinConfiguration) || !has(object.spec.joinConfiguration.controlPlane)\""
+	ref := providers.ObjectRef{Cluster: "management", APIVersion: "bootstrap.cluster.x-k8s.io/v1beta2", Kind: "KubeadmConfig", Namespace: "default", Name: "cp-x2f9k"}
+	for _, tc := range []struct {
+		name    string
+		join    map[string]any
+		reached bool
+	}{
+		{"written", map[string]any{"controlPlane": map[string]any{}}, false},
+		{"not written", map[string]any{"discovery": map[string]any{}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := fake.New("vm-a")
+			p.SetAttributes("vm-a", map[providers.Attribute]string{providers.AttrNamespace: "default", providers.AttrBootstrapConfig: "bootstrap.cluster.x-k8s.io/KubeadmConfig/cp-x2f9k"})
+			p.SetObject(ref, map[string]any{"metadata": map[string]any{"name": "cp-x2f9k"}, "spec": map[string]any{"joinConfiguration": tc.join}})
+			checkProbePhase(t, p, "object-expression", lacks, tc.reached, "is false")
+		})
+	}
+}
+
 func TestObjectProbeValidation(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ name, probe, args, want string }{
@@ -106,7 +131,7 @@ func TestObjectProbeValidation(t *testing.T) {
 		{"expression does not compile", "object-expression", "apiVersion: v1, kind: Node, name: x, expression: \"object.status ==\"", "args.expression: does not compile"},
 		{"expression not bool", "object-expression", "apiVersion: v1, kind: Node, name: x, expression: \"1 + 2\"", "args.expression: does not compile: yields int, expected a bool"},
 		{"unknown arg", "object-present", "apiVersion: v1, kind: Node, name: x, colour: red", `unknown parameter "colour"`},
-		{"of unknown", "object-present", "of: pod", `args.of: got "pod", expected one of cluster, controlPlane, machine, machineDeployment, node`},
+		{"of unknown", "object-present", "of: pod", `args.of: got "pod", expected one of bootstrapConfig, cluster, controlPlane, machine, machineDeployment, node`},
 		{"of with a name", "object-condition", "of: node, name: x, type: Ready", "args.name: of names the object already; leave name out"},
 	}
 	for _, tc := range tests {

@@ -124,6 +124,9 @@ func (p *Provider) object(m *clusterv1.Machine, all []clusterv1.Machine) provide
 			providers.AttrNode: nodeName(m), providers.AttrRole: role, providers.AttrVersion: m.Spec.Version,
 		},
 	}
+	if ref := m.Spec.Bootstrap.ConfigRef; ref.IsDefined() {
+		obj.Attributes[providers.AttrBootstrapConfig] = ref.APIGroup + "/" + ref.Kind + "/" + ref.Name
+	}
 	if role == providers.RoleControlPlane {
 		// kubeadm runs a stacked etcd member on every control plane.
 		obj.Attributes[providers.AttrEtcdCluster] = m.Namespace + "/" + owner
