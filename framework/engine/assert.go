@@ -140,3 +140,16 @@ func (r *run) assertCount(ctx context.Context, name string, c scenario.CountAsse
 	}
 	return satisfied(), msg, nil
 }
+
+// addAssertion records an assertion's result.
+func (r *run) addAssertion(res AssertionResult) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.res.Assertions = append(r.res.Assertions, res)
+}
+
+func (r *run) fail(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failures = append(r.failures, fmt.Sprintf(format, args...))
+}

@@ -94,7 +94,7 @@ type run struct {
 	// seed is the run's seed for the random picks of targets that do not
 	// seed themselves, drawn once at the first resolution.
 	seed *int64
-	errs    []error
+	errs []error
 
 	// mu guards everything below it, and what of res changes while
 	// phases and guards run (Phases, Assertions, fault results): those run
@@ -331,19 +331,6 @@ func (r *run) verdict(ctx, sctx context.Context) {
 	default:
 		r.res.Verdict = Pass
 	}
-}
-
-// addAssertion records an assertion's result.
-func (r *run) addAssertion(res AssertionResult) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.res.Assertions = append(r.res.Assertions, res)
-}
-
-func (r *run) fail(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.failures = append(r.failures, fmt.Sprintf(format, args...))
 }
 
 // step runs one step under its own deadline, derived from the scenario's.

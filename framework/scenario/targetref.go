@@ -134,3 +134,40 @@ func expandRefs(m map[string]string, objects map[string][]providers.Object) map[
 	}
 	return out
 }
+
+func (v *validator) targetRef(path, name string) {
+	switch {
+	case name == "":
+		v.errf(path, "required: the name of a target in spec.targets")
+	case !v.targets[name]:
+		v.errf(path, "unknown target %q; spec.targets defines: %s%s", name, list(v.targets), didYouMean(name, sortedKeys(v.targets)))
+	case v.after[name] != "" && !v.ended[v.after[name]]:
+		v.errf(path, "target %q is resolved once step %q has ended; only the steps after it read it", name, v.after[name])
+	}
+}
+
+func (v *validator) args(path string, got map[string]string, allowed []string) {
+	for _, k := range sortedKeys(got) {
+		names, fields := targetRefs(got[k])
+		for i, t := range names {
+			switch {
+			case !v.targets[t]:
+				v.errf(path+"."+k, "${target.%s}: unknown target %q; spec.targets defines: %s", t, t, list(v.targets))
+			case v.after[t] != "":
+				v.errf(path+"."+k, "${target.%s}: target %q is resolved after step %q, and ${target...} is filled in before the first step", t, t, v.after[t])
+			}
+			if f := fields[i]; f != "" {
+				if _, ok := TargetRefFields[f]; !ok {
+					v.errf(path+"."+k, "${target.%s.%s}: unknown field %q; expected one of %s", t, f, f, own(strings.Join(sortedKeys(TargetRefFields), ", ")))
+				}
+			}
+		}
+		if !slices.Contains(allowed, k) {
+			want := strings.Join(allowed, ", ")
+			if want == "" {
+				want = "none"
+			}
+			v.errf(path+"."+k, "unknown parameter %q; expected: %s%s", k, want, didYouMean(k, allowed))
+		}
+	}
+}

@@ -62,18 +62,9 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infr
 		kcp.KubeadmConfigSpec = *realNodes
 		workerConfig.Spec.Template.Spec = *realNodes
 	} else {
-		// What CAPV's cluster template registers every node with (its
-		// kubelet waits for the vSphere cloud provider): KCP reads a
-		// join configuration by its kubeletExtraArgs since cluster-api
-		// #14167. The real-node tier runs no cloud provider, so its
-		// kubelets must not wait for one.
-		reg := bootstrapv1.NodeRegistrationOptions{
-			Name: "{{ local_hostname }}", CRISocket: "/var/run/containerd/containerd.sock",
-			KubeletExtraArgs: []bootstrapv1.Arg{{Name: "cloud-provider", Value: ptr.To("external")}},
-		}
-		kcp.KubeadmConfigSpec.InitConfiguration.NodeRegistration = reg
-		kcp.KubeadmConfigSpec.JoinConfiguration.NodeRegistration = reg
-		workerConfig.Spec.Template.Spec.JoinConfiguration.NodeRegistration = reg
+		kcp.KubeadmConfigSpec.InitConfiguration.NodeRegistration = capvNodeRegistration()
+		kcp.KubeadmConfigSpec.JoinConfiguration.NodeRegistration = capvNodeRegistration()
+		workerConfig.Spec.Template.Spec.JoinConfiguration.NodeRegistration = capvNodeRegistration()
 	}
 	// Every key of the cluster is ECDSA P-256, whose handshakes cost a
 	// fraction of RSA's: KCP makes the CAs so, and kubeadm on a real node
@@ -132,6 +123,18 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infr
 		objs = append(objs, machineDeployment(s, meta(s.MachineDeploymentName()), workerTemplate.Name))
 	}
 	return append(objs, healthChecks(s, meta, p)...)
+}
+
+// capvNodeRegistration is what CAPV's cluster template registers every
+// node with on the simulated tier (its kubelet waits for the vSphere cloud
+// provider): KCP reads a join configuration by its kubeletExtraArgs since
+// cluster-api #14167. The real-node tier runs no cloud provider, so its
+// kubelets must not wait for one.
+func capvNodeRegistration() bootstrapv1.NodeRegistrationOptions {
+	return bootstrapv1.NodeRegistrationOptions{
+		Name: "{{ local_hostname }}", CRISocket: "/var/run/containerd/containerd.sock",
+		KubeletExtraArgs: []bootstrapv1.Arg{{Name: "cloud-provider", Value: ptr.To("external")}},
+	}
 }
 
 // machineTemplate is a VSphereMachineTemplate cloning vcsim's template
