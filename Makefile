@@ -15,10 +15,10 @@ demo: ## Build what the lab needs, then run power-off-worker on it (README's fir
 image: ## faultline's container image, built offline (faultline.dev/faultline:v0.1.0-<commit>)
 	hack/image.sh
 
-envtest: ## Build kube-apiserver and etcd from source into bin/envtest (cached by version)
+envtest: ## Build kube-apiserver and etcd from source into bin/envtest (cached by version, a copy in ~/.cache/faultline/envtest)
 	hack/envtest.sh
 
-kind-image: ## Build the kind node image offline (cached in bin/kind by version; needs root and hack/docker.sh)
+kind-image: ## Build the kind node image offline (cached in ~/.cache/faultline/kind by version; needs root and hack/docker.sh)
 	hack/docker.sh
 	hack/kind-image.sh
 

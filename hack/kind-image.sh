@@ -5,7 +5,8 @@
 # rootfs's containerd. `kind build node-image` cannot be used here: it pulls
 # its base image and the component images from registries.
 #
-# The image is cached as a `docker save` tarball under bin/kind/, keyed by
+# The image is cached as a `docker save` tarball in ~/.cache/faultline/kind
+# (outside the checkout: hack/lib.sh's faultline_cache), keyed by
 # the versions and by this script and hack/kind-node/: a second run with the
 # same key loads the tarball (or finds the image) and does nothing else.
 # Needs root (debootstrap, chroot, a throw-away containerd) and a Docker
@@ -30,7 +31,10 @@ mirror="${mirror:-http://deb.debian.org/debian}"
 recipe="$(cat hack/kind-image.sh hack/kind-node/* | sha256sum | cut -c1-10)"
 key="v${kube_version}-${recipe}"
 tag="faultline.dev/kind-node:${key}"
-cache="bin/kind/node-${key}.tar"
+# The saved image by version outside the checkout (hack/lib.sh's
+# faultline_cache), so a fresh clone of the same machine loads it.
+cache_dir="$(faultline_cache)/kind"
+cache="${cache_dir}/node-${key}.tar"
 # kind's load balancer image, which kind runs by that name.
 kind_dir="$(go list -m -f '{{.Dir}}' sigs.k8s.io/kind)"
 lb_image="$(sed -n 's/^const Image = "\(.*\)"$/\1/p' "${kind_dir}/pkg/cluster/internal/loadbalancer/const.go")"
@@ -353,12 +357,12 @@ tar -C "${node}" -c . | docker import \
   --change 'ENV container=docker' \
   --change 'ENTRYPOINT ["/usr/local/bin/faultline-entrypoint", "/usr/local/bin/entrypoint", "/sbin/init"]' \
   - "${tag}" >&2
-mkdir -p bin/kind
+mkdir -p "${cache_dir}"
 docker save -o "${cache}.part" "${tag}" "${lb_image}"
 mv "${cache}.part" "${cache}"
 # Older keys' tarballs and images of this Kubernetes version are stale;
 # another version's are not (a rollout's real nodes need two).
-find bin/kind -maxdepth 1 -name "node-v${kube_version}-*.tar" ! -name "node-${key}.tar" -delete
+find "${cache_dir}" -maxdepth 1 -name "node-v${kube_version}-*.tar" ! -name "node-${key}.tar" -delete
 docker images --format '{{.Repository}}:{{.Tag}}' "${tag%%:*}" | grep "^${tag%%:*}:v${kube_version}-" | grep -vxF "${tag}" | xargs -r docker rmi >/dev/null || true
 rm -rf "${node}" "${images}" "${small_bin}"
 log "built ${tag} ($(du -h "${cache}" | cut -f1) saved in ${cache})"

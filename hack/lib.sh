@@ -3,6 +3,11 @@ set -o errexit -o nounset -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="/usr/local/go/bin:${PATH}"
 
+# faultline_cache is the folder of faultline's heavy builds, by version,
+# outside the checkout (as the lab's built releases are): envtest's
+# binaries and the kind node image, which a fresh clone would build again.
+faultline_cache() { echo "${FAULTLINE_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/faultline}"; }
+
 # go_tools_module DIR MODULE@VERSION PKG... makes DIR a throw-away module
 # that requires MODULE and imports each PKG from a tools.go, tidied through
 # the module proxy: the way to build a dependency's commands with no

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# README's test command. Two passes:
+# README's test command. Three passes:
 #  1. every package with -race; tests that start the Cluster API lab skip
 #     themselves there, because upstream controllers race among themselves,
 #     and the kind tests wait for pass 2;
@@ -12,7 +12,9 @@
 #     (hack/docker.sh, hack/kind-image.sh) and skip, saying why, without
 #     them (FAULTLINE_REQUIRE_KIND=1 makes that a failure).
 #  3. the lab's real-node tier (TestIntegrationRealNode*), once the kind
-#     cluster is gone.
+#     cluster is gone, still beside the lab's tests.
+# Of the heavy tiers (kind, real nodes, other releases) a representative
+# part runs here; FAULTLINE_NIGHTLY=1 (make test-nightly) runs all of them.
 # A test that fails is run once more alone (hack/rerun-failed.sh): one that
 # passes then is named in a "=== flaky:" line and does not fail the run;
 # its first failure stays in the output. A data race is not run again.
@@ -33,10 +35,40 @@ rm -f "${unit_log}"
 for a in "$@"; do
   [[ "${a}" == "-short" ]] && exit 0
 done
-kind_log="$(mktemp)"
+# Passes 2's kind tests and 3 run one after the other in the background,
+# beside the lab's tests (two sets of real nodes at once on two cores
+# would make both late); their output is printed once the lab's are done.
 kind_test=(go test -count=1 -timeout 45m -v)
-"${kind_test[@]}" -run '^TestIntegrationKind$' ./providers/kind/ >"${kind_log}" 2>&1 &
-kind_pid=$!
+real_test=(env FAULTLINE_REQUIRE_LAB=1 go test -count=1 -p 1 -timeout 40m -v)
+real_nodes() {
+  local kind_log real_log kind=0 real=0
+  kind_log="$(mktemp)" real_log="$(mktemp)"
+  "${kind_test[@]}" -run '^TestIntegrationKind$' ./providers/kind/ >"${kind_log}" 2>&1 || kind=$?
+  echo "=== kind integration tests (go test -v -run TestIntegrationKind ./providers/kind/)"
+  cat "${kind_log}"
+  if [[ "${kind}" != 0 ]]; then
+    kind=0
+    hack/rerun-failed.sh "${kind_log}" "${kind_test[@]}" || kind=$?
+  fi
+  # 3. The lab's real-node tier: clusters of kind node containers under
+  #    the real Cluster API, once the kind cluster is gone: a lab of 1
+  #    control plane and 1 worker, and mhc-range-short-circuit on both
+  #    tiers (TestIntegrationRealNodeShortCircuit); make test-nightly runs
+  #    the catalogue's scenarios there too (TestIntegrationRealNodeScenarios)
+  #    and the nightly suite the rest (make test-e2e NODES=containers).
+  echo "=== the lab's real-node tier (go test -v -run TestIntegrationRealNode ./providers/lab/)"
+  "${real_test[@]}" -run 'TestIntegrationRealNode' ./providers/lab/ 2>&1 | grep -v 'TLS handshake error' >"${real_log}" || real=$?
+  cat "${real_log}"
+  if [[ "${real}" != 0 ]]; then
+    real=0
+    hack/rerun-failed.sh "${real_log}" "${real_test[@]}" || real=$?
+  fi
+  rm -f "${kind_log}" "${real_log}"
+  [[ "${kind}" == 0 && "${real}" == 0 ]]
+}
+nodes_log="$(mktemp)"
+real_nodes >"${nodes_log}" 2>&1 &
+nodes_pid=$!
 lab=0
 lab_log="$(mktemp)"
 lab_test=(env FAULTLINE_REQUIRE_LAB=1 go test -count=1 -p 1 -timeout 45m -skip 'TestIntegrationRealNode')
@@ -48,26 +80,8 @@ go test -count=1 -timeout 10m -run '^TestIntegrationGuestOperations$' ./provider
 # A team's own suite in its own module (suites/examples/team): its
 # scenario file through faultline's Ginkgo suite, catalogue left out.
 (cd suites/examples/team && FAULTLINE_E2E=1 E2E_CONFIG="$(pwd)/e2e.yaml" go test -count=1 -timeout 15m ./...) || lab=$?
-kind=0
-wait "${kind_pid}" || kind=$?
-echo "=== kind integration tests (go test -v -run TestIntegrationKind ./providers/kind/)"
-cat "${kind_log}"
-if [[ "${kind}" != 0 ]]; then
-  kind=0
-  hack/rerun-failed.sh "${kind_log}" "${kind_test[@]}" || kind=$?
-fi
-rm -f "${kind_log}" "${lab_log}"
-# 3. The lab's real-node tier: clusters of kind node containers under the
-#    real Cluster API, after the kind cluster is gone (two sets of real
-#    nodes on two cores would make both late): a lab of 1 control plane
-#    and 1 worker, then power-off-worker and delete-cp-vm on one lab of 3
-#    control planes and 2 workers, and mhc-range-short-circuit on both
-#    tiers (TestIntegrationRealNodeShortCircuit); the nightly suite runs
-#    the rest (make test-e2e NODES=containers).
-real=0
-real_log="$(mktemp)"
-real_test=(env FAULTLINE_REQUIRE_LAB=1 go test -count=1 -p 1 -timeout 40m -v)
-"${real_test[@]}" -run 'TestIntegrationRealNode' ./providers/lab/ 2>&1 | grep -v 'TLS handshake error' | tee "${real_log}" ||
-  hack/rerun-failed.sh "${real_log}" "${real_test[@]}" || real=$?
-rm -f "${real_log}"
-[[ "${lab}" == 0 && "${kind}" == 0 && "${real}" == 0 ]]
+nodes=0
+wait "${nodes_pid}" || nodes=$?
+cat "${nodes_log}"
+rm -f "${nodes_log}" "${lab_log}"
+[[ "${lab}" == 0 && "${nodes}" == 0 ]]
