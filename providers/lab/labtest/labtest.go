@@ -2,6 +2,7 @@ package labtest
 
 import (
 	"context"
+	"io"
 	"os"
 	"testing"
 	"time"
@@ -50,6 +51,9 @@ func Start(t *testing.T, specs ...lab.ClusterSpec) *lab.Lab {
 func StartInput(t *testing.T, in lab.Input) *lab.Lab {
 	t.Helper()
 	Require(t)
+	for _, c := range in.Clusters {
+		buildStack(t, c.Release)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	if in.Profile.Name == "" {
@@ -92,6 +96,31 @@ func StartInput(t *testing.T, in lab.Input) *lab.Lab {
 	}
 	t.Logf("lab ready in %s", time.Since(start).Round(time.Millisecond))
 	return l
+}
+
+// buildStack builds the managers of the stack release names, unless it is
+// the compiled one or built, as a run does on first use: minutes, once
+// per machine; another process's build of it (CI builds the stacks beside
+// the tests) is waited for.
+func buildStack(t *testing.T, release lab.Release) {
+	t.Helper()
+	stack, err := release.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stack.Compiled {
+		return
+	}
+	if built, err := lab.StackBuilt(stack); err != nil || built {
+		return // a stack not as built is refused by the start, naming why
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	started := time.Now()
+	if _, err := lab.BuildStack(ctx, stack, io.Discard); err != nil {
+		t.Fatalf("build stack %s: %v", stack.Name, err)
+	}
+	t.Logf("stack %s built (or its build waited for) in %s", stack.Name, time.Since(started).Round(time.Second))
 }
 
 // Main is TestMain of a test package that starts labs: the lab's
