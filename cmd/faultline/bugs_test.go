@@ -2,12 +2,10 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/internal/nightly"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
@@ -35,11 +33,7 @@ func TestIntegrationBug14167(t *testing.T) {
 			var out, errOut bytes.Buffer
 			code := execute([]string{"run", "upgrade-from-v1-11-rolls-out-nothing", "--set", "release.to=" + tc.to, "--artifacts", dir}, &out, &errOut)
 			t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
-			var res engine.Result
-			b, err := os.ReadFile(filepath.Join(dir, "result.json"))
-			if err == nil {
-				err = json.Unmarshal(b, &res)
-			}
+			res, err := artifacts.ReadResult(dir)
 			if err != nil {
 				t.Fatal(err)
 			}

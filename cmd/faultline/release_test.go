@@ -2,13 +2,13 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
@@ -33,12 +33,8 @@ func TestIntegrationRunOtherRelease(t *testing.T) {
 		if want := "scenario " + name + " on lab (compressed time profile, release " + stack.Name + "): PASS"; !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}
-		b, err := os.ReadFile(filepath.Join(dir, name, "result.json"))
+		res, err := artifacts.ReadResult(filepath.Join(dir, name))
 		if err != nil {
-			t.Fatal(err)
-		}
-		var res engine.Result
-		if err := json.Unmarshal(b, &res); err != nil {
 			t.Fatal(err)
 		}
 		r := res.Release
@@ -104,11 +100,7 @@ func TestIntegrationUpgradeManagement(t *testing.T) {
 	if want := "release v1.12 upgraded to v1.13): PASS"; !strings.Contains(out.String(), want) {
 		t.Errorf("output lacks %q", want)
 	}
-	var res engine.Result
-	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
-	if err == nil {
-		err = json.Unmarshal(b, &res)
-	}
+	res, err := artifacts.ReadResult(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
