@@ -47,8 +47,9 @@ const serviceCIDR = "10.96.0.0/12"
 // clusterObjects returns the Cluster API objects of one workload cluster,
 // in creation order.
 // realNodes, when set, is the kubeadm configuration of a cluster whose
-// VMs are real nodes; endpoint is its control-plane endpoint.
-func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infrav1.APIEndpoint, p Profile, realNodes *bootstrapv1.KubeadmConfigSpec) []client.Object {
+// VMs are real nodes; endpoint is its control-plane endpoint; stack is
+// the stack the management plane runs, whose API the objects must fit.
+func clusterObjects(s ClusterSpec, stack Stack, vc *url.URL, thumbprint string, endpoint infrav1.APIEndpoint, p Profile, realNodes *bootstrapv1.KubeadmConfigSpec) []client.Object {
 	podCIDR, _, _ := s.PodNetwork()
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: s.NamespaceOrDefault(), Labels: map[string]string{clusterv1.ClusterNameLabel: s.Name}}
@@ -69,7 +70,11 @@ func clusterObjects(s ClusterSpec, vc *url.URL, thumbprint string, endpoint infr
 	// Every key of the cluster is ECDSA P-256, whose handshakes cost a
 	// fraction of RSA's: KCP makes the CAs so, and kubeadm on a real node
 	// its certificates; the simulator's servers' keys are ECDSA already.
-	kcp.KubeadmConfigSpec.ClusterConfiguration.EncryptionAlgorithm = bootstrapv1.EncryptionAlgorithmECDSAP256
+	// Cluster API v1.11 has no encryptionAlgorithm: its API server would
+	// prune it and refuse the clusterConfiguration left empty.
+	if stack.HasEncryptionAlgorithm() {
+		kcp.KubeadmConfigSpec.ClusterConfiguration.EncryptionAlgorithm = bootstrapv1.EncryptionAlgorithmECDSAP256
+	}
 	objs := []client.Object{
 		&infrav1.VSphereCluster{
 			ObjectMeta: meta(s.Name),

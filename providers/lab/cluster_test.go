@@ -79,7 +79,7 @@ func TestHealthCheckTrigger(t *testing.T) {
 	} {
 		tc.lab.ControlPlanes, tc.lab.Workers = 1, 3
 		var mhc *clusterv1.MachineHealthCheck
-		for _, o := range clusterObjects(ClusterSpec{Name: "lab", LabSpec: tc.lab}, &url.URL{Scheme: "https", Host: "127.0.0.1:1"}, "", infrav1.APIEndpoint{Host: "127.0.0.1", Port: 6443}, p, nil) {
+		for _, o := range clusterObjects(ClusterSpec{Name: "lab", LabSpec: tc.lab}, labconfig.DefaultStack(), &url.URL{Scheme: "https", Host: "127.0.0.1:1"}, "", infrav1.APIEndpoint{Host: "127.0.0.1", Port: 6443}, p, nil) {
 			if m, ok := o.(*clusterv1.MachineHealthCheck); ok && m.Name == "lab-workers" {
 				mhc = m
 			}

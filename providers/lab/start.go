@@ -135,7 +135,7 @@ func (l *Lab) createClusters(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := createCluster(ctx, l.mgmt.Client(), clusterObjects(cs, l.sim.URL(), l.thumbprint, endpoint, l.in.Profile, &kubeadm)); err != nil {
+		if err := createCluster(ctx, l.mgmt.Client(), clusterObjects(cs, l.mgmt.Stack(), l.sim.URL(), l.thumbprint, endpoint, l.in.Profile, &kubeadm)); err != nil {
 			return fmt.Errorf("create cluster %s: %w", cs.Name, err)
 		}
 	}
@@ -153,7 +153,7 @@ func (l *Lab) createSimulated(ctx context.Context, cs ClusterSpec) error {
 		return err
 	}
 	endpoint := infrav1.APIEndpoint{Host: "127.0.0.1", Port: int32(addr.Port)}
-	if err := createCluster(ctx, l.mgmt.Client(), clusterObjects(cs, l.sim.URL(), l.thumbprint, endpoint, l.in.Profile, nil)); err != nil {
+	if err := createCluster(ctx, l.mgmt.Client(), clusterObjects(cs, l.mgmt.Stack(), l.sim.URL(), l.thumbprint, endpoint, l.in.Profile, nil)); err != nil {
 		return fmt.Errorf("create cluster %s: %w", cs.Key(), err)
 	}
 	return nil

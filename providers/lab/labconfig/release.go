@@ -56,6 +56,14 @@ func (s Stack) String() string {
 	return fmt.Sprintf("%s (Cluster API %s, CAPV %s)", s.Name, s.ClusterAPI, s.CAPV)
 }
 
+// HasEncryptionAlgorithm tells whether the stack's KubeadmConfigSpec has
+// clusterConfiguration.encryptionAlgorithm (Cluster API v1.12 and later).
+func (s Stack) HasEncryptionAlgorithm() bool {
+	var major, minor int
+	_, err := fmt.Sscanf(s.ClusterAPI, "v%d.%d.", &major, &minor)
+	return err != nil || major > 1 || minor >= 12
+}
+
 // Key is the stack's folder name in the cache of built releases.
 func (s Stack) Key() string { return "capi-" + s.ClusterAPI + "+capv-" + s.CAPV }
 

@@ -76,3 +76,13 @@ func TestClusterServesOnlyItsStack(t *testing.T) {
 		t.Error("a cluster of the default stack serves a scenario of another")
 	}
 }
+
+// TestHasEncryptionAlgorithm: Cluster API v1.11's KubeadmConfigSpec has no
+// encryptionAlgorithm; v1.12 and later have it.
+func TestHasEncryptionAlgorithm(t *testing.T) {
+	for capi, want := range map[string]bool{"v1.11.10": false, "v1.12.10": true, "v1.13.6": true, "v1.14.2": true, "v2.0.0": true} {
+		if got := (Stack{ClusterAPI: capi}).HasEncryptionAlgorithm(); got != want {
+			t.Errorf("Cluster API %s: %t, want %t", capi, got, want)
+		}
+	}
+}
