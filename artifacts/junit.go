@@ -83,6 +83,9 @@ func runProperties(res *engine.Result) []JUnitProperty {
 			props = append(props, JUnitProperty{"release.upgradedTo", u.Stack},
 				JUnitProperty{"release.upgradedTo.clusterAPI", u.ClusterAPI}, JUnitProperty{"release.upgradedTo.capv", u.CAPV})
 		}
+		for i, v := range r.Via {
+			props = append(props, JUnitProperty{fmt.Sprintf("release.via.%d", i), v.Stack})
+		}
 	}
 	for _, w := range res.Workloads {
 		for _, m := range w.Measures {

@@ -236,7 +236,7 @@ svg.trend circle.past { fill: #555; } svg.trend circle.now { fill: #1565c0; } sv
 </head>
 <body>
 <h1>{{.Res.Scenario}} <span class="verdict {{.VerdictClass}}">{{.Res.Verdict}}</span></h1>
-<p>provider {{.Res.Provider}}{{with .Res.Profile}} ({{.}} time profile){{end}}{{with .Res.Release}}, release {{.Stack}} (Cluster API {{.ClusterAPI}}, CAPV {{.CAPV}}{{with .Untested}}, {{.}}{{end}}{{if .InProcess}}, in faultline's process{{else}}, managers {{range $m, $v := .Managers}}<code>{{$m}} {{$v}}</code> {{end}}{{end}}){{with .UpgradedTo}}, upgraded to {{.Stack}} (Cluster API {{.ClusterAPI}}, CAPV {{.CAPV}}){{end}}{{end}};
+<p>provider {{.Res.Provider}}{{with .Res.Profile}} ({{.}} time profile){{end}}{{with .Res.Release}}, release {{.Stack}} (Cluster API {{.ClusterAPI}}, CAPV {{.CAPV}}{{with .Untested}}, {{.}}{{end}}{{if .InProcess}}, in faultline's process{{else}}, managers {{range $m, $v := .Managers}}<code>{{$m}} {{$v}}</code> {{end}}{{end}}){{with .UpgradedTo}}, upgraded to {{.Stack}} (Cluster API {{.ClusterAPI}}, CAPV {{.CAPV}}){{end}}{{range $i, $v := .Via}}{{if eq $i 0}} via {{else}}, {{end}}{{$v.Stack}} (Cluster API {{$v.ClusterAPI}}, CAPV {{$v.CAPV}}){{end}}{{end}};
 started {{.Res.StartedAt.UTC.Format "2006-01-02 15:04:05.000 MST"}}, took {{.Duration}}.{{with .Res.Reason}}<br><b>{{.}}</b>{{end}}</p>
 {{with .Settings}}<p class="settings">profile settings: {{range $i, $s := .}}{{if $i}}, {{end}}<code>{{$s}}</code>{{end}}</p>{{end}}
 

@@ -85,6 +85,7 @@ func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 	if onLab {
 		if now := labRelease(lp.Lab()); now.Stack != res.Release.Stack {
 			res.Release.UpgradedTo = now
+			res.Release.Via = upgradedVia(lp.Lab(), res.Release.Stack)
 		}
 	}
 	res.ProfileSettings = profileSettings(in, run)

@@ -214,6 +214,21 @@ func labRelease(l *lab.Lab) *engine.Release {
 	return &engine.Release{Stack: st.Name, ClusterAPI: st.ClusterAPI, CAPV: st.CAPV, InProcess: st.Compiled, Untested: st.Untested, Managers: l.ManagerVersions()}
 }
 
+// upgradedVia are the stacks l's management plane ran after from and
+// before the one it runs now, each with its managers' versions.
+func upgradedVia(l *lab.Lab, from string) []engine.Release {
+	var via []engine.Release
+	seen := false
+	for _, u := range l.Upgrades() {
+		if seen {
+			st := u.From
+			via = append(via, engine.Release{Stack: st.Name, ClusterAPI: st.ClusterAPI, CAPV: st.CAPV, InProcess: st.Compiled, Untested: st.Untested, Managers: u.Managers})
+		}
+		seen = seen || u.From.Name == from
+	}
+	return via
+}
+
 // Session is an open provider and what it takes to close it.
 type Session struct {
 	Provider providers.Provider

@@ -14,9 +14,9 @@ import (
 // TestIntegrationBug14167 runs the catalogue's
 // upgrade-from-v1-11-rolls-out-nothing twice, from the v1.11 stack with
 // CABPK's spec write refused while two control planes join: upgraded to
-// Cluster API v1.13.4, which has cluster-api #14167, the run fails naming
-// machine-unchanged and the rolled-out Machines; upgraded to v1.13 (v1.13.6,
-// with the fix), it passes. Both runs show the bug's precondition first.
+// Cluster API v1.12.10 or v1.13.4, which have cluster-api #14167, the run
+// fails naming machine-unchanged and the rolled-out Machines; upgraded to
+// v1.13 (v1.13.6, with the fix), it passes. Both runs show the bug's precondition first.
 // Nightly: it builds the v1.11 and v1.13.4 stacks on first use.
 func TestIntegrationBug14167(t *testing.T) {
 	labtest.Require(t)
@@ -25,6 +25,7 @@ func TestIntegrationBug14167(t *testing.T) {
 		to   string
 		pass bool
 	}{
+		{"v1.12", false}, // v1.12.10 does not have the fix either
 		{"v1.13.4+v1.16.1", false},
 		{"v1.13", true},
 	} {

@@ -25,12 +25,9 @@ func printResult(w io.Writer, res *engine.Result) {
 	if res.Profile != "" {
 		on += " (" + res.Profile + " time profile"
 		if r := res.Release; r != nil {
-			on += ", release " + r.Stack
+			on += ", release " + r.Path()
 			if r.Untested != "" {
 				on += ", an untested pair"
-			}
-			if r.UpgradedTo != nil {
-				on += " upgraded to " + r.UpgradedTo.Stack
 			}
 		}
 		on += ")"

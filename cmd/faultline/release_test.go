@@ -10,6 +10,7 @@ import (
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/internal/nightly"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
 )
@@ -130,5 +131,33 @@ func TestIntegrationUpgradeManagement(t *testing.T) {
 		if !strings.Contains(string(tl), stage) {
 			t.Errorf("timeline lacks the stage %q", stage)
 		}
+	}
+}
+
+// TestIntegrationUpgradeChain walks the path a fleet takes:
+// upgrade-chain-from-v1-11 goes from the v1.11 stack to v1.12, then to
+// v1.13, Cluster API's post-upgrade checks after each, then v1.13
+// remediates a lost worker. result.json names the start, the end and the
+// release in between. Nightly: it builds the v1.11 stack on first use.
+func TestIntegrationUpgradeChain(t *testing.T) {
+	labtest.Require(t)
+	nightly.Only(t)
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	code := execute([]string{"run", "upgrade-chain-from-v1-11", "--artifacts", dir}, &out, &errOut)
+	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	if code != exitPass {
+		t.Fatalf("exit %d", code)
+	}
+	if want := "release v1.11 upgraded to v1.13 via v1.12): PASS"; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q", want)
+	}
+	res, err := artifacts.ReadResult(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Release
+	if r == nil || r.Stack != "v1.11" || r.UpgradedTo == nil || r.UpgradedTo.Stack != "v1.13" || len(r.Via) != 1 || r.Via[0].Stack != "v1.12" || r.Via[0].Managers["capi-manager"] != "v1.12.10" {
+		t.Fatalf("result.json release %+v, want v1.11 upgraded to v1.13 via v1.12 (its managers v1.12.10)", r)
 	}
 }

@@ -43,6 +43,28 @@ type Release struct {
 	// UpgradedTo is the release running when the run ended, when an
 	// upgrade.management step replaced this one.
 	UpgradedTo *Release `json:"upgradedTo,omitempty"`
+	// Via are the releases upgraded through between this one and
+	// UpgradedTo, in order (v1.12 on the way from v1.11 to v1.13).
+	Via []Release `json:"via,omitempty"`
+}
+
+// Path names the releases a run went through: "v1.11", or "v1.11
+// upgraded to v1.13 via v1.12".
+func (r *Release) Path() string {
+	s := r.Stack
+	if r.UpgradedTo == nil {
+		return s
+	}
+	s += " upgraded to " + r.UpgradedTo.Stack
+	for i, v := range r.Via {
+		if i == 0 {
+			s += " via "
+		} else {
+			s += ", "
+		}
+		s += v.Stack
+	}
+	return s
 }
 
 // Result is the outcome of one run. Its JSON form is faultline's stable

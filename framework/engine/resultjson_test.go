@@ -42,3 +42,21 @@ func TestResultJSON(t *testing.T) {
 		t.Errorf("read back: %+v, %v", back, err)
 	}
 }
+
+func TestReleasePath(t *testing.T) {
+	t.Parallel()
+	v := func(s string) *engine.Release { return &engine.Release{Stack: s} }
+	for _, tc := range []struct {
+		r    *engine.Release
+		want string
+	}{
+		{v("v1.13"), "v1.13"},
+		{&engine.Release{Stack: "v1.12", UpgradedTo: v("v1.13")}, "v1.12 upgraded to v1.13"},
+		{&engine.Release{Stack: "v1.11", UpgradedTo: v("v1.13"), Via: []engine.Release{*v("v1.12")}}, "v1.11 upgraded to v1.13 via v1.12"},
+		{&engine.Release{Stack: "v1.11", UpgradedTo: v("v1.14"), Via: []engine.Release{*v("v1.12"), *v("v1.13")}}, "v1.11 upgraded to v1.14 via v1.12, v1.13"},
+	} {
+		if got := tc.r.Path(); got != tc.want {
+			t.Errorf("Path() = %q, want %q", got, tc.want)
+		}
+	}
+}
