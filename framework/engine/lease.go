@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/internal/regularfile"
 	"github.com/faultline-dev/faultline/providers"
 )
@@ -32,6 +33,83 @@ import (
 // their locks; a run that opened one of them just before then finds, once
 // it has the lock, that the path no longer names the file it locked, and
 // opens it again.
+
+// A provider whose targets other hosts reach too (providers.SharedLeases:
+// a Cluster API management cluster) also leases each one where every
+// runner sees it, renewed every third of SharedLeaseDuration: a runner
+// killed with its machine holds it no longer than that.
+
+// SharedLeaseDuration is how long a shared lease holds unless renewed.
+const SharedLeaseDuration = 30 * time.Second
+
+// lease takes the run's leases on what sc faults, on this host (the
+// lease folder, when set) and where the provider shares them, and returns
+// what lets them all go.
+func (r *run) lease(ctx context.Context, sc *scenario.Scenario) (func(), error) {
+	objs := r.faultTargets(sc)
+	var local leases
+	if r.in.Leases != "" {
+		var err error
+		local, err = takeLeases(r.in.Leases, r.ref(), objs, LeaseHolder{PID: os.Getpid(), Scenario: sc.Metadata.Name, Journal: r.in.Journal.Path()})
+		if err != nil {
+			return nil, err
+		}
+	}
+	shared, err := takeSharedLeases(ctx, r.in.Provider, objs, sharedHolder(sc.Metadata.Name, r.in.Journal.Path()))
+	if err != nil {
+		return nil, errors.Join(err, local.release())
+	}
+	return func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := errors.Join(shared(rctx), local.release()); err != nil {
+			r.in.Log.Error(err, "releasing target leases")
+		}
+	}, nil
+}
+
+// sharedHolder names this run to the runners that see its shared leases.
+func sharedHolder(scenario, journal string) string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "an unnamed host"
+	}
+	return fmt.Sprintf("faultline pid %d on %s, scenario %s, journal %s", os.Getpid(), host, scenario, journal)
+}
+
+// takeSharedLeases leases each of objs where p shares leases, or none;
+// an object p cannot lease (not a Cluster API Machine) has the host's
+// lease only.
+func takeSharedLeases(ctx context.Context, p providers.Provider, objs []providers.Object, holder string) (func(context.Context) error, error) {
+	var releases []func(context.Context) error
+	releaseAll := func(ctx context.Context) error {
+		var errs []error
+		for _, rel := range releases {
+			errs = append(errs, rel(ctx))
+		}
+		return errors.Join(errs...)
+	}
+	sl, ok := p.(providers.SharedLeases)
+	if !ok {
+		return releaseAll, nil
+	}
+	for _, obj := range objs {
+		rel, err := sl.AcquireLease(ctx, obj, holder, SharedLeaseDuration)
+		if errors.Is(err, providers.ErrUnsupported) {
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, providers.ErrLeaseHeld) {
+				// Said once: "target held by another run: Machine/... is
+				// held by ...".
+				err = fmt.Errorf("%w: %s", ErrTargetLeased, strings.TrimPrefix(err.Error(), providers.ErrLeaseHeld.Error()+": "))
+			}
+			return nil, errors.Join(err, releaseAll(context.WithoutCancel(ctx)))
+		}
+		releases = append(releases, rel)
+	}
+	return releaseAll, nil
+}
 
 // ErrTargetLeased is a target another run holds.
 var ErrTargetLeased = errors.New("target held by another run")

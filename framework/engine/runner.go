@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -229,18 +228,14 @@ func (r *run) execute(ctx context.Context) {
 		sc = scenario.ExpandTargetRefs(sc, r.objects)
 		r.in.Scenario = sc
 	}
-	if !aborted && !r.in.DryRun && r.in.Leases != "" {
-		held, err := takeLeases(r.in.Leases, r.ref(), r.faultTargets(sc), LeaseHolder{PID: os.Getpid(), Scenario: sc.Metadata.Name, Journal: r.in.Journal.Path()})
+	if !aborted && !r.in.DryRun {
+		release, err := r.lease(sctx, sc)
 		if err != nil {
 			r.errs = append(r.errs, err)
 			aborted = true
 		} else {
 			// Held until the faults are undone, at the end of execute.
-			defer func() {
-				if err := held.release(); err != nil {
-					r.in.Log.Error(err, "releasing target leases")
-				}
-			}()
+			defer release()
 		}
 	}
 	if r.in.DryRun {
