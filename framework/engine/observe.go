@@ -140,6 +140,21 @@ func (r *run) anchorTime(ctx context.Context, a scenario.Anchor) (time.Time, boo
 	}
 }
 
+// anchorCut is why the phase a names as an anchor was cut short, "" when
+// a names no phase or the phase was not cut.
+func (r *run) anchorCut(a scenario.Anchor) Verdict {
+	name, isPhase := a.Phase()
+	if !isPhase {
+		return ""
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i, ok := r.phaseIdx[name]; ok {
+		return r.res.Phases[i].Cut
+	}
+	return ""
+}
+
 // errCut is a wait ended by an interruption or the scenario's timeout.
 type errCut struct{ why Verdict }
 
@@ -170,10 +185,22 @@ func (r *run) phase(ctx context.Context, ph scenario.Phase) error {
 	from, ok := r.anchorTime(ctx, ph.From)
 	if !ok {
 		msg := fmt.Sprintf("anchor %s was never reached", anchorOrDefault(ph.From))
-		update(func(p *PhaseResult) { p.Message = msg })
+		// An anchor the run ended before (interrupted, timed out) is no
+		// failure of this phase: it is cut short with it.
+		cut := cutShort(ctx, ctx.Err(), true)
+		if cut == "" {
+			cut = r.anchorCut(ph.From)
+		}
+		if cut != "" {
+			msg = fmt.Sprintf("not reached: %s before its anchor %s", cut, anchorOrDefault(ph.From))
+		}
+		update(func(p *PhaseResult) { p.Message, p.Cut = msg, cut })
 		r.mu.Lock()
 		r.missLocked(scenario.PhaseAnchor(ph.Name))
 		r.mu.Unlock()
+		if cut != "" {
+			return fmt.Errorf("phase %s: %w", ph.Name, errCut{cut})
+		}
 		r.fail("phase %s: %s", ph.Name, msg)
 		return nil
 	}

@@ -361,6 +361,25 @@ func TestRunInterruptedUndoes(t *testing.T) {
 	checkCleanedUp(t, p, journal, providers.PoweredOn)
 }
 
+// A phase anchored on one the interruption cut short is cut with it, not
+// failed for an anchor "never reached": JUnit skips both.
+func TestRunInterruptedCutsAnchoredPhase(t *testing.T) {
+	t.Parallel()
+	p := fake.New("vm-a")
+	s := newScenario(t, holdSteps+`          - {name: later, when: {probe: vm-powered-on, target: victim}, from: "phase:never"}
+`)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	res, _ := run(t, ctx, s, p, func(in *engine.RunInput) {
+		in.Progress = func(engine.Progress) { cancel(errors.New("test interrupt")) }
+	})
+	if res.Verdict != engine.Interrupted || res.Reason != "interrupted: test interrupt" {
+		t.Errorf("verdict = %s (%q), want interrupted: test interrupt", res.Verdict, res.Reason)
+	}
+	if len(res.Phases) != 2 || res.Phases[1].Cut != engine.Interrupted || res.Phases[1].Message != "not reached: interrupted before its anchor phase:never" {
+		t.Errorf("phases %+v, want later cut by the interruption", res.Phases)
+	}
+}
+
 // A scenario whose timeout passes while a phase with no budget of its own
 // waits is timed out, not failed, and its fault undone.
 func TestRunTimedOut(t *testing.T) {
