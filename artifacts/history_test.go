@@ -129,7 +129,12 @@ func TestHistoryTrend(t *testing.T) {
 		}
 	}
 	if n := strings.Count(html, `<circle class="past"`); n != 4 {
-		t.Errorf("%d past points, want 4 (the failed run is a cross)", n)
+		t.Errorf("%d past points, want 4", n)
+	}
+	// The failed run reached this phase: a hollow point, no cross (a
+	// cross is a phase not reached).
+	if n, crosses := strings.Count(html, `<circle class="pastrun"`), strings.Count(html, `class="failed"`); n != 1 || crosses != 0 {
+		t.Errorf("%d points of failed runs and %d crosses, want 1 and 0", n, crosses)
 	}
 	md, err := MarkdownSummary([]*engine.Result{now}, h)
 	if err != nil || !strings.Contains(md, "| P50 11.0s, P95 13.0s, +2.0s on the last (4 runs, 1 failed left out) |") {

@@ -231,7 +231,7 @@ rect.fault { fill: #5c6bc0; } rect.reached { fill: #43a047; } rect.missed { fill
 line.budget { stroke: #222; stroke-width: 2; } line.undo { stroke: #1a237e; stroke-width: 3; }
 line.tick { stroke: #ccc; } line.zero { stroke: #888; stroke-dasharray: 4 3; }
 svg.trend rect.band { fill: #c8e6c9; } svg.trend line.limit { stroke: #c62828; stroke-dasharray: 3 2; }
-svg.trend circle.past { fill: #555; } svg.trend circle.now { fill: #1565c0; } svg.trend path.failed { stroke: #c62828; stroke-width: 1.5; fill: none; }
+svg.trend circle.past { fill: #555; } svg.trend circle.pastrun { fill: none; stroke: #555; stroke-width: 1; } svg.trend circle.now { fill: #1565c0; } svg.trend path.failed { stroke: #c62828; stroke-width: 1.5; fill: none; }
 </style>
 </head>
 <body>

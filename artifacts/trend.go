@@ -68,12 +68,12 @@ func trendSVG(s PhaseStats, took *float64) template.HTML {
 		switch {
 		case p.Verdict == engine.Pass && p.Reached:
 			fmt.Fprintf(&b, `<circle class="past" cx="%.1f" cy="%.1f" r="2.5"><title>%s: %.1fs</title></circle>`, x(i), y(p.Seconds), when, p.Seconds)
+		case p.Reached:
+			// The phase passed in a run that failed elsewhere: a hollow
+			// point, not a cross, which is for the phase that failed.
+			fmt.Fprintf(&b, `<circle class="pastrun" cx="%.1f" cy="%.1f" r="2.5"><title>%s: %.1fs (the run: %s)</title></circle>`, x(i), y(p.Seconds), when, p.Seconds, p.Verdict)
 		default:
-			at, what := y(top/1.1), "not reached"
-			if p.Reached {
-				at, what = y(p.Seconds), fmt.Sprintf("%.1fs", p.Seconds)
-			}
-			fmt.Fprintf(&b, `<path class="failed" d="M%.1f %.1fl5 5m0 -5l-5 5"><title>%s: %s (%s)</title></path>`, x(i)-2.5, at-2.5, when, what, p.Verdict)
+			fmt.Fprintf(&b, `<path class="failed" d="M%.1f %.1fl5 5m0 -5l-5 5"><title>%s: not reached (%s)</title></path>`, x(i)-2.5, y(top/1.1)-2.5, when, p.Verdict)
 		}
 	}
 	if took != nil {
