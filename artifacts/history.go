@@ -3,13 +3,17 @@ package artifacts
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -56,7 +60,22 @@ type record struct {
 
 func (h *History) file(scenario string) string { return filepath.Join(h.dir, scenario+".jsonl") }
 
-// Add appends res to its scenario's history.
+// HistoryName is the name res's runs are kept under: the scenario's, or
+// for a run with --set overrides the scenario's with a digest of them
+// (power-off-worker@1f0c9a2e), so that a run with a budget or a window
+// changed is compared only with runs changed the same way.
+func HistoryName(res *engine.Result) string {
+	if res.Run == nil || len(res.Run.Sets) == 0 {
+		return res.Scenario
+	}
+	h := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(res.Run.Sets)) {
+		fmt.Fprintf(h, "%s=%s\x00", k, res.Run.Sets[k])
+	}
+	return res.Scenario + "@" + hex.EncodeToString(h.Sum(nil))[:8]
+}
+
+// Add appends res to its history (HistoryName).
 func (h *History) Add(res *engine.Result) error {
 	r := record{StartedAt: res.StartedAt, FinishedAt: res.FinishedAt, Provider: res.Provider, Profile: res.Profile, Verdict: res.Verdict, Phases: map[string]float64{}}
 	for _, p := range res.Phases {
@@ -68,7 +87,7 @@ func (h *History) Add(res *engine.Result) error {
 	if err != nil {
 		return err
 	}
-	f, err := regularfile.OpenWrite(h.file(res.Scenario), os.O_CREATE|os.O_APPEND, 0o640)
+	f, err := regularfile.OpenWrite(h.file(HistoryName(res)), os.O_CREATE|os.O_APPEND, 0o640)
 	if err != nil {
 		return fmt.Errorf("history: %w", err)
 	}

@@ -246,3 +246,38 @@ func TestReadResultRefusesNonRegular(t *testing.T) {
 		}
 	}
 }
+
+// TestHistorySeparatesSets: a run with --set overrides is kept apart from
+// the plain runs, with the runs changed the same way, whatever the order
+// the overrides were given in.
+func TestHistorySeparatesSets(t *testing.T) {
+	h, err := OpenHistory(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := runTook(engine.Pass, "compressed", 10)
+	set := func(secs float64, sets map[string]string) *engine.Result {
+		r := runTook(engine.Pass, "compressed", secs)
+		r.Run = &engine.RunInfo{Sets: sets}
+		return r
+	}
+	a := set(30, map[string]string{"budget.unhealthy": "1m", "unhealthyTimeout": "15s"})
+	b := set(31, map[string]string{"unhealthyTimeout": "15s", "budget.unhealthy": "1m"})
+	for _, r := range []*engine.Result{plain, a, b, set(40, map[string]string{"unhealthyTimeout": "20s"})} {
+		if err := h.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if HistoryName(a) != HistoryName(b) || HistoryName(a) == HistoryName(plain) || !strings.HasPrefix(HistoryName(a), "power-off-worker@") {
+		t.Fatalf("names %q, %q, %q", HistoryName(plain), HistoryName(a), HistoryName(b))
+	}
+	for name, want := range map[string]int{HistoryName(plain): 1, HistoryName(a): 2} {
+		stats, err := h.Stats(name, "lab", "compressed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := stats["machine-unhealthy"].Runs; got != want {
+			t.Errorf("%s: %d runs, want %d", name, got, want)
+		}
+	}
+}

@@ -31,7 +31,7 @@ func MarkdownSummary(results []*engine.Result, history *History) (string, error)
 		var stats map[string]PhaseStats
 		if history != nil {
 			var err error
-			if stats, err = history.StatsBefore(res.Scenario, res.Provider, res.Profile, res.FinishedAt); err != nil {
+			if stats, err = history.StatsBefore(HistoryName(res), res.Provider, res.Profile, res.FinishedAt); err != nil {
 				return "", err
 			}
 		}

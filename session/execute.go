@@ -91,7 +91,7 @@ func Execute(ctx context.Context, in ExecuteInput) (*engine.Result, error) {
 	res.ProfileSettings = profileSettings(in, run)
 	var stats map[string]artifacts.PhaseStats
 	if in.History != nil && !run.DryRun {
-		if stats, err = in.History.Stats(res.Scenario, res.Provider, res.Profile); err != nil {
+		if stats, err = in.History.Stats(artifacts.HistoryName(res), res.Provider, res.Profile); err != nil {
 			return res, err
 		}
 		if in.Gate {

@@ -58,7 +58,7 @@ shown against the runs of that folder that finished before this one.`,
 					return usageErr("--history: %v", err)
 				}
 				h.Warn = warnTo(cmd.ErrOrStderr())
-				if stats, err = h.StatsBefore(res.Scenario, res.Provider, res.Profile, res.FinishedAt); err != nil {
+				if stats, err = h.StatsBefore(artifacts.HistoryName(res), res.Provider, res.Profile, res.FinishedAt); err != nil {
 					return infraErr(err)
 				}
 			}
