@@ -7,16 +7,25 @@ import "fmt"
 // edit), "" when none is near: what an unknown field, fault, probe or
 // target name's error ends with.
 func didYouMean(word string, candidates []string) string {
+	if best := Closest(word, candidates); best != "" {
+		return fmt.Sprintf("; did you mean %q?", best)
+	}
+	return ""
+}
+
+// Closest is the candidate within a third of word's length of edits of
+// it (the first in order of a tie), "" when none is or word is one.
+func Closest(word string, candidates []string) string {
 	best, bestDist := "", len(word)/3+1
 	for _, c := range candidates {
 		if d := editDistance(word, c); d < bestDist || (d == bestDist && best != "" && c < best) {
 			best, bestDist = c, d
 		}
 	}
-	if best == "" || best == word {
+	if best == word {
 		return ""
 	}
-	return fmt.Sprintf("; did you mean %q?", best)
+	return best
 }
 
 // editDistance is the Levenshtein distance between a and b.
