@@ -35,17 +35,8 @@ import (
 // and still reaches the server and CA recorded), recreates the object from
 // its backup file, checks it byte for byte, and marks the fault undone.
 func TestIntegrationRecoverObjectOnCluster(t *testing.T) {
-	labtest.Require(t)
-	assets, err := lab.FindAssets("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	env := labtest.APIServer(t)
+	cfg := env.Config
 	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		t.Fatal(err)

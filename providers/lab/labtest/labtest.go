@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/faultline-dev/faultline/providers/lab"
 )
@@ -96,6 +97,24 @@ func StartInput(t *testing.T, in lab.Input) *lab.Lab {
 	}
 	t.Logf("lab ready in %s", time.Since(start).Round(time.Millisecond))
 	return l
+}
+
+// APIServer starts a bare kube-apiserver and etcd (envtest, with the
+// lab's binaries) for the test, after Require, and stops them when it
+// ends.
+func APIServer(t *testing.T) *envtest.Environment {
+	t.Helper()
+	Require(t)
+	assets, err := lab.FindAssets("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	if _, err := env.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	return env
 }
 
 // buildStack builds the managers of the stack release names, unless it is
