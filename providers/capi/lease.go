@@ -11,6 +11,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -75,7 +77,7 @@ func takeLease(ctx context.Context, c client.Client, key client.ObjectKey, obj p
 	}
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace,
 		Labels: map[string]string{"app.kubernetes.io/managed-by": "faultline"}}, Spec: spec}
-	err := c.Create(ctx, lease)
+	err := leaseClient{c}.create(ctx, lease)
 	if err == nil {
 		return lease, nil
 	}
@@ -83,7 +85,7 @@ func takeLease(ctx context.Context, c client.Client, key client.ObjectKey, obj p
 		return nil, fmt.Errorf("create Lease %s for %s: %w", key, obj, err)
 	}
 	held := &coordinationv1.Lease{}
-	if err := c.Get(ctx, key, held); err != nil {
+	if err := (leaseClient{c}).get(ctx, key, held); err != nil {
 		return nil, fmt.Errorf("read Lease %s for %s: %w", key, obj, err)
 	}
 	if until, ok := leaseLive(held); ok && ptr.Deref(held.Spec.HolderIdentity, "") != holder {
@@ -91,7 +93,7 @@ func takeLease(ctx context.Context, c client.Client, key client.ObjectKey, obj p
 	}
 	// Expired, or ours: taken over, on the version read.
 	held.Spec = spec
-	if err := c.Update(ctx, held); apierrors.IsConflict(err) {
+	if err := (leaseClient{c}).update(ctx, held); apierrors.IsConflict(err) {
 		return nil, fmt.Errorf("%w: %s: another runner took Lease %s first", providers.ErrLeaseHeld, obj, key)
 	} else if err != nil {
 		return nil, fmt.Errorf("take over Lease %s for %s: %w", key, obj, err)
@@ -123,7 +125,7 @@ func renewLease(ctx context.Context, c client.Client, l *coordinationv1.Lease, d
 		}
 		now := metav1.NewMicroTime(time.Now())
 		l.Spec.RenewTime = &now
-		if err := c.Update(ctx, l); err != nil && ctx.Err() == nil {
+		if err := (leaseClient{c}).update(ctx, l); err != nil && ctx.Err() == nil {
 			log.Error(err, "renewing the target's Lease")
 		}
 	}
@@ -132,7 +134,7 @@ func renewLease(ctx context.Context, c client.Client, l *coordinationv1.Lease, d
 // releaseLease deletes the Lease if holder still holds it.
 func releaseLease(ctx context.Context, c client.Client, key client.ObjectKey, holder string) error {
 	l := &coordinationv1.Lease{}
-	if err := c.Get(ctx, key, l); apierrors.IsNotFound(err) {
+	if err := (leaseClient{c}).get(ctx, key, l); apierrors.IsNotFound(err) {
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("read Lease %s: %w", key, err)
@@ -140,9 +142,63 @@ func releaseLease(ctx context.Context, c client.Client, key client.ObjectKey, ho
 	if ptr.Deref(l.Spec.HolderIdentity, "") != holder {
 		return nil // taken over after it expired: no longer ours to delete
 	}
-	err := c.Delete(ctx, l, client.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion})
+	err := leaseClient{c}.delete(ctx, l)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete Lease %s: %w", key, err)
 	}
 	return nil
+}
+
+// leaseClient reads and writes Leases as unstructured objects, so that a
+// client whose scheme lacks coordination.k8s.io (a caller's own, narrow
+// one) leases too.
+type leaseClient struct{ c client.Client }
+
+func toUnstructured(l *coordinationv1.Lease) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(l)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(coordinationv1.SchemeGroupVersion.WithKind("Lease"))
+	return u, nil
+}
+
+// write runs a write of l as an unstructured object and reads back what
+// the API server answered (its resourceVersion) into l.
+func (lc leaseClient) write(l *coordinationv1.Lease, w func(*unstructured.Unstructured) error) error {
+	u, err := toUnstructured(l)
+	if err != nil {
+		return err
+	}
+	if err := w(u); err != nil {
+		return err
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, l)
+}
+
+func (lc leaseClient) create(ctx context.Context, l *coordinationv1.Lease) error {
+	return lc.write(l, func(u *unstructured.Unstructured) error { return lc.c.Create(ctx, u) })
+}
+
+func (lc leaseClient) update(ctx context.Context, l *coordinationv1.Lease) error {
+	return lc.write(l, func(u *unstructured.Unstructured) error { return lc.c.Update(ctx, u) })
+}
+
+func (lc leaseClient) get(ctx context.Context, key client.ObjectKey, l *coordinationv1.Lease) error {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(coordinationv1.SchemeGroupVersion.WithKind("Lease"))
+	if err := lc.c.Get(ctx, key, u); err != nil {
+		return err
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, l)
+}
+
+// delete deletes l if it is still the object read (UID and version).
+func (lc leaseClient) delete(ctx context.Context, l *coordinationv1.Lease) error {
+	u, err := toUnstructured(l)
+	if err != nil {
+		return err
+	}
+	return lc.c.Delete(ctx, u, client.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion})
 }
