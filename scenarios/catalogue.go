@@ -6,8 +6,6 @@ import (
 	"io/fs"
 	"sort"
 	"strings"
-
-	"github.com/faultline-dev/faultline/framework/scenario"
 )
 
 //go:embed *.yaml
@@ -33,9 +31,6 @@ func Names() []string {
 func Read(name string) ([]byte, error) {
 	b, err := files.ReadFile(name + ".yaml")
 	if err != nil {
-		if best := scenario.Closest(name, Names()); best != "" {
-			return nil, fmt.Errorf("no scenario %q in the catalogue; did you mean %q? (faultline list shows them all)", name, best)
-		}
 		return nil, fmt.Errorf("no scenario %q in the catalogue; it has: %s", name, strings.Join(Names(), ", "))
 	}
 	return b, nil

@@ -12,7 +12,7 @@ import (
 
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
-	"github.com/faultline-dev/faultline/scenarios"
+	"github.com/faultline-dev/faultline/scenarios/selection"
 )
 
 // starterScenario is what faultline init writes: a scenario that runs on
@@ -151,7 +151,7 @@ var catalogueName = regexp.MustCompile(`(?m)^  name: (\S+)$`)
 // fromCatalogue is the catalogue scenario from, renamed name, with the
 // schema line pointing where an editor outside this repository finds it.
 func fromCatalogue(from, name string) (string, error) {
-	data, err := scenarios.Read(from)
+	data, err := selection.ReadCatalogue(from)
 	if err != nil {
 		return "", usageErr("--from: %v", err)
 	}

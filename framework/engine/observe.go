@@ -140,6 +140,30 @@ func (r *run) anchorTime(ctx context.Context, a scenario.Anchor) (time.Time, boo
 	}
 }
 
+// anchorMissed records ph as missed because its anchor never came: a
+// failure, unless the run ended before it (interrupted, timed out), which
+// cuts ph short with it.
+func (r *run) anchorMissed(ctx context.Context, ph scenario.Phase) error {
+	msg := fmt.Sprintf("anchor %s was never reached", anchorOrDefault(ph.From))
+	cut := cutShort(ctx, ctx.Err(), true)
+	if cut == "" {
+		cut = r.anchorCut(ph.From)
+	}
+	if cut != "" {
+		msg = fmt.Sprintf("not reached: %s before its anchor %s", cut, anchorOrDefault(ph.From))
+	}
+	r.mu.Lock()
+	p := &r.res.Phases[r.phaseIdx[ph.Name]]
+	p.Message, p.Cut = msg, cut
+	r.missLocked(scenario.PhaseAnchor(ph.Name))
+	r.mu.Unlock()
+	if cut != "" {
+		return fmt.Errorf("phase %s: %w", ph.Name, errCut{cut})
+	}
+	r.fail("phase %s: %s", ph.Name, msg)
+	return nil
+}
+
 // anchorCut is why the phase a names as an anchor was cut short, "" when
 // a names no phase or the phase was not cut.
 func (r *run) anchorCut(a scenario.Anchor) Verdict {
@@ -184,25 +208,7 @@ func (r *run) phase(ctx context.Context, ph scenario.Phase) error {
 	}
 	from, ok := r.anchorTime(ctx, ph.From)
 	if !ok {
-		msg := fmt.Sprintf("anchor %s was never reached", anchorOrDefault(ph.From))
-		// An anchor the run ended before (interrupted, timed out) is no
-		// failure of this phase: it is cut short with it.
-		cut := cutShort(ctx, ctx.Err(), true)
-		if cut == "" {
-			cut = r.anchorCut(ph.From)
-		}
-		if cut != "" {
-			msg = fmt.Sprintf("not reached: %s before its anchor %s", cut, anchorOrDefault(ph.From))
-		}
-		update(func(p *PhaseResult) { p.Message, p.Cut = msg, cut })
-		r.mu.Lock()
-		r.missLocked(scenario.PhaseAnchor(ph.Name))
-		r.mu.Unlock()
-		if cut != "" {
-			return fmt.Errorf("phase %s: %w", ph.Name, errCut{cut})
-		}
-		r.fail("phase %s: %s", ph.Name, msg)
-		return nil
+		return r.anchorMissed(ctx, ph)
 	}
 	update(func(p *PhaseResult) { at := from; p.AnchorAt = &at })
 	deadline, hasDeadline := ctx.Deadline()

@@ -68,7 +68,7 @@ func Sources(args []string) ([]Source, error) {
 		case err == nil:
 			out = append(out, Source{path: arg})
 		case !strings.ContainsAny(arg, "/."):
-			if _, rerr := scenarios.Read(arg); rerr != nil {
+			if _, rerr := ReadCatalogue(arg); rerr != nil {
 				return nil, rerr
 			}
 			out = append(out, Source{name: arg})
@@ -84,11 +84,24 @@ func (s Source) Load(sets map[string]string) (*scenario.Scenario, error) {
 	if s.path != "" {
 		return scenario.Load(s.path, sets, engine.Vocabulary)
 	}
-	data, err := scenarios.Read(s.name)
+	data, err := ReadCatalogue(s.name)
 	if err != nil {
 		return nil, err
 	}
 	return scenario.Parse("scenarios/"+s.name+".yaml", data, sets, engine.Vocabulary)
+}
+
+// ReadCatalogue reads the catalogue's scenario name; an unknown name is
+// an error that offers the nearest one, or lists them all when none is
+// near.
+func ReadCatalogue(name string) ([]byte, error) {
+	data, err := scenarios.Read(name)
+	if err != nil {
+		if best := scenario.Closest(name, scenarios.Names()); best != "" {
+			return nil, fmt.Errorf("no scenario %q in the catalogue; did you mean %q? (faultline list shows them all)", name, best)
+		}
+	}
+	return data, err
 }
 
 // Select loads the scenarios args name (Sources) whose metadata.labels
