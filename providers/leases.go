@@ -19,5 +19,6 @@ type SharedLeases interface {
 	AcquireLease(ctx context.Context, obj Object, holder string, duration time.Duration) (release func(context.Context) error, err error)
 }
 
-// ErrLeaseHeld is a shared lease another runner holds.
-var ErrLeaseHeld = errors.New("lease held by another runner")
+// ErrLeaseHeld is a shared lease another runner holds; its error says
+// by whom.
+var ErrLeaseHeld = errors.New("a shared lease another runner holds")

@@ -100,9 +100,7 @@ func takeSharedLeases(ctx context.Context, p providers.Provider, objs []provider
 		}
 		if err != nil {
 			if errors.Is(err, providers.ErrLeaseHeld) {
-				// Said once: "target held by another run: Machine/... is
-				// held by ...".
-				err = fmt.Errorf("%w: %s", ErrTargetLeased, strings.TrimPrefix(err.Error(), providers.ErrLeaseHeld.Error()+": "))
+				err = fmt.Errorf("%w: %w", ErrTargetLeased, err)
 			}
 			return nil, errors.Join(err, releaseAll(context.WithoutCancel(ctx)))
 		}

@@ -89,12 +89,12 @@ func takeLease(ctx context.Context, c client.Client, key client.ObjectKey, obj p
 		return nil, fmt.Errorf("read Lease %s for %s: %w", key, obj, err)
 	}
 	if until, ok := leaseLive(held); ok && ptr.Deref(held.Spec.HolderIdentity, "") != holder {
-		return nil, fmt.Errorf("%w: %s is held by %s until %s (Lease %s; it expires unless renewed)", providers.ErrLeaseHeld, obj, ptr.Deref(held.Spec.HolderIdentity, "an unnamed holder"), until.Format(time.RFC3339), key)
+		return nil, fmt.Errorf("%s is held by %s until %s (Lease %s, which expires unless renewed): %w", obj, ptr.Deref(held.Spec.HolderIdentity, "an unnamed holder"), until.Format(time.RFC3339), key, providers.ErrLeaseHeld)
 	}
 	// Expired, or ours: taken over, on the version read.
 	held.Spec = spec
 	if err := (leaseClient{c}).update(ctx, held); apierrors.IsConflict(err) {
-		return nil, fmt.Errorf("%w: %s: another runner took Lease %s first", providers.ErrLeaseHeld, obj, key)
+		return nil, fmt.Errorf("%s: another runner took Lease %s first: %w", obj, key, providers.ErrLeaseHeld)
 	} else if err != nil {
 		return nil, fmt.Errorf("take over Lease %s for %s: %w", key, obj, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/version"
 )
 
 // Stack is a Cluster API release and the CAPV release built against it: a
@@ -59,9 +60,8 @@ func (s Stack) String() string {
 // HasEncryptionAlgorithm tells whether the stack's KubeadmConfigSpec has
 // clusterConfiguration.encryptionAlgorithm (Cluster API v1.12 and later).
 func (s Stack) HasEncryptionAlgorithm() bool {
-	var major, minor int
-	_, err := fmt.Sscanf(s.ClusterAPI, "v%d.%d.", &major, &minor)
-	return err != nil || major > 1 || minor >= 12
+	v, err := version.ParseSemantic(s.ClusterAPI)
+	return err != nil || v.AtLeast(version.MajorMinor(1, 12))
 }
 
 // Key is the stack's folder name in the cache of built releases.
