@@ -20,6 +20,7 @@ const (
 	CapNodeKubelet    Capability = "NodeKubelet"
 	CapNodeStaticPods Capability = "NodeStaticPods"
 	CapEtcdLeadership Capability = "EtcdLeadership"
+	CapEtcdMembers    Capability = "EtcdMembers"
 	// CapObjectWrites is ObjectWriter's. Its faults read objects too, so a
 	// scenario that uses them also requires Objects.
 	CapObjectWrites Capability = "ObjectWrites"
@@ -50,6 +51,7 @@ var capabilities = []struct {
 	{CapNodeKubelet, implements[NodeKubelet]},
 	{CapNodeStaticPods, implements[NodeStaticPods]},
 	{CapEtcdLeadership, implements[EtcdLeadership]},
+	{CapEtcdMembers, implements[EtcdMembers]},
 	{CapObjectWrites, implements[ObjectWriter]},
 	{CapNodes, func(p Provider) bool { return implements[Nodes](p) || implements[ClusterAPI](p) }},
 	{CapSimulatedNodes, implements[SimulatedNodes]},

@@ -239,18 +239,6 @@ type NodeStaticPods interface {
 	StaticPodRunning(ctx context.Context, m Object, component string) (bool, error)
 }
 
-// EtcdLeadership holds etcd's leadership on a control-plane node's member.
-// A stuck leader is seed 003's state after a crash: the member keeps
-// leadership and answers its clients, but its peers cannot reach it, so no
-// membership change commits and a new control plane cannot join. Freeing
-// it is the seed's runbook, `etcdctl move-leader` to a member that can
-// serve.
-type EtcdLeadership interface {
-	// SetLeaderStuck makes m's member the leader and keeps it there
-	// (stuck), or moves leadership to another live member.
-	SetLeaderStuck(ctx context.Context, m Object, stuck bool) error
-}
-
 // SimulatedNodes is implemented by a provider whose nodes faultline plays
 // itself (the lab's node simulator): a scenario may hold a state there
 // that real nodes heal or never reach. A provider that has simulated

@@ -66,3 +66,54 @@ func TestIntegrationBug14167(t *testing.T) {
 		})
 	}
 }
+
+// TestIntegrationBug14197 runs the catalogue's
+// rollout-keeps-unstarted-learner, whose new etcd members start 10s after
+// kubeadm adds them as learners: on the v1.13 stack (Cluster API v1.13.6,
+// which has cluster-api #14197) KCP removes the unnamed learner, the join
+// fails and the rollout stalls, so the run fails naming
+// control-plane-rolled-out; on v1.14 (v1.14.2, with the fix) it passes.
+// Both runs show the bug's window first: a new control plane's Node with
+// no etcd member running. Nightly: it builds the v1.14 stack on first
+// use, and the failing run waits out its 3m budget.
+func TestIntegrationBug14197(t *testing.T) {
+	labtest.Require(t)
+	nightly.Only(t)
+	for _, tc := range []struct {
+		release string
+		pass    bool
+	}{
+		{"v1.13", false},
+		{"v1.14", true},
+	} {
+		t.Run(tc.release, func(t *testing.T) {
+			dir := t.TempDir()
+			var out, errOut bytes.Buffer
+			code := execute([]string{"run", "rollout-keeps-unstarted-learner", "--release", tc.release, "--artifacts", dir}, &out, &errOut)
+			t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+			res, err := artifacts.ReadResult(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			window := false
+			for _, p := range res.Phases {
+				window = window || (p.Name == "node-before-member" && p.OK)
+			}
+			if !window {
+				t.Fatalf("no new control plane had its Node before its etcd member (phases %+v): the run shows nothing of the bug", res.Phases)
+			}
+			if tc.pass {
+				if code != exitPass || res.Verdict != engine.Pass {
+					t.Fatalf("exit %d, verdict %s (%s): want a pass, v1.14.2 keeps the unnamed learner", code, res.Verdict, res.Reason)
+				}
+				return
+			}
+			if code != exitFail || res.Verdict != engine.Fail {
+				t.Fatalf("exit %d, verdict %s (%s): want a failure, v1.13.6 removes the unnamed learner", code, res.Verdict, res.Reason)
+			}
+			if !strings.Contains(res.Reason, "control-plane-rolled-out") {
+				t.Errorf("reason %q does not name control-plane-rolled-out", res.Reason)
+			}
+		})
+	}
+}

@@ -142,6 +142,20 @@ var nodeAndVMFaults = map[string]faultDef{
 			return UndoAction{Action: "etcd.move-leader", Target: obj}
 		},
 	},
+	"etcd.slow-member-start": {
+		capability: providers.CapEtcdMembers, params: []string{"delay"}, perCluster: true, check: checkDelay,
+		summary: "the control planes that join the target's cluster from now on start their etcd member delay after kubeadm adds it as a learner (an image pull, a slow disk): the Node registers, the member is an unnamed learner meanwhile (cluster-api #14197's window); undo starts them at once",
+		inject: using(providers.CapEtcdMembers, func(ctx context.Context, e providers.EtcdMembers, obj providers.Object, params map[string]string) error {
+			d, err := time.ParseDuration(params["delay"])
+			if err != nil {
+				return fmt.Errorf("param delay: %w", err)
+			}
+			return e.SetMemberStartDelay(ctx, obj, d)
+		}),
+		undo: func(obj providers.Object, _ map[string]string) UndoAction {
+			return UndoAction{Action: "etcd.member-start-at-once", Target: obj}
+		},
+	},
 	"node.remove-static-pod": {
 		capability: providers.CapNodeStaticPods, params: []string{"component"},
 		summary: "remove a control-plane static pod (kube-apiserver, kube-controller-manager, kube-scheduler, etcd) from a Machine's node; undo puts its manifest back",
@@ -237,9 +251,21 @@ var nodeAndVMUndos = map[string]func(ctx context.Context, p providers.Provider, 
 	"etcd.move-leader": undoUsing(providers.CapEtcdLeadership, func(ctx context.Context, e providers.EtcdLeadership, u UndoAction) error {
 		return e.SetLeaderStuck(ctx, u.Target, false)
 	}),
+	"etcd.member-start-at-once": undoUsing(providers.CapEtcdMembers, func(ctx context.Context, e providers.EtcdMembers, u UndoAction) error {
+		return e.SetMemberStartDelay(ctx, u.Target, 0)
+	}),
 	"vm.nic-connect": undoUsing(providers.CapVMNetwork, func(ctx context.Context, v providers.VMNetwork, u UndoAction) error {
 		return v.SetNICConnected(ctx, u.Target, u.Params["nic"], true)
 	}),
+}
+
+// checkDelay wants param delay, a positive duration such as 15s.
+func checkDelay(params map[string]string) []scenario.ArgError {
+	d, err := time.ParseDuration(params["delay"])
+	if err != nil || d <= 0 {
+		return []scenario.ArgError{{Arg: "delay", Msg: fmt.Sprintf("got %q, expected a positive duration such as 15s", params["delay"])}}
+	}
+	return nil
 }
 
 func checkComponent(params map[string]string) []scenario.ArgError {

@@ -9,6 +9,7 @@ import (
 	"github.com/faultline-dev/faultline/internal/nodecmd"
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/capi"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"github.com/faultline-dev/faultline/providers/lab/nodesim"
 	"github.com/faultline-dev/faultline/providers/lab/realnodes"
 )
@@ -39,6 +40,7 @@ var (
 	_ providers.NodeKubelet         = (*Provider)(nil)
 	_ providers.NodeStaticPods      = (*Provider)(nil)
 	_ providers.EtcdLeadership      = (*Provider)(nil)
+	_ providers.EtcdMembers         = (*Provider)(nil)
 	_ providers.CapabilityCondition = (*Provider)(nil)
 	_ providers.SimulatedNodes      = (*Provider)(nil)
 	_ providers.ManagementUpgrade   = (*Provider)(nil)
@@ -58,6 +60,8 @@ func (p *Provider) CapabilityUnavailable(c providers.Capability) error {
 	switch {
 	case c == providers.CapEtcdLeadership && p.real != nil:
 		return fmt.Errorf("a stuck etcd leader is played by the node simulator only, and cluster %s has real nodes: %w", p.real.Cluster(), providers.ErrUnsupported)
+	case c == providers.CapEtcdMembers && p.real != nil:
+		return fmt.Errorf("a slow etcd member start is played by the node simulator only, and cluster %s has real nodes, whose kubeadm starts etcd on its own time: %w", p.real.Cluster(), providers.ErrUnsupported)
 	case c == providers.CapSimulatedNodes && p.real != nil:
 		return fmt.Errorf("the lab's real-node tier: cluster %s has real nodes: %w", p.real.Cluster(), providers.ErrUnsupported)
 	case c == providers.CapWorkloads && p.real == nil:
@@ -153,6 +157,20 @@ func (p *Provider) StaticPodRunning(ctx context.Context, m providers.Object, com
 		return err == nil && nodecmd.Running(out, component), err
 	}
 	return p.nodes.StaticPodRunning(node, component, time.Now()), nil
+}
+
+// SetMemberStartDelay implements providers.EtcdMembers on the cluster of
+// the Machine m: kubeadm join's etcd members start d after they are added
+// as learners. Real nodes do not play it (CapabilityUnavailable).
+func (p *Provider) SetMemberStartDelay(_ context.Context, m providers.Object, d time.Duration) error {
+	ns, cluster := m.Attributes[providers.AttrNamespace], m.Attributes[providers.AttrCluster]
+	if cluster == "" {
+		return fmt.Errorf("%s belongs to no Cluster API Cluster: %w", m, providers.ErrUnsupported)
+	}
+	if p.real != nil && cluster == p.real.Cluster() {
+		return fmt.Errorf("a slow etcd member start on real nodes: %w", providers.ErrUnsupported)
+	}
+	return p.nodes.SetMemberStartDelay(labconfig.ClusterKey(ns, cluster), d)
 }
 
 // SetLeaderStuck implements providers.EtcdLeadership on the Machine's

@@ -52,8 +52,11 @@ func (s *Sim) reconcileVM(ctx context.Context, vm *simVM, f faultsNow, now time.
 			return s.nodeSilent(ctx, c, node, vm, now)
 		}
 		vm.beatAt = now
-		if vm.controlPlane && !vm.podsUp {
-			return false, nil // kubeadm init/join first
+		if vm.controlPlane && !vm.podsUp && vm.join == nil {
+			// kubeadm init first, or join's etcd member; a joining
+			// kubelet registers through the control-plane endpoint
+			// while its learner has not started (joinAsLearner).
+			return false, nil
 		}
 		if !w.CanStore() {
 			return false, nil // no API server can store the kubelet's status

@@ -30,12 +30,16 @@ type nodeFaults struct {
 	// (etcdctl move-leader).
 	stuckLeader map[string]string
 	moveLeader  map[string]string
+	// memberStart is, by cluster, how long a joining control plane's etcd
+	// member takes to start after kubeadm added it as a learner.
+	memberStart map[string]time.Duration
 }
 
 func newNodeFaults() *nodeFaults {
 	return &nodeFaults{
 		kubeletStopped: map[string]time.Time{}, podsStopped: map[string]map[string]bool{}, podsGen: map[string]int{},
 		cniBroken: map[string]bool{}, stuckLeader: map[string]string{}, moveLeader: map[string]string{},
+		memberStart: map[string]time.Duration{},
 	}
 }
 
@@ -47,6 +51,7 @@ type faultsNow struct {
 	podsGen        map[string]int
 	cniBroken      map[string]bool
 	stuckLeader    map[string]string
+	memberStart    map[string]time.Duration
 }
 
 func (f *nodeFaults) now() faultsNow {
@@ -55,6 +60,7 @@ func (f *nodeFaults) now() faultsNow {
 	out := faultsNow{
 		kubeletStopped: maps.Clone(f.kubeletStopped), podsStopped: make(map[string]map[string]bool, len(f.podsStopped)),
 		podsGen: maps.Clone(f.podsGen), cniBroken: maps.Clone(f.cniBroken), stuckLeader: maps.Clone(f.stuckLeader),
+		memberStart: maps.Clone(f.memberStart),
 	}
 	for node, stopped := range f.podsStopped {
 		out.podsStopped[node] = maps.Clone(stopped)
@@ -134,14 +140,25 @@ func (f *nodeFaults) setLeaderStuck(node string, v *nodeView, stuck bool) error 
 	return nil
 }
 
-// takeMoveLeader returns, once, the node of cluster whose member is to
-// hand leadership over.
+// setMemberStart sets how long the etcd members that join cluster take
+// to start (zero: at once).
+func (f *nodeFaults) setMemberStart(cluster string, d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if d == 0 {
+		delete(f.memberStart, cluster)
+	} else {
+		f.memberStart[cluster] = d
+	}
+}
+
 // forgetCluster drops the faults of a removed cluster and of its nodes.
 func (f *nodeFaults) forgetCluster(cluster string, nodes []string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.stuckLeader, cluster)
 	delete(f.moveLeader, cluster)
+	delete(f.memberStart, cluster)
 	for _, n := range nodes {
 		delete(f.kubeletStopped, n)
 		delete(f.podsStopped, n)
@@ -150,6 +167,8 @@ func (f *nodeFaults) forgetCluster(cluster string, nodes []string) {
 	}
 }
 
+// takeMoveLeader returns, once, the node of cluster whose member is to
+// hand leadership over.
 func (f *nodeFaults) takeMoveLeader(cluster string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()

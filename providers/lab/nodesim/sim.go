@@ -116,6 +116,8 @@ type simVM struct {
 	podsUp bool
 	// joinRefused: kubeadm join failed on it, and that was logged.
 	joinRefused bool
+	// join is its etcd member's join as a learner, until promoted.
+	join *etcdJoin
 }
 
 // New starts the simulated clusters' store; AddCluster adds each, Run

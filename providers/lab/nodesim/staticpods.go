@@ -54,6 +54,7 @@ func (s *Sim) reconcileStaticPods(ctx context.Context, c inmemoryclient.Client, 
 		}
 		return nil
 	}
+	promoteLearner(w, vm, now)
 	stopped := f.podsStopped[vm.name]
 	changed := f.podsGen[vm.name] != s.podsWritten[vm.name]
 	wantEtcd, wantAPI := !stopped["etcd"], !stopped["kube-apiserver"]
@@ -62,6 +63,9 @@ func (s *Sim) reconcileStaticPods(ctx context.Context, c inmemoryclient.Client, 
 	}
 	if !vm.podsUp {
 		if refused, err := s.joinRefused(ctx, c, vm, f); refused || err != nil {
+			return err
+		}
+		if held, err := s.joinAsLearner(ctx, c, w, vm, f, now); held || err != nil {
 			return err
 		}
 		if err := s.ensureEtcdPod(ctx, c, vm); err != nil {
@@ -140,7 +144,8 @@ func (s *Sim) writePodStatus(ctx context.Context, c inmemoryclient.Client, node 
 }
 
 // ensureEtcdPod creates the member's pod, annotated as the in-memory etcd
-// expects: cluster ID, member ID, and leadership for the first member.
+// expects: cluster ID, member ID (the learner's, on a join), and
+// leadership for the first member.
 func (s *Sim) ensureEtcdPod(ctx context.Context, c inmemoryclient.Client, vm *simVM) error {
 	pod := staticPod("etcd", vm.name)
 	err := c.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})
@@ -160,9 +165,13 @@ func (s *Sim) ensureEtcdPod(ctx context.Context, c inmemoryclient.Client, vm *si
 	if clusterID == "" {
 		clusterID = strconv.FormatUint(uint64(rand.Uint32()|1), 10)
 	}
+	id := newMemberID()
+	if vm.join != nil {
+		id = vm.join.id
+	}
 	pod.Annotations = map[string]string{
 		cloudv1.EtcdClusterIDAnnotationName: clusterID,
-		cloudv1.EtcdMemberIDAnnotationName:  strconv.FormatUint(uint64(rand.Uint32()|1), 10),
+		cloudv1.EtcdMemberIDAnnotationName:  strconv.FormatUint(id, 10),
 	}
 	if !leader {
 		pod.Annotations[cloudv1.EtcdLeaderFromAnnotationName] = time.Now().Format(time.RFC3339)
@@ -203,6 +212,7 @@ func (s *Sim) electLeader(ctx context.Context, cluster string, f faultsNow) erro
 	if err != nil || len(pods) == 0 {
 		return err
 	}
+	pods = voters(w, pods)
 	var live []corev1.Pod
 	leaderUp := false
 	var leaderFrom time.Time

@@ -56,6 +56,7 @@ type Server struct {
 	apiServers map[string]bool
 	apiCert    *tls.Certificate
 	etcdCerts  map[string]*tls.Certificate
+	learners   map[uint64]*learner
 	conns      map[net.Conn]bool
 	// admitter runs the cluster's webhooks on dry-run creates.
 	admitter func(context.Context) (*Admitter, error)
@@ -77,12 +78,12 @@ func New(mgr inmemoryruntime.Manager, rg string, log logr.Logger, admit func(con
 	}
 	w := &Server{
 		rg: rg, log: log, key: key, addr: l.Addr().(*net.TCPAddr), mem: mgr, apiServers: map[string]bool{}, admitter: admit,
-		etcdCerts: map[string]*tls.Certificate{}, conns: map[net.Conn]bool{},
+		etcdCerts: map[string]*tls.Certificate{}, learners: map[uint64]*learner{}, conns: map[net.Conn]bool{},
 	}
 	w.listener = &gatedListener{Listener: l, w: w}
 	resolve := func(string) (string, error) { return rg, nil }
 	api := &extraAPI{mem: mgr, rg: rg, next: inmemoryapi.NewAPIServerHandler(mgr, log, resolve), locked: w.locked(), log: log}
-	etcd := inmemoryetcd.NewEtcdServerHandler(mgr, log, resolve)
+	etcd := w.etcdWithLearners(log, inmemoryetcd.NewEtcdServerHandler(mgr, log, resolve))
 	w.srv = &http.Server{
 		Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 			if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("content-type"), "application/grpc") {
