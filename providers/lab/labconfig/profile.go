@@ -46,6 +46,12 @@ type Profile struct {
 	RemoteGrace     time.Duration `json:"remoteGrace"`
 	EtcdDialTimeout time.Duration `json:"etcdDialTimeout"`
 	EtcdCallTimeout time.Duration `json:"etcdCallTimeout"`
+	// LearnerCatchUp is how long a joining control plane's etcd member,
+	// once started, stays a learner before kubeadm's MemberPromote
+	// succeeds (it replays the leader's log). KCP neither scales nor
+	// remediates while a learner exists, and retries 15 s later: compressed
+	// time promotes at once.
+	LearnerCatchUp time.Duration `json:"learnerCatchUp"`
 	// Gates are the Cluster API feature gates the profile sets (CAPV's
 	// controllers follow them too); the others keep upstream's defaults.
 	Gates map[string]bool `json:"gates,omitempty"`
@@ -62,6 +68,7 @@ var profiles = map[string]Profile{
 		MHCUnhealthy: 5 * time.Minute, MHCNodeStartup: 10 * time.Minute, MHCNotReady: 5 * time.Minute,
 		SyncPeriod: 10 * time.Minute, ConnectRetry: 30 * time.Second, RemoteGrace: 5 * time.Minute,
 		EtcdDialTimeout: 10 * time.Second, EtcdCallTimeout: 15 * time.Second,
+		LearnerCatchUp: 2 * time.Second,
 	},
 	"compressed": {
 		Name: "compressed", NodeGrace: 2 * time.Second, Heartbeat: time.Second,
@@ -119,6 +126,7 @@ func (p Profile) Knobs() map[string]string {
 		"mhcNotReady": p.MHCNotReady.String(), "mhcNotReadyRealNodes": max(p.MHCNotReady, RealNodeNotReady).String(),
 		"syncPeriod": p.SyncPeriod.String(), "connectRetry": p.ConnectRetry.String(), "remoteGrace": p.RemoteGrace.String(),
 		"etcdDialTimeout": p.EtcdDialTimeout.String(), "etcdCallTimeout": p.EtcdCallTimeout.String(),
+		"learnerCatchUp": p.LearnerCatchUp.String(),
 		"remoteConnectionGrace": p.RemoteConnectionGrace().String(),
 		// A Node with pods is drained before its Machine's VM goes: Cluster
 		// API retries a drain that left pods every 20s, a constant no

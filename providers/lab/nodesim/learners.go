@@ -16,11 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// learnerCatchUp is how long a started learner takes to catch up with the
-// leader before kubeadm's MemberPromote succeeds: a new member of a small
-// cluster has little to replay.
-const learnerCatchUp = time.Second
-
 // etcdJoin is kubeadm join's etcd-join phase on a control plane that
 // joins an existing etcd cluster. kubelet-start comes first, so the
 // kubelet registers the Node through the control-plane endpoint while
@@ -86,10 +81,10 @@ func (s *Sim) joinAsLearner(ctx context.Context, c inmemoryclient.Client, w *wor
 }
 
 // promoteLearner plays kubeadm's MemberPromote once the started learner
-// has caught up.
-func promoteLearner(w *workloadapi.Server, vm *simVM, now time.Time) {
+// has caught up (the profile's LearnerCatchUp).
+func (s *Sim) promoteLearner(w *workloadapi.Server, vm *simVM, now time.Time) {
 	j := vm.join
-	if j == nil || j.startedAt.IsZero() || now.Before(j.startedAt.Add(learnerCatchUp)) {
+	if j == nil || j.startedAt.IsZero() || now.Before(j.startedAt.Add(s.profile.LearnerCatchUp)) {
 		return
 	}
 	w.PromoteLearner(j.id)

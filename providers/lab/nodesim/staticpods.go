@@ -54,7 +54,7 @@ func (s *Sim) reconcileStaticPods(ctx context.Context, c inmemoryclient.Client, 
 		}
 		return nil
 	}
-	promoteLearner(w, vm, now)
+	s.promoteLearner(w, vm, now)
 	stopped := f.podsStopped[vm.name]
 	changed := f.podsGen[vm.name] != s.podsWritten[vm.name]
 	wantEtcd, wantAPI := !stopped["etcd"], !stopped["kube-apiserver"]
@@ -103,6 +103,7 @@ func (s *Sim) reconcileStaticPods(ctx context.Context, c inmemoryclient.Client, 
 		}
 	}
 	vm.podsUp = true
+	s.promoteLearner(w, vm, now) // a learner that catches up at once
 	// The kubelet reports its static pods through its own API server
 	// (localAPIUp): while that is gone, the mirror pods keep what they said.
 	if changed && localAPIUp(vm, f) {
