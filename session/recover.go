@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/providers"
@@ -32,6 +33,11 @@ type Reconnector struct {
 	// AcceptThumbprint, after vCenter's certificate was renewed, is the
 	// new certificate's thumbprint to trust instead of the recorded one.
 	AcceptThumbprint string
+	// Kubeconfig and Context, when Kubeconfig is set (recover
+	// --kubeconfig, on a host other than the one that ran the faults),
+	// reach the management cluster instead of the kubeconfig a journal
+	// records; it must still be the server and CA recorded.
+	Kubeconfig, Context string
 
 	opened  map[string]providers.Provider
 	closers []func(context.Context) error
@@ -170,7 +176,7 @@ func (r *Reconnector) reopenKind(ctx context.Context, ref providers.ProviderRef)
 // or that its kubeconfig no longer reaches as recorded (another server,
 // another CA, or TLS not verified).
 func (r *Reconnector) checkCAPI(ref providers.ProviderRef) error {
-	rec := capi.RecordOf(ref)
+	rec := r.reachCAPI(capi.RecordOf(ref))
 	if rec.Kubeconfig == "" {
 		return nil // reopen says it cannot reconnect.
 	}
@@ -198,15 +204,39 @@ func (r *Reconnector) checkCAPI(ref providers.ProviderRef) error {
 // reopenCAPI reaches a management cluster again with the same kubeconfig
 // and context, which checkCAPI found allowed and the same.
 func (r *Reconnector) reopenCAPI(ctx context.Context, ref providers.ProviderRef) (providers.Provider, error) {
-	rec := capi.RecordOf(ref)
+	rec := r.reachCAPI(capi.RecordOf(ref))
 	if rec.Kubeconfig == "" {
 		return nil, fmt.Errorf("provider %q in journal: it records no kubeconfig; faultline cannot reconnect to it", ref.Name)
+	}
+	// The vCenter behind the cluster, where its VM faults went: the one
+	// recorded (TLS pinned to its certificate), or the flags'.
+	vc := r.VCenter
+	if rec.VCenter != nil {
+		vc = r.vcenterOf(*rec.VCenter)
+		if u, err := vc.Endpoint(); err == nil && !AllowedVCenter(r.VCenter.Allowed, u) {
+			return nil, fmt.Errorf("vCenter %s is not allowed (--allow-vcenter %s or $%s)", u.Host, u.Hostname(), EnvAllowedVCenters)
+		}
 	}
 	return r.open(ctx, rec.Kubeconfig+"|"+rec.Context, Config{
 		Provider:   ProviderCAPI,
 		Management: ManagementConfig{Kubeconfig: rec.Kubeconfig, Context: rec.Context, Allowed: r.Contexts},
-		VCenter:    r.VCenter,
+		VCenter:    vc,
 	})
+}
+
+// reachCAPI is rec with the kubeconfig and context to reach it through:
+// the recorded ones, or Kubeconfig's (its Context, or its current one).
+func (r *Reconnector) reachCAPI(rec capi.Record) capi.Record {
+	if r.Kubeconfig == "" {
+		return rec
+	}
+	rec.Kubeconfig, rec.Context = r.Kubeconfig, r.Context
+	if rec.Context == "" {
+		if raw, err := clientcmd.LoadFromFile(r.Kubeconfig); err == nil {
+			rec.Context = raw.CurrentContext
+		}
+	}
+	return rec
 }
 
 // RecoverCommand is the command that undoes what journal left pending:

@@ -26,6 +26,9 @@ type recoverOptions struct {
 	keyFile  string
 	accept   string
 	force    []string
+	// kubeconfig and context: recover the journal copies that management
+	// cluster holds.
+	kubeconfig, context string
 }
 
 func newRecoverCommand() *cobra.Command {
@@ -35,7 +38,9 @@ func newRecoverCommand() *cobra.Command {
 		Example: `  # every journal under $ARTIFACTS (or _artifacts), and every one recorded
   faultline recover
   # one crashed run's journal, against the vCenter it went to
-  faultline recover _artifacts/power-off-worker-20261127-101500/journal.jsonl --allow-vcenter vc.example.com`,
+  faultline recover _artifacts/power-off-worker-20261127-101500/journal.jsonl --allow-vcenter vc.example.com
+  # on another host: the journals a management cluster holds copies of
+  faultline recover --kubeconfig mgmt.kubeconfig --allow-context mgmt --journal-key runner.key`,
 		Short: "Undo the faults a crashed or killed run left in place",
 		Long: `Replay the pending undo entries of journals: each argument is a journal
 file, or a folder searched at any depth for journal.jsonl files. With no
@@ -61,6 +66,15 @@ other journals are recovered, and recover then exits 2. To recover on another
 host, pass the key of the host that wrote the journals with --journal-key;
 --vcenter-url overrides the URL a journal records.
 
+A run against a Cluster API management cluster also copies its journal
+there (a Secret faultline-journal-ID in the namespace of the Clusters it
+faults), and deletes the copy once every fault is undone. With --kubeconfig
+(and --context), recover reads the copies that cluster holds instead of
+local journals, from any host: it needs the key of the host that ran the
+faults (--journal-key), reaches the cluster through the kubeconfig given as
+long as it is the server and CA the journal recorded, and then deletes each
+copy it recovered whole, or writes back what it recorded.
+
 vCenter credentials come from the environment (GOVC_USERNAME, GOVC_PASSWORD)
 or the flags; the journal only records where the vCenter is.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
@@ -71,6 +85,8 @@ or the flags; the journal only records where the vCenter is.`,
 	cmd.Flags().StringVar(&o.keyFile, "journal-key", "", "the key the journals were sealed with (default $"+engine.EnvJournalKey+", or journal.key in the user's faultline configuration folder); another host's, to recover its journals here")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
 	cmd.Flags().StringVar(&o.accept, "accept-thumbprint", "", "after vCenter's certificate was renewed: the new certificate's thumbprint, exactly as the refusal shows it, to trust instead of the one the journal recorded")
+	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "recover the journal copies this management cluster holds (a run killed with its host), not local journals")
+	cmd.Flags().StringVar(&o.context, "context", "", "the --kubeconfig context (default its current one)")
 	cmd.Flags().StringSliceVar(&o.force, "force-entry", nil, "FILE:LINE of a pending fault to undo although its journal's lines are not where faultline wrote them (a journal moved or copied since); of that journal only the entries named are undone; repeatable")
 	return cmd
 }
@@ -140,6 +156,15 @@ func (o *recoverOptions) run(cmd *cobra.Command, args []string) error {
 		}
 		in.Heads = engine.JournalHeads(o.keyFile)
 	}
+	if o.kubeconfig != "" {
+		if len(args) > 0 {
+			return usageErr("--kubeconfig recovers the journal copies the cluster holds: give it no JOURNAL (%s)", strings.Join(args, " "))
+		}
+		return o.recoverCopies(cmd, in)
+	}
+	if o.context != "" {
+		return usageErr("--context %s: it names a context of --kubeconfig, which is not given", o.context)
+	}
 	roots := args
 	var recorded []string
 	if len(roots) == 0 {
@@ -185,6 +210,52 @@ func (o *recoverOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	conns := &session.Reconnector{VCenter: vcfg, URL: o.vc.url, Contexts: o.contexts, AcceptThumbprint: o.accept}
 	return recoverJournals(ctx, cmd, in, conns)
+}
+
+// recoverCopies recovers the journal copies of the management cluster
+// --kubeconfig reaches, and writes them back.
+func (o *recoverOptions) recoverCopies(cmd *cobra.Command, in engine.RecoverInput) error {
+	ctx, stop := notifyContext(cmd.Context())
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return infraErr(err)
+	}
+	m := session.ManagementConfig{Kubeconfig: o.kubeconfig, Context: o.context, Allowed: o.contexts}
+	copies, err := session.FetchJournalCopies(ctx, m, filepath.Join(cache, "faultline", "journal-copies"))
+	if err != nil {
+		return err
+	}
+	if len(copies.Paths) == 0 {
+		fmt.Fprintf(cmd.OutOrStdout(), "nothing to recover: the cluster of %s holds no journal copy\n", o.kubeconfig)
+		return nil
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "recover: %d journal copies from the cluster of %s\n", len(copies.Paths), o.kubeconfig)
+	in.Journals, in.Origins = copies.Paths, copies.Origins
+	if in.Key == nil {
+		path, err := engine.JournalKeyPath()
+		if err != nil {
+			return infraErr(err)
+		}
+		if in.Key, err = engine.LoadJournalKey(path, false); err != nil {
+			return usageErr("the journal copies are sealed with the key of the host that ran them: --journal-key FILE (%v)", err)
+		}
+		in.Heads = engine.JournalHeads(path)
+	}
+	vcfg, err := o.vc.sessionConfig(logr.Discard())
+	if err != nil {
+		return err
+	}
+	conns := &session.Reconnector{VCenter: vcfg, URL: o.vc.url, Contexts: o.contexts, AcceptThumbprint: o.accept, Kubeconfig: o.kubeconfig, Context: o.context}
+	err = recoverJournals(ctx, cmd, in, conns)
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer wcancel()
+	if werr := copies.WriteBack(wctx, in.Key, in.Heads); werr != nil {
+		return errors.Join(err, infraErr(fmt.Errorf("write the recovered journals back to the cluster: %w", werr)))
+	}
+	return err
 }
 
 // mergeJournals is found and recorded without a journal twice (the same

@@ -78,6 +78,9 @@ type Journal struct {
 	// chain is where the journal's next line goes: its identity, the
 	// last line's place and MAC, and where its head is recorded.
 	chain chain
+	// mirror, when set, is given the whole journal after each append
+	// (SetMirror).
+	mirror func(content []byte) error
 }
 
 // OpenJournal opens (creating it and its folder if needed) the journal at
@@ -95,17 +98,22 @@ func OpenJournal(path string) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openJournal(path, key, JournalHeads(keyPath), true)
+	return openJournal(path, "", key, JournalHeads(keyPath), true)
 }
 
 // openJournal opens the journal at path for appending; its head is
 // recorded in heads. An existing journal's chain goes on from its last
 // line, once verified when verify is set (recover, which appends done
-// lines, has read it through readTrusted already).
-func openJournal(path string, key []byte, heads string, verify bool) (*Journal, error) {
+// lines, has read it through readTrusted already). origin, when set, is
+// the path the journal's lines were written to, of which path is a copy
+// (one fetched from a management cluster): its lines go on naming it.
+func openJournal(path, origin string, key []byte, heads string, verify bool) (*Journal, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("journal %s: %w", path, err)
+	}
+	if origin == "" {
+		origin = abs
 	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
@@ -126,7 +134,7 @@ func openJournal(path string, key []byte, heads string, verify bool) (*Journal, 
 			return nil, errors.Join(err, f.Close())
 		}
 	}
-	c, err := chainFrom(abs, heads, f)
+	c, err := chainFrom(abs, origin, heads, f)
 	if err != nil {
 		return nil, errors.Join(err, f.Close())
 	}
@@ -140,6 +148,40 @@ func openJournal(path string, key []byte, heads string, verify bool) (*Journal, 
 
 // Path is where the journal is.
 func (j *Journal) Path() string { return j.path }
+
+// ID is the journal's identity, which each of its lines carries.
+func (j *Journal) ID() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.chain.id
+}
+
+// SetMirror has each append, once on disk, also give the whole journal
+// to mirror (a copy where other hosts can reach it): an append whose copy
+// fails fails, so a fault is applied only once both hold it. Nil stops
+// it.
+func (j *Journal) SetMirror(mirror func(content []byte) error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.mirror = mirror
+}
+
+// Content is the whole journal as written.
+func (j *Journal) Content() ([]byte, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.content()
+}
+
+// content reads it back; a copy is a Secret, which holds no more than
+// regularfile.Small (1 MiB).
+func (j *Journal) content() ([]byte, error) {
+	b, err := regularfile.Read(j.path, regularfile.Small)
+	if err != nil {
+		return nil, fmt.Errorf("read journal %s: %w", j.path, err)
+	}
+	return b, nil
+}
 
 // Append writes e as one line and fsyncs it before returning.
 func (j *Journal) Append(e JournalEntry) error {
@@ -161,7 +203,20 @@ func (j *Journal) Append(e JournalEntry) error {
 		return fmt.Errorf("sync journal %s: %w", j.path, err)
 	}
 	j.chain.seq, j.chain.mac = e.Seq, macOf(line)
-	return j.chain.recordHead()
+	if err := j.chain.recordHead(); err != nil {
+		return err
+	}
+	if j.mirror == nil {
+		return nil
+	}
+	content, err := j.content()
+	if err == nil {
+		err = j.mirror(content)
+	}
+	if err != nil {
+		return fmt.Errorf("copy journal %s: %w", j.path, err)
+	}
+	return nil
 }
 
 // Close closes the journal file, which lets go of its lock.

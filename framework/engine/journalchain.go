@@ -46,8 +46,8 @@ func JournalHeads(keyPath string) string {
 // a journal that is empty, else the one its last line ends. A torn last
 // line (a crash mid-write, its fault never applied) is cut off through f,
 // so that the next line starts on a line of its own.
-func chainFrom(abs, heads string, f *os.File) (chain, error) {
-	c := chain{path: abs, heads: heads}
+func chainFrom(abs, origin, heads string, f *os.File) (chain, error) {
+	c := chain{path: origin, heads: heads}
 	var last *JournalEntry
 	whole := int64(0) // the bytes of its whole lines
 	torn, err := scanJournal(abs, func(e JournalEntry) error {
@@ -84,7 +84,7 @@ func chainFrom(abs, heads string, f *os.File) (chain, error) {
 // line of it is sealed and in its place, and its end is the one recorded
 // (a torn last line is cut off by chainFrom, as a crash leaves it).
 func verifyForAppend(path string, key []byte, heads string) error {
-	_, _, _, err := readPending(path, key, heads)
+	_, _, _, err := readPending(path, "", key, heads)
 	switch {
 	case err == nil, errors.Is(err, fs.ErrNotExist):
 		return nil
@@ -168,10 +168,13 @@ type chainCheck struct {
 	last             *JournalEntry
 }
 
-func newChainCheck(path, heads string) (*chainCheck, error) {
+func newChainCheck(path, origin, heads string) (*chainCheck, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
+	}
+	if origin != "" {
+		abs = origin // a copy: its lines name where they were written
 	}
 	return &chainCheck{path: path, abs: abs, heads: heads}, nil
 }

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -46,6 +48,10 @@ type RecoverInput struct {
 	// Note, when set, is told what the user should know that stops
 	// nothing: a torn last line, a journal whose end cannot be checked.
 	Note func(string)
+	// Origins maps a journal that is a copy (one fetched from a
+	// management cluster) to the path its lines were written to, where
+	// its chain places them.
+	Origins map[string]string
 }
 
 // Recovered is what became of one pending fault.
@@ -124,7 +130,7 @@ func Recover(ctx context.Context, in RecoverInput) (sum RecoverSummary, err erro
 			continue
 		}
 		if err == nil {
-			pending[i], err = readTrusted(path, key, heads, forced[path], note)
+			pending[i], err = readTrusted(path, in.Origins[path], key, heads, forced[path], note)
 		}
 		if err == nil && in.Check != nil {
 			err = checkAll(path, pending[i], in.Check)
@@ -141,7 +147,7 @@ func Recover(ctx context.Context, in RecoverInput) (sum RecoverSummary, err erro
 		if len(pending[i]) == 0 {
 			continue
 		}
-		j, err := openJournal(path, key, heads, false)
+		j, err := openJournal(path, in.Origins[path], key, heads, false)
 		if err != nil {
 			return sum, err
 		}
@@ -185,8 +191,8 @@ func checkAll(path string, pending []JournalEntry, check func(JournalEntry) erro
 // readTrusted is the pending entries of the journal at path that may be
 // undone: all of them when its chain holds, only those forced when it is
 // broken; a torn last line is said and left out.
-func readTrusted(path string, key []byte, heads string, forced map[int]bool, note func(string)) ([]JournalEntry, error) {
-	pending, torn, n, err := readPending(path, key, heads)
+func readTrusted(path, origin string, key []byte, heads string, forced map[int]bool, note func(string)) ([]JournalEntry, error) {
+	pending, torn, n, err := readPending(path, origin, key, heads)
 	switch {
 	case errors.Is(err, ErrUntrustedJournal):
 		return nil, err
@@ -301,8 +307,8 @@ func onlyForced(path string, pending []JournalEntry, lines map[int]bool) ([]Jour
 // and keeps only the faults still pending, in order. It returns the torn
 // last line's problem, and a note when the journal's end cannot be
 // checked.
-func readPending(path string, key []byte, heads string) (pending []JournalEntry, torn error, note string, err error) {
-	chk, err := newChainCheck(path, heads)
+func readPending(path, origin string, key []byte, heads string) (pending []JournalEntry, torn error, note string, err error) {
+	chk, err := newChainCheck(path, origin, heads)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -341,4 +347,22 @@ func readPending(path string, key []byte, heads string) (pending []JournalEntry,
 		note, chainErr = chk.end()
 	}
 	return pending, torn, note, chainErr
+}
+
+// JournalOrigin is the path the journal content was written to, as its
+// first line names it ("" for a journal that does not chain).
+func JournalOrigin(content []byte) (string, error) {
+	first, _, _ := bytes.Cut(content, []byte("\n"))
+	var e JournalEntry
+	if err := json.Unmarshal(first, &e); err != nil {
+		return "", fmt.Errorf("%w: its first line: %w", ErrBadJournal, err)
+	}
+	return e.Path, nil
+}
+
+// PendingCount counts the faults the journal at path (a copy of the one
+// written to origin, when origin is set) still has pending.
+func PendingCount(path, origin string, key []byte, heads string) (int, error) {
+	pending, _, _, err := readPending(path, origin, key, heads)
+	return len(pending), err
 }

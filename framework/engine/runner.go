@@ -238,6 +238,15 @@ func (r *run) execute(ctx context.Context) {
 			defer release()
 		}
 	}
+	if !aborted && !r.in.DryRun {
+		unshare, err := r.shareJournal(sctx, r.faultTargets(sc))
+		if err != nil {
+			r.errs = append(r.errs, err)
+			aborted = true
+		} else {
+			defer unshare()
+		}
+	}
 	if r.in.DryRun {
 		r.plan(sc)
 		r.verdict(ctx, sctx)

@@ -126,7 +126,7 @@ func (p Profile) Knobs() map[string]string {
 		"mhcNotReady": p.MHCNotReady.String(), "mhcNotReadyRealNodes": max(p.MHCNotReady, RealNodeNotReady).String(),
 		"syncPeriod": p.SyncPeriod.String(), "connectRetry": p.ConnectRetry.String(), "remoteGrace": p.RemoteGrace.String(),
 		"etcdDialTimeout": p.EtcdDialTimeout.String(), "etcdCallTimeout": p.EtcdCallTimeout.String(),
-		"learnerCatchUp": p.LearnerCatchUp.String(),
+		"learnerCatchUp":        p.LearnerCatchUp.String(),
 		"remoteConnectionGrace": p.RemoteConnectionGrace().String(),
 		// A Node with pods is drained before its Machine's VM goes: Cluster
 		// API retries a drain that left pods every 20s, a constant no
