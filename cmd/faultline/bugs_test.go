@@ -68,14 +68,15 @@ func TestIntegrationBug14167(t *testing.T) {
 }
 
 // TestIntegrationBug14197 runs the catalogue's
-// rollout-keeps-unstarted-learner, whose new etcd members start 10s after
-// kubeadm adds them as learners: on the v1.13 stack (Cluster API v1.13.6,
-// which has cluster-api #14197) KCP removes the unnamed learner, the join
-// fails and the rollout stalls, so the run fails naming
-// control-plane-rolled-out; on v1.14 (v1.14.2, with the fix) it passes.
-// Both runs show the bug's window first: a new control plane's Node with
-// no etcd member running. Nightly: it builds the v1.14 stack on first
-// use, and the failing run waits out its 3m budget.
+// replace-control-plane-keeps-learner, whose replacement control plane's
+// etcd member starts 10s after kubeadm adds it as a learner: on the v1.13
+// stack (Cluster API v1.13.6, which has cluster-api #14197) KCP removes the
+// unnamed learner and the join fails, so the run fails naming
+// etcd-healthy; on v1.14 (v1.14.2, with the fix) it passes. Both runs show
+// the bug's window first: the new control plane's Node with no etcd member
+// running. Nightly: it builds the v1.14 stack on first use, and the
+// failing run waits out its 3m budget. (TestIntegrationRealNodeLearner
+// does the same on real nodes.)
 func TestIntegrationBug14197(t *testing.T) {
 	labtest.Require(t)
 	nightly.Only(t)
@@ -89,7 +90,7 @@ func TestIntegrationBug14197(t *testing.T) {
 		t.Run(tc.release, func(t *testing.T) {
 			dir := t.TempDir()
 			var out, errOut bytes.Buffer
-			code := execute([]string{"run", "rollout-keeps-unstarted-learner", "--release", tc.release, "--artifacts", dir}, &out, &errOut)
+			code := execute([]string{"run", "replace-control-plane-keeps-learner", "--release", tc.release, "--artifacts", dir}, &out, &errOut)
 			t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
 			res, err := artifacts.ReadResult(dir)
 			if err != nil {
@@ -100,7 +101,7 @@ func TestIntegrationBug14197(t *testing.T) {
 				window = window || (p.Name == "node-before-member" && p.OK)
 			}
 			if !window {
-				t.Fatalf("no new control plane had its Node before its etcd member (phases %+v): the run shows nothing of the bug", res.Phases)
+				t.Fatalf("the replacement never had its Node before its etcd member (phases %+v): the run shows nothing of the bug", res.Phases)
 			}
 			if tc.pass {
 				if code != exitPass || res.Verdict != engine.Pass {
@@ -111,8 +112,8 @@ func TestIntegrationBug14197(t *testing.T) {
 			if code != exitFail || res.Verdict != engine.Fail {
 				t.Fatalf("exit %d, verdict %s (%s): want a failure, v1.13.6 removes the unnamed learner", code, res.Verdict, res.Reason)
 			}
-			if !strings.Contains(res.Reason, "control-plane-rolled-out") {
-				t.Errorf("reason %q does not name control-plane-rolled-out", res.Reason)
+			if !strings.Contains(res.Reason, "etcd-healthy") {
+				t.Errorf("reason %q does not name etcd-healthy", res.Reason)
 			}
 		})
 	}

@@ -60,8 +60,6 @@ func (p *Provider) CapabilityUnavailable(c providers.Capability) error {
 	switch {
 	case c == providers.CapEtcdLeadership && p.real != nil:
 		return fmt.Errorf("a stuck etcd leader is played by the node simulator only, and cluster %s has real nodes: %w", p.real.Cluster(), providers.ErrUnsupported)
-	case c == providers.CapEtcdMembers && p.real != nil:
-		return fmt.Errorf("a slow etcd member start is played by the node simulator only, and cluster %s has real nodes, whose kubeadm starts etcd on its own time: %w", p.real.Cluster(), providers.ErrUnsupported)
 	case c == providers.CapSimulatedNodes && p.real != nil:
 		return fmt.Errorf("the lab's real-node tier: cluster %s has real nodes: %w", p.real.Cluster(), providers.ErrUnsupported)
 	case c == providers.CapWorkloads && p.real == nil:
@@ -161,14 +159,16 @@ func (p *Provider) StaticPodRunning(ctx context.Context, m providers.Object, com
 
 // SetMemberStartDelay implements providers.EtcdMembers on the cluster of
 // the Machine m: kubeadm join's etcd members start d after they are added
-// as learners. Real nodes do not play it (CapabilityUnavailable).
+// as learners; on real nodes, d after kubeadm wrote the etcd manifest,
+// which is held back that long.
 func (p *Provider) SetMemberStartDelay(_ context.Context, m providers.Object, d time.Duration) error {
 	ns, cluster := m.Attributes[providers.AttrNamespace], m.Attributes[providers.AttrCluster]
 	if cluster == "" {
 		return fmt.Errorf("%s belongs to no Cluster API Cluster: %w", m, providers.ErrUnsupported)
 	}
 	if p.real != nil && cluster == p.real.Cluster() {
-		return fmt.Errorf("a slow etcd member start on real nodes: %w", providers.ErrUnsupported)
+		p.real.SetMemberStartDelay(d)
+		return nil
 	}
 	return p.nodes.SetMemberStartDelay(labconfig.ClusterKey(ns, cluster), d)
 }

@@ -241,3 +241,43 @@ func TestIntegrationRealNodeShortCircuit(t *testing.T) {
 		t.Errorf("the tiers disagree: simulated %s (%d phases), real %s (%d phases)", sim.Verdict, len(sim.Phases), real.Verdict, len(real.Phases))
 	}
 }
+
+// TestIntegrationRealNodeLearner runs replace-control-plane-keeps-learner
+// on real nodes, where kubeadm join and etcd are the real ones: a
+// control-plane VM is destroyed, and its replacement's etcd manifest is
+// held back 10 s after kubeadm wrote it (the member an unnamed learner
+// meanwhile). KCP v1.13.6 removes that learner and the replacement's etcd
+// never joins (the run fails naming etcd-healthy); v1.14.2 keeps it, and
+// etcd is whole again. Nightly: two labs of 3 control planes and a
+// worker, minutes each.
+func TestIntegrationRealNodeLearner(t *testing.T) {
+	nightly.Only(t)
+	for _, tc := range []struct {
+		stack string
+		pass  bool
+	}{
+		{"v1.13", false},
+		{"v1.14", true},
+	} {
+		t.Run(tc.stack, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+			defer cancel()
+			l := startRealLab(t, ctx, labconfig.LabSpec{ControlPlanes: 3, Workers: 1, ControlPlaneMHC: ptr.To(true), Release: labconfig.Release{Stack: tc.stack}})
+			res := scenariotest.Run(ctx, t, l.Provider(), "replace-control-plane-keeps-learner", nil, nil)
+			window := false
+			for _, p := range res.Phases {
+				window = window || (p.Name == "node-before-member" && p.OK)
+			}
+			if !window {
+				t.Fatalf("the replacement never had its Node before its etcd member (%s: %s): the run shows nothing of the bug", res.Verdict, res.Reason)
+			}
+			switch {
+			case tc.pass && res.Verdict != engine.Pass:
+				t.Fatalf("verdict %s (%s): want a pass, v1.14.2 keeps the unnamed learner", res.Verdict, res.Reason)
+			case !tc.pass && (res.Verdict != engine.Fail || !strings.Contains(res.Reason, "etcd-healthy")):
+				t.Fatalf("verdict %s (%s): want a failure naming etcd-healthy, v1.13.6 removes the unnamed learner", res.Verdict, res.Reason)
+			}
+			t.Logf("%s: %s (%s)", tc.stack, res.Verdict, res.Reason)
+		})
+	}
+}

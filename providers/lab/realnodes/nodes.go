@@ -59,6 +59,11 @@ type Nodes struct {
 	waiting  map[string]bool // VMs whose bootstrap data was not readable
 	// cniInstalled: the CNI agent's objects were created.
 	cniInstalled bool
+
+	// memberStart is how long a joining control plane's etcd manifest is
+	// held back (SetMemberStartDelay).
+	holdMu      sync.Mutex
+	memberStart time.Duration
 }
 
 type realVM struct {
@@ -232,6 +237,12 @@ func (r *Nodes) boot(ctx context.Context, vm string, st realVM) {
 		if err := containerKubeProxy(cc); err != nil {
 			r.log.Error(err, "vm bootstrap", "vm", vm)
 			return
+		}
+		if hold := r.memberStartDelay(); hold > 0 && joinsControlPlane(cc) {
+			if err := r.driver.holdEtcd(ctx, vm, hold); err != nil {
+				r.log.Error(err, "vm bootstrap", "vm", vm)
+				return
+			}
 		}
 		if err := r.driver.Boot(ctx, vm, cc); err != nil {
 			r.log.Error(err, "vm bootstrap", "vm", vm)
