@@ -163,7 +163,8 @@ func newLabCommand() *cobra.Command {
 		Short:   "Serve the embedded vCenter simulator on loopback until interrupted",
 		Long: `Serve govmomi's vCenter simulator with TLS on 127.0.0.1, for trying the vsphere
 provider or govc. Prints (and with --env-file writes) the GOVC_* settings that
-reach it, including its CA file.`,
+reach it, including its CA file, as export lines a shell sources
+(. FILE), as lab up prints its own.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sim, err := lab.StartVCSim(lab.VCSimInput{Listen: listen})
@@ -172,7 +173,7 @@ reach it, including its CA file.`,
 			}
 			defer sim.Close()
 			cfg := sim.Config()
-			env := fmt.Sprintf("GOVC_URL=%s\nGOVC_USERNAME=%s\nGOVC_PASSWORD=%s\nGOVC_TLS_CA_CERTS=%s\n", cfg.URL, cfg.Username, cfg.Password, cfg.CAFile)
+			env := fmt.Sprintf("export GOVC_URL=%s\nexport GOVC_USERNAME=%s\nexport GOVC_PASSWORD=%s\nexport GOVC_TLS_CA_CERTS=%s\n", cfg.URL, cfg.Username, cfg.Password, cfg.CAFile)
 			if envFile != "" {
 				tmp := envFile + ".tmp"
 				if err := os.WriteFile(tmp, []byte(env), 0o600); err != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -55,7 +57,12 @@ the same as JSON.`,
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", j)
+				// Indented, as the other -o json outputs are.
+				var out bytes.Buffer
+				if err := json.Indent(&out, j, "", "  "); err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", out.Bytes())
 				return err
 			}
 			return describe(cmd.OutOrStdout(), sc, overrides)

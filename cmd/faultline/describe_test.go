@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -75,5 +76,18 @@ func TestCompletion(t *testing.T) {
 		if code := execute(a, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), want) {
 			t.Errorf("%s: exit %d:\n%s", args, code, out.String())
 		}
+	}
+}
+
+// describe -o json prints the scenario as indented JSON, as the other -o
+// json outputs are, and -o yaml the file itself.
+func TestDescribeJSONIndented(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	if code := execute([]string{"describe", "power-off-worker", "-o", "json"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if !json.Valid(out.Bytes()) || !strings.HasPrefix(out.String(), "{\n  \"apiVersion\": \"faultline.dev/v1alpha1\",\n") {
+		t.Errorf("describe -o json: want indented JSON, got:\n%.200s", out.String())
 	}
 }

@@ -358,7 +358,11 @@ func startVCSimProcess(t *testing.T, bin string) ([]string, *exec.Cmd) {
 	env := os.Environ()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		env = append(env, sc.Text())
+		line, ok := strings.CutPrefix(sc.Text(), "export ")
+		if !ok {
+			t.Fatalf("vcsim's env file: %q is not an export line a shell sources", sc.Text())
+		}
+		env = append(env, line)
 	}
 	return env, cmd
 }
