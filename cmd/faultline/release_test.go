@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,5 +160,34 @@ func TestIntegrationUpgradeChain(t *testing.T) {
 	r := res.Release
 	if r == nil || r.Stack != "v1.11" || r.UpgradedTo == nil || r.UpgradedTo.Stack != "v1.13" || len(r.Via) != 1 || r.Via[0].Stack != "v1.12" || r.Via[0].Managers["capi-manager"] != "v1.12.10" {
 		t.Fatalf("result.json release %+v, want v1.11 upgraded to v1.13 via v1.12 (its managers v1.12.10)", r)
+	}
+}
+
+// lab releases lists every stack, the default first, as a table or as
+// JSON (-o json) with the same facts; another format is refused.
+func TestLabReleasesOutput(t *testing.T) {
+	t.Setenv("FAULTLINE_RELEASES", t.TempDir()) // nothing built there
+	var out, errOut bytes.Buffer
+	if code := execute([]string{"lab", "releases", "-o", "json"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	var rows []stackRow
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatalf("lab releases -o json: %v\n%s", err, out.String())
+	}
+	if len(rows) != len(lab.Stacks()) || !rows[0].Default || !rows[0].InProcess || rows[1].Default {
+		t.Fatalf("rows %+v: want every stack, the compiled default first", rows)
+	}
+	for _, r := range rows[1:] {
+		if r.Built || r.Dir == "" {
+			t.Errorf("stack %s: built %v in %q, want not built in an empty cache, with where it goes", r.Name, r.Built, r.Dir)
+		}
+	}
+	out.Reset()
+	if code := execute([]string{"lab", "releases"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), rows[1].Name) || !strings.Contains(out.String(), "no (on first use, or --build "+rows[1].Name) {
+		t.Errorf("lab releases: exit %d\n%s", code, out.String())
+	}
+	if code := execute([]string{"lab", "releases", "-o", "yaml"}, &out, &errOut); code != exitUsage {
+		t.Errorf("lab releases -o yaml: exit %d, want %d", code, exitUsage)
 	}
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -10,7 +12,7 @@ import (
 )
 
 func newLabReleasesCommand() *cobra.Command {
-	var build string
+	var build, output string
 	cmd := &cobra.Command{
 		Use:   "releases",
 		Short: "List the Cluster API and CAPV stacks the lab runs, and whether each is built",
@@ -25,6 +27,7 @@ faultline/releases in the user's cache folder).
 --build NAME builds a stack now, showing its progress.`,
 		Example: `  faultline lab releases
   faultline lab releases --build v1.12
+  faultline lab releases -o json
   faultline run power-off-worker --release v1.12`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -43,41 +46,99 @@ faultline/releases in the user's cache folder).
 				fmt.Fprintf(out, "stack %s is built in %s\n", stack, dir)
 				return nil
 			}
-			w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(w, "STACK\tCLUSTER API\tCAPV\tRUNS\tBUILT")
-			for i, s := range lab.Stacks() {
-				name, runs, built := s.Name, "as its managers' processes", "yes"
-				if i == 0 {
-					name += " (default)"
-				}
-				if s.Compiled {
-					runs = "in faultline's process"
-				}
-				if s.Untested != "" {
-					name += " (untested pair)"
-				}
-				dir, _ := lab.StackDir(s)
-				if ok, err := lab.StackBuilt(s); err != nil {
-					return infraErr(err)
-				} else if !ok {
-					built = "no (on first use, or --build " + s.Name + "; into " + dir + ")"
-				} else if err := lab.VerifyStack(s); err != nil {
-					built = "not as built (" + err.Error() + ")"
-				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", name, s.ClusterAPI, s.CAPV, runs, built)
-			}
-			if err := w.Flush(); err != nil {
+			if err := checkOutput(output, "text", outputJSON); err != nil {
 				return err
 			}
-			for _, s := range lab.Stacks() {
-				if s.Untested != "" {
-					fmt.Fprintf(out, "%s: %s\n", s.Name, s.Untested)
-				}
+			rows, err := stackRows()
+			if err != nil {
+				return infraErr(err)
 			}
-			fmt.Fprintln(out, "Another patch of a stack's Cluster API runs as an exact pair: --release CAPI_VERSION+CAPV_VERSION (v1.13.4+v1.16.1), or the Cluster API version alone.")
-			return nil
+			if output == outputJSON {
+				b, err := json.MarshalIndent(rows, "", "  ")
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(out, "%s\n", b)
+				return err
+			}
+			return printStacks(out, rows)
 		},
 	}
 	cmd.Flags().StringVar(&build, "build", "", "build this stack's managers now (a stack's name or CAPI_VERSION+CAPV_VERSION)")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
+}
+
+// stackRow is one stack as lab releases shows it.
+type stackRow struct {
+	Name       string `json:"name"`
+	ClusterAPI string `json:"clusterAPI"`
+	CAPV       string `json:"capv"`
+	Default    bool   `json:"default"`
+	// InProcess: faultline runs its controllers in its own process; the
+	// others run as the release's own manager binaries.
+	InProcess bool `json:"inProcess"`
+	// Untested says why the pair is one CAPV does not test.
+	Untested string `json:"untested,omitempty"`
+	Built    bool   `json:"built"`
+	// Dir is where its binaries are (or go on first use); Problem, when
+	// set, why those there are not as built.
+	Dir     string `json:"dir,omitempty"`
+	Problem string `json:"problem,omitempty"`
+}
+
+// stackRows are the lab's stacks, the default first.
+func stackRows() ([]stackRow, error) {
+	var rows []stackRow
+	for i, s := range lab.Stacks() {
+		r := stackRow{Name: s.Name, ClusterAPI: s.ClusterAPI, CAPV: s.CAPV, Default: i == 0, InProcess: s.Compiled, Untested: s.Untested}
+		r.Dir, _ = lab.StackDir(s)
+		ok, err := lab.StackBuilt(s)
+		if err != nil {
+			return nil, err
+		}
+		r.Built = ok
+		if ok {
+			if err := lab.VerifyStack(s); err != nil {
+				r.Problem = err.Error()
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// printStacks prints rows as a table, then what the table cannot hold.
+func printStacks(out io.Writer, rows []stackRow) error {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "STACK\tCLUSTER API\tCAPV\tRUNS\tBUILT")
+	for _, r := range rows {
+		name, runs, built := r.Name, "as its managers' processes", "yes"
+		if r.Default {
+			name += " (default)"
+		}
+		if r.InProcess {
+			runs = "in faultline's process"
+		}
+		if r.Untested != "" {
+			name += " (untested pair)"
+		}
+		switch {
+		case !r.Built:
+			built = "no (on first use, or --build " + r.Name + "; into " + r.Dir + ")"
+		case r.Problem != "":
+			built = "not as built (" + r.Problem + ")"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", name, r.ClusterAPI, r.CAPV, runs, built)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.Untested != "" {
+			fmt.Fprintf(out, "%s: %s\n", r.Name, r.Untested)
+		}
+	}
+	_, err := fmt.Fprintln(out, "Another patch of a stack's Cluster API runs as an exact pair: --release CAPI_VERSION+CAPV_VERSION (v1.13.4+v1.16.1), or the Cluster API version alone.")
+	return err
 }
