@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -74,7 +75,7 @@ shown against the runs of that folder that finished before this one.`,
 }
 
 func newHistoryCommand() *cobra.Command {
-	var dir, provider, profile, html string
+	var dir, provider, profile, html, output string
 	cmd := &cobra.Command{
 		Use:   "history [SCENARIO...]",
 		Short: "Show scenarios' past phase times and their trend, as the regression gate (run --gate) sees them",
@@ -89,6 +90,9 @@ phase: a week of nightly runs on one page.`,
   FAULTLINE_HISTORY=nightly-history faultline history delete-cp-vm --provider lab --profile compressed`,
 		ValidArgsFunction: completeScenarios,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, "text", outputJSON); err != nil {
+				return err
+			}
 			if dir == "" {
 				dir = os.Getenv(artifacts.EnvHistory)
 			}
@@ -113,7 +117,11 @@ phase: a week of nightly runs on one page.`,
 				}
 				trends = append(trends, artifacts.ScenarioTrend{Scenario: sc, Phases: stats})
 			}
-			if err := writeHistoryText(cmd.OutOrStdout(), trends, provider, profile); err != nil {
+			if output == outputJSON {
+				if err := writeHistoryJSON(cmd.OutOrStdout(), trends, provider, profile); err != nil {
+					return err
+				}
+			} else if err := writeHistoryText(cmd.OutOrStdout(), trends, provider, profile); err != nil {
 				return err
 			}
 			if html == "" {
@@ -136,7 +144,36 @@ phase: a week of nightly runs on one page.`,
 	fs.StringVar(&provider, "provider", "lab", "provider the runs were on")
 	fs.StringVar(&profile, "profile", "compressed", "the lab's time profile of the runs (empty elsewhere)")
 	fs.StringVar(&html, "html", "", "also write the trends as one HTML page to this file")
+	fs.StringVarP(&output, "output", "o", "text", "output format: text or json (each phase's statistics and its runs)")
 	return cmd
+}
+
+// writeHistoryJSON prints the trends as one JSON object: the provider and
+// profile they are of, and each scenario's phases, sorted by name, with
+// their statistics and runs.
+func writeHistoryJSON(w io.Writer, trends []artifacts.ScenarioTrend, provider, profile string) error {
+	type scenarioJSON struct {
+		Scenario string                 `json:"scenario"`
+		Phases   []artifacts.PhaseStats `json:"phases"`
+	}
+	out := struct {
+		Provider  string         `json:"provider"`
+		Profile   string         `json:"profile,omitempty"`
+		Scenarios []scenarioJSON `json:"scenarios"`
+	}{Provider: provider, Profile: profile, Scenarios: []scenarioJSON{}}
+	for _, tr := range trends {
+		s := scenarioJSON{Scenario: tr.Scenario, Phases: []artifacts.PhaseStats{}}
+		for _, name := range slices.Sorted(maps.Keys(tr.Phases)) {
+			s.Phases = append(s.Phases, tr.Phases[name])
+		}
+		out.Scenarios = append(out.Scenarios, s)
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }
 
 // writeHistoryText prints each scenario's phases with their statistics and

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/faultline-dev/faultline/artifacts"
 )
 
 // TestReport: report.html and junit.xml are written again from a run
@@ -104,5 +107,23 @@ func TestHistoryCommand(t *testing.T) {
 	html, err := os.ReadFile(page)
 	if err != nil || strings.Count(string(html), `<svg class="trend"`) != 2 || !strings.Contains(string(html), "1 failed left out") {
 		t.Errorf("history page (%v):\n%s", err, html)
+	}
+	// -o json: the same statistics, and every run of the trend.
+	out.Reset()
+	if code := execute([]string{"history", "power-off-worker", "--history", dir, "-o", "json"}, &out, &errOut); code != 0 {
+		t.Fatalf("history -o json: exit %d, %s", code, errOut.String())
+	}
+	var got struct {
+		Provider  string
+		Scenarios []struct {
+			Scenario string
+			Phases   []artifacts.PhaseStats
+		}
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Provider != "lab" || len(got.Scenarios) != 1 || len(got.Scenarios[0].Phases) != 1 {
+		t.Fatalf("history -o json (%v):\n%s", err, out.String())
+	}
+	if ph := got.Scenarios[0].Phases[0]; ph.Phase != "machine-unhealthy" || ph.Runs != 2 || ph.Failed != 1 || ph.P50 != 6.5 || len(ph.Points) != 3 {
+		t.Errorf("history -o json: phase %+v, want machine-unhealthy of 2 passing runs and 1 failed, P50 6.5s, 3 points", ph)
 	}
 }
