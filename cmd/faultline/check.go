@@ -54,9 +54,10 @@ step and remediation that loops (seed 003), quorum margin (seed 002), and,
 with a vCenter (--vcenter-url or $GOVC_URL), VMs no Machine owns and Machines
 without a VM. Every client refuses writes.
 
-With --kubeconfig or --context it checks that management cluster; with
-neither it starts the embedded lab (one control plane, two workers) and
-checks it, as a demo and a self-test.
+With --kubeconfig, --context or $KUBECONFIG (as kubectl and clusterctl take
+it), or inside a pod, it checks that management cluster; with none of them
+it starts the embedded lab (one control plane, two workers) and checks it,
+as a demo and a self-test.
 
 Exit codes: 0 nothing at error severity, 1 an error finding, 2 invalid input,
 3 the cluster could not be reached.`,
@@ -84,7 +85,7 @@ Exit codes: 0 nothing at error severity, 1 an error finding, 2 invalid input,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.cluster.kubeconfig, "kubeconfig", "", "kubeconfig of the Cluster API management cluster (default: start the embedded lab)")
+	fs.StringVar(&o.cluster.kubeconfig, "kubeconfig", "", "kubeconfig of the Cluster API management cluster (default $KUBECONFIG; with neither, and no --context, check starts the embedded lab)")
 	fs.StringVar(&o.cluster.context, "context", "", "kubeconfig context to use")
 	fs.StringVar(&o.workload.kubeconfig, "workload-kubeconfig", "", "kubeconfig of the workload cluster: with --kubeconfig, used instead of Cluster API's kubeconfig Secret (pair it with --cluster); alone, checks that cluster without a management cluster (kind, or a cluster Cluster API does not manage)")
 	fs.StringVar(&o.workload.context, "workload-context", "", "context of --workload-kubeconfig (default its current context)")
