@@ -180,7 +180,7 @@ func newLabDownCommand() *cobra.Command {
 		Use: "down [LAB...]",
 		Example: `  faultline lab down
   faultline lab down --stale
-  faultline lab down lab-1234`,
+  faultline lab down faultline-lab-2170194503`,
 		ValidArgsFunction: completeLabs,
 		Short:             "List the labs, clean up after those whose process is gone (--stale), or stop the labs named",
 		Long: `Every lab ('lab up''s, a run's, a suite's or a test's) records itself, while it
