@@ -153,6 +153,9 @@ Exit codes: 0 pass (or skipped), 1 scenario failed, 2 invalid input or usage,
 		Version:       versionString(),
 	}
 	root.SetVersionTemplate("faultline {{.Version}}\n")
+	// --version has no -v: on run and kind up, -v is the log verbosity,
+	// and one letter meaning two things by where it stands misleads.
+	root.Flags().Bool("version", false, "print faultline's version (as the version command does)")
 	root.AddCommand(newDescribeCommand(), newRunCommand(), newValidateCommand(), newInitCommand(), newListCommand(), newRecoverCommand(), newVersionCommand(), newLabCommand(), newCheckCommand(), newReportCommand(), newHistoryCommand(), newCompareCommand(), newKindCommand(), newGenDocsCommand())
 	registerCompletions(root)
 	return root

@@ -43,4 +43,11 @@ func TestOutputFormats(t *testing.T) {
 	if code := execute([]string{"--version"}, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "faultline ") {
 		t.Errorf("--version: exit %d: %q %s", code, out.String(), errOut.String())
 	}
+	// -v is the verbosity where it exists (run, kind up), never the
+	// version.
+	out.Reset()
+	errOut.Reset()
+	if code := execute([]string{"-v"}, &out, &errOut); code != exitUsage || strings.HasPrefix(out.String(), "faultline ") {
+		t.Errorf("-v at the root: exit %d: %q %s; want it refused, not the version", code, out.String(), errOut.String())
+	}
 }
