@@ -132,7 +132,9 @@ fi
 if ((runs > 0)) && [[ "${BENCH_RELEASES:-1}" != 0 ]]; then
   echo
   printf '%-24s %4s %14s %14s %14s %14s %s\n' "power-off-worker on" run "lab start s" "scenario s" "process s" "peak RSS MiB" verdict
-  for stack in $(bin/faultline lab releases | awk 'NR > 2 { print $1 }'); do
+  # Every stack but the default (the first), from lab releases -o json:
+  # the table's notes below it are not stacks.
+  for stack in $(bin/faultline lab releases -o json | sed -n 's/^    "name": "\(.*\)",$/\1/p' | tail -n +2); do
     bin/faultline lab releases --build "${stack}" >/dev/null
     runs "release ${stack}" power-off-worker --release "${stack}"
   done

@@ -55,8 +55,8 @@ if [[ -n "${FLAKE_ATTEMPTS:-}" ]]; then
   args+=(-ginkgo.flake-attempts="${FLAKE_ATTEMPTS}")
 fi
 if [[ "${RELEASE:-}" == all ]]; then
-  # The stacks, as 'faultline lab releases' names them.
-  stacks="$(go run ./cmd/faultline lab releases | awk 'NR > 1 { print $1 }')"
+  # The stacks, as 'faultline lab releases -o json' names them.
+  stacks="$(go run ./cmd/faultline lab releases -o json | sed -n 's/^    "name": "\(.*\)",$/\1/p')"
   rc=0
   for stack in ${stacks}; do
     echo "=== ${suite} suite on release ${stack}"
