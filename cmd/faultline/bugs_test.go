@@ -68,15 +68,17 @@ func TestIntegrationBug14167(t *testing.T) {
 }
 
 // TestIntegrationBug14197 runs the catalogue's
-// replace-control-plane-keeps-learner, whose replacement control plane's
-// etcd member starts 10s after kubeadm adds it as a learner: on the v1.13
+// replace-control-plane-keeps-learner, on a Kubernetes 1.30 cluster whose
+// replacement control plane's etcd member starts 10s after kubeadm adds it
+// as a learner (its kubelet registers through the endpoint meanwhile, as
+// before kubeadm's local mode): on the v1.13
 // stack (Cluster API v1.13.6, which has cluster-api #14197) KCP removes the
 // unnamed learner and the join fails, so the run fails naming
 // etcd-healthy; on v1.14 (v1.14.2, with the fix) it passes. Both runs show
 // the bug's window first: the new control plane's Node with no etcd member
 // running. Nightly: it builds the v1.14 stack on first use, and the
 // failing run waits out its 3m budget. (TestIntegrationRealNodeLearner
-// does the same on real nodes.)
+// shows why 1.35 has no such window, on both tiers.)
 func TestIntegrationBug14197(t *testing.T) {
 	labtest.Require(t)
 	nightly.Only(t)

@@ -52,10 +52,11 @@ func (s *Sim) reconcileVM(ctx context.Context, vm *simVM, f faultsNow, now time.
 			return s.nodeSilent(ctx, c, node, vm, now)
 		}
 		vm.beatAt = now
-		if vm.controlPlane && !vm.podsUp && vm.join == nil {
-			// kubeadm init first, or join's etcd member; a joining
-			// kubelet registers through the control-plane endpoint
-			// while its learner has not started (joinAsLearner).
+		if vm.controlPlane && !vm.podsUp && (vm.join == nil || !s.bootstrapsThroughEndpoint(vm.cluster)) {
+			// kubeadm init first, or join's etcd member: the kubelet
+			// bootstraps through its own API server (local mode). Before
+			// Kubernetes 1.31 a joining kubelet registers through the
+			// control-plane endpoint while its learner has not started.
 			return false, nil
 		}
 		if !w.CanStore() {

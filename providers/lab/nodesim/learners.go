@@ -11,17 +11,19 @@ import (
 	"github.com/faultline-dev/faultline/providers/lab/workloadapi"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/version"
 	cloudv1 "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/cloud/api/v1alpha1"
 	inmemoryclient "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime/client"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // etcdJoin is kubeadm join's etcd-join phase on a control plane that
-// joins an existing etcd cluster. kubelet-start comes first, so the
-// kubelet registers the Node through the control-plane endpoint while
-// the member is still a learner that has not started: the window of
-// cluster-api #14197, where KCP before v1.13.7 and v1.14.2 removes the
-// unnamed member and the join fails.
+// joins an existing etcd cluster. kubelet-start comes first; before
+// Kubernetes 1.31 the kubelet registers the Node through the
+// control-plane endpoint while the member is still a learner that has not
+// started (bootstrapsThroughEndpoint): the window of cluster-api #14197,
+// where KCP before v1.13.7 and v1.14.2 removes the unnamed member and the
+// join fails. From 1.31 the Node waits for the local etcd.
 type etcdJoin struct {
 	id      uint64
 	addedAt time.Time
@@ -31,6 +33,24 @@ type etcdJoin struct {
 	// start ("the member has been permanently removed from the
 	// cluster") and kubeadm join fails; nothing retries it.
 	failed bool
+}
+
+// localModeFrom is the first Kubernetes version whose control planes KCP
+// joins with kubeadm's ControlPlaneKubeletLocalMode
+// (controlplane/kubeadm/internal/desiredstate, v1.13.6: 1.31.0; GA and
+// always on from 1.36). kubeadm then writes the joining kubelet's
+// bootstrap kubeconfig for the node's own API server
+// (cmd/kubeadm/app/cmd/phases/join/kubelet.go), so its Node registers
+// only once the local etcd member and API server run; before, it
+// bootstraps through the control-plane endpoint, during etcd-join.
+var localModeFrom = version.MajorMinor(1, 31)
+
+// bootstrapsThroughEndpoint tells whether a joining control plane's
+// kubelet of the cluster of key registers its Node through the
+// control-plane endpoint: Kubernetes before localModeFrom.
+func (s *Sim) bootstrapsThroughEndpoint(key string) bool {
+	v, err := version.ParseGeneric(s.spec(key).Version())
+	return err == nil && v.LessThan(localModeFrom)
 }
 
 // SetMemberStartDelay has the etcd members that join the cluster of key
