@@ -302,7 +302,7 @@ func withoutJoinWindow(s string) string {
 // On v1.14 (v1.14.2) the lab comes up and etcd is whole again after the
 // replacement. On v1.13 (v1.13.6) KCP removes a joining control plane's
 // learner before its etcd starts: here the lab itself did not come up in
-// 2 of 2 tries, a join failing with kubeadm's "etcdserver: member not
+// 3 of 3 tries, a join failing with kubeadm's "etcdserver: member not
 // found" with no fault injected (the machine's own slow etcd start opened
 // the window); a lab that does come up fails the scenario naming
 // etcd-healthy. Nightly: it needs the 1.30.14 node image
