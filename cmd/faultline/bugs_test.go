@@ -30,39 +30,13 @@ func TestIntegrationBug14167(t *testing.T) {
 		{"v1.13", true},
 	} {
 		t.Run(tc.to, func(t *testing.T) {
-			dir := t.TempDir()
-			var out, errOut bytes.Buffer
-			code := execute([]string{"run", "upgrade-from-v1-11-rolls-out-nothing", "--set", "release.to=" + tc.to, "--artifacts", dir}, &out, &errOut)
-			t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
-			res, err := artifacts.ReadResult(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			precondition := false
-			for _, p := range res.Phases {
-				precondition = precondition || (p.Name == "join-config-without-control-plane" && p.OK)
-			}
-			if !precondition {
-				t.Fatalf("the joined control planes' KubeadmConfigs did not lack joinConfiguration.controlPlane (phases %+v): the run shows nothing of the bug", res.Phases)
-			}
+			code, res := runShowingBug(t, []string{"upgrade-from-v1-11-rolls-out-nothing", "--set", "release.to=" + tc.to},
+				"join-config-without-control-plane", "the joined control planes' KubeadmConfigs did not lack joinConfiguration.controlPlane")
 			if tc.pass {
-				if code != exitPass || res.Verdict != engine.Pass {
-					t.Fatalf("exit %d, verdict %s (%s): want a pass, v1.13.6 has the fix", code, res.Verdict, res.Reason)
-				}
+				wantBugVerdict(t, code, res, true, "v1.13.6 has the fix")
 				return
 			}
-			if code != exitFail || res.Verdict != engine.Fail {
-				t.Fatalf("exit %d, verdict %s (%s): want a failure, v1.13.4 rolls the joined control planes out", code, res.Verdict, res.Reason)
-			}
-			var joined string
-			for _, tr := range res.Targets {
-				if tr.Name == "control-planes" {
-					joined = strings.Join(tr.Objects, ",")
-				}
-			}
-			if !strings.Contains(res.Reason, "machine-unchanged") || !strings.Contains(res.Reason, "Machine/") {
-				t.Errorf("reason %q names neither machine-unchanged nor a Machine (control planes %s)", res.Reason, joined)
-			}
+			wantBugVerdict(t, code, res, false, "v1.13.4 rolls the joined control planes out", "machine-unchanged", "Machine/")
 		})
 	}
 }
@@ -90,33 +64,53 @@ func TestIntegrationBug14197(t *testing.T) {
 		{"v1.14", true},
 	} {
 		t.Run(tc.release, func(t *testing.T) {
-			dir := t.TempDir()
-			var out, errOut bytes.Buffer
-			code := execute([]string{"run", "replace-control-plane-keeps-learner", "--release", tc.release, "--artifacts", dir}, &out, &errOut)
-			t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
-			res, err := artifacts.ReadResult(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			window := false
-			for _, p := range res.Phases {
-				window = window || (p.Name == "node-before-member" && p.OK)
-			}
-			if !window {
-				t.Fatalf("the replacement never had its Node before its etcd member (phases %+v): the run shows nothing of the bug", res.Phases)
-			}
+			code, res := runShowingBug(t, []string{"replace-control-plane-keeps-learner", "--release", tc.release},
+				"node-before-member", "the replacement never had its Node before its etcd member")
 			if tc.pass {
-				if code != exitPass || res.Verdict != engine.Pass {
-					t.Fatalf("exit %d, verdict %s (%s): want a pass, v1.14.2 keeps the unnamed learner", code, res.Verdict, res.Reason)
-				}
+				wantBugVerdict(t, code, res, true, "v1.14.2 keeps the unnamed learner")
 				return
 			}
-			if code != exitFail || res.Verdict != engine.Fail {
-				t.Fatalf("exit %d, verdict %s (%s): want a failure, v1.13.6 removes the unnamed learner", code, res.Verdict, res.Reason)
-			}
-			if !strings.Contains(res.Reason, "etcd-healthy") {
-				t.Errorf("reason %q does not name etcd-healthy", res.Reason)
-			}
+			wantBugVerdict(t, code, res, false, "v1.13.6 removes the unnamed learner", "etcd-healthy")
 		})
+	}
+}
+
+// runShowingBug runs faultline run with args into a folder of its own and
+// returns its exit code and result. It fails the test unless the run
+// reached the bug's precondition phase: without it, the run shows nothing
+// of the bug (missing says what was missing).
+func runShowingBug(t *testing.T, args []string, precondition, missing string) (int, *engine.Result) {
+	t.Helper()
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	code := execute(append(append([]string{"run"}, args...), "--artifacts", dir), &out, &errOut)
+	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	res, err := artifacts.ReadResult(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res.Phases {
+		if p.Name == precondition && p.OK {
+			return code, res
+		}
+	}
+	t.Fatalf("%s (phases %+v): the run shows nothing of the bug", missing, res.Phases)
+	return 0, nil
+}
+
+// wantBugVerdict fails the test unless the run passed (pass), or failed
+// with a reason naming every one of names; why is what the release does.
+func wantBugVerdict(t *testing.T, code int, res *engine.Result, pass bool, why string, names ...string) {
+	t.Helper()
+	switch {
+	case pass && (code != exitPass || res.Verdict != engine.Pass):
+		t.Fatalf("exit %d, verdict %s (%s): want a pass, %s", code, res.Verdict, res.Reason, why)
+	case !pass && (code != exitFail || res.Verdict != engine.Fail):
+		t.Fatalf("exit %d, verdict %s (%s): want a failure, %s", code, res.Verdict, res.Reason, why)
+	}
+	for _, n := range names {
+		if !strings.Contains(res.Reason, n) {
+			t.Errorf("reason %q does not name %s (targets %+v)", res.Reason, n, res.Targets)
+		}
 	}
 }

@@ -21,27 +21,8 @@ import (
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
+	"github.com/faultline-dev/faultline/scenarios/scenariotest"
 )
-
-// holdWorker powers the workers off and waits for what never happens,
-// so the run holds its fault until it is killed.
-const holdWorker = `apiVersion: faultline.dev/v1alpha1
-kind: Scenario
-metadata: {name: hold-worker}
-spec:
-  requires: [VMPower, ClusterAPI]
-  timeout: 10m
-  targets:
-    - name: workers
-      select: {role: worker}
-  steps:
-    - name: off
-      inject: {fault: vm.power-off, target: workers}
-    - name: hold
-      observe:
-        phases:
-          - {name: never, when: {probe: vm-suspended, target: workers}}
-`
 
 // TestIntegrationRecoverJournalCopy: a run through a management cluster
 // (--provider capi, the lab's kubeconfig and vCenter) powers the worker off
@@ -69,8 +50,8 @@ func TestIntegrationRecoverJournalCopy(t *testing.T) {
 	}
 	vc := l.Sim().URL()
 	vc.User = url.UserPassword("user", "pass") // vcsim takes any login
-	scenario := filepath.Join(t.TempDir(), "hold-worker.yaml")
-	if err := os.WriteFile(scenario, []byte(holdWorker), 0o600); err != nil {
+	scenario := filepath.Join(t.TempDir(), "hold-workers.yaml")
+	if err := os.WriteFile(scenario, []byte(scenariotest.HoldWorkers), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	hostA := t.TempDir()

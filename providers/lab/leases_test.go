@@ -11,27 +11,8 @@ import (
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/lab/labconfig"
+	"github.com/faultline-dev/faultline/scenarios/scenariotest"
 )
-
-// holdWorkers powers every worker off and waits for what never happens,
-// so the run holds its faults until its context ends.
-const holdWorkers = `apiVersion: faultline.dev/v1alpha1
-kind: Scenario
-metadata: {name: hold-workers}
-spec:
-  requires: [VMPower, ClusterAPI]
-  timeout: 5m
-  targets:
-    - name: workers
-      select: {role: worker}
-  steps:
-    - name: off
-      inject: {fault: vm.power-off, target: workers}
-    - name: hold
-      observe:
-        phases:
-          - {name: never, when: {probe: vm-suspended, target: workers}}
-`
 
 // TestIntegrationSharedLeaseRefusesSecondRunner: two runners with lease
 // folders and journals of their own (two hosts, as far as the flock of
@@ -41,7 +22,7 @@ spec:
 // second runs.
 func TestIntegrationSharedLeaseRefusesSecondRunner(t *testing.T) {
 	l := startLab(t, lab.ClusterSpec{Name: lab.ClusterName, LabSpec: labconfig.LabSpec{ControlPlanes: 1, Workers: 1}})
-	sc, err := scenario.Parse("hold-workers.yaml", []byte(holdWorkers), nil, engine.Vocabulary)
+	sc, err := scenario.Parse("hold-workers.yaml", []byte(scenariotest.HoldWorkers), nil, engine.Vocabulary)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,17 +20,7 @@ const kubeadmJoinConfig = "/run/kubeadm/kubeadm-join-config.yaml"
 // SetMemberStartDelay has the control planes that join from now on start
 // their etcd member d after kubeadm writes its manifest (zero: at once).
 // A hold already running ends at its own time.
-func (r *Nodes) SetMemberStartDelay(d time.Duration) {
-	r.holdMu.Lock()
-	defer r.holdMu.Unlock()
-	r.memberStart = d
-}
-
-func (r *Nodes) memberStartDelay() time.Duration {
-	r.holdMu.Lock()
-	defer r.holdMu.Unlock()
-	return r.memberStart
-}
+func (r *Nodes) SetMemberStartDelay(d time.Duration) { r.memberStart.Store(int64(d)) }
 
 // joinsControlPlane tells whether cc joins a control plane: its kubeadm
 // join configuration has a controlPlane section.

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -61,9 +62,8 @@ type Nodes struct {
 	cniInstalled bool
 
 	// memberStart is how long a joining control plane's etcd manifest is
-	// held back (SetMemberStartDelay).
-	holdMu      sync.Mutex
-	memberStart time.Duration
+	// held back (SetMemberStartDelay), a time.Duration.
+	memberStart atomic.Int64
 }
 
 type realVM struct {
@@ -238,7 +238,7 @@ func (r *Nodes) boot(ctx context.Context, vm string, st realVM) {
 			r.log.Error(err, "vm bootstrap", "vm", vm)
 			return
 		}
-		if hold := r.memberStartDelay(); hold > 0 && joinsControlPlane(cc) {
+		if hold := time.Duration(r.memberStart.Load()); hold > 0 && joinsControlPlane(cc) {
 			if err := r.driver.holdEtcd(ctx, vm, hold); err != nil {
 				r.log.Error(err, "vm bootstrap", "vm", vm)
 				return

@@ -13,9 +13,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	certutil "k8s.io/client-go/util/cert"
 	cloudv1 "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/cloud/api/v1alpha1"
-	"sigs.k8s.io/cluster-api/util/certs"
 
 	"github.com/faultline-dev/faultline/providers/lab/workloadapi"
 	"github.com/faultline-dev/faultline/providers/lab/workloadapi/workloadapitest"
@@ -72,14 +70,7 @@ func TestEtcdLearners(t *testing.T) {
 // authority).
 func etcdClient(t *testing.T, ctx context.Context, w *workloadapi.Server, pod string) pb.ClusterClient {
 	t.Helper()
-	caKey, err := certs.NewPrivateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: "etcd-ca"}, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca, caKey := workloadapitest.CA(t, "etcd-ca")
 	if err := w.AddEtcdMember(pod, ca, caKey); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ package workloadapitest
 
 import (
 	"context"
+	"crypto"
+	"crypto/x509"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -42,14 +44,7 @@ func Start(t *testing.T, ctx context.Context, admitter **workloadapi.Admitter) (
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = w.Close() })
-	caKey, err := certs.NewPrivateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: "cluster-ca"}, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca, caKey := CA(t, "cluster-ca")
 	if err := w.AddAPIServer("kube-apiserver-cp", ca, caKey); err != nil {
 		t.Fatal(err)
 	}
@@ -64,4 +59,20 @@ func Start(t *testing.T, ctx context.Context, admitter **workloadapi.Admitter) (
 		t.Fatal(err)
 	}
 	return w, cfg, c
+}
+
+// CA is a new self-signed CA named name and its key, as a cluster's CA
+// Secrets hold them (the API servers' and etcd members' certificates are
+// signed with it).
+func CA(t *testing.T, name string) (*x509.Certificate, crypto.Signer) {
+	t.Helper()
+	key, err := certs.NewPrivateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: name}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca, key
 }
