@@ -118,11 +118,18 @@ func testLogger(t *testing.T) logr.Logger {
 	return funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{})
 }
 
+// TestNewestImage: the default image is of the highest Kubernetes version
+// here, whatever older version was built later.
 func TestNewestImage(t *testing.T) {
 	t.Parallel()
 	d := &scriptedDocker{out: map[string]string{"images": ImageRepository + ":v1-old\t2026-11-01 10:00:00 +0000 UTC\n" + ImageRepository + ":v1-new\t2026-11-23 10:00:00 +0000 UTC\n"}}
 	if got, err := NewestImage(context.Background(), d); err != nil || got != ImageRepository+":v1-new" {
 		t.Fatalf("newest: %q, %v", got, err)
+	}
+	// An older Kubernetes built later is not the default.
+	d.out["images"] = ImageRepository + ":v1.35.4-aaa\t2026-11-01 10:00:00 +0000 UTC\n" + ImageRepository + ":v1.30.14-bbb\t2026-11-26 10:00:00 +0000 UTC\n" + ImageRepository + ":v1-new\t2026-11-27 10:00:00 +0000 UTC\n"
+	if got, err := NewestImage(context.Background(), d); err != nil || got != ImageRepository+":v1.35.4-aaa" {
+		t.Fatalf("highest version: %q, %v", got, err)
 	}
 	d.out["images"] = ""
 	if _, err := NewestImage(context.Background(), d); err == nil || !strings.Contains(err.Error(), "hack/kind-image.sh") {

@@ -4,9 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/version"
 )
 
-// NewestImage is the newest local image of ImageRepository.
+// NewestImage is the local image of ImageRepository of the highest
+// Kubernetes version, the most recently built of that version: an older
+// version's image built later (KUBE_VERSION=1.30.14 hack/kind-image.sh)
+// does not become the default.
 func NewestImage(ctx context.Context, d Docker) (string, error) {
 	return newestImage(ctx, d, "")
 }
@@ -22,24 +27,56 @@ func ImageOf(ctx context.Context, d Docker, version string) (string, error) {
 	return img, nil
 }
 
-// newestImage is the newest local image of ImageRepository whose tag
-// starts with prefix.
+// newestImage is the local image of ImageRepository whose tag starts with
+// prefix, of the highest Kubernetes version its tag names, and of those
+// the most recently created. A tag that names no version ranks below
+// every one that does.
 func newestImage(ctx context.Context, d Docker, prefix string) (string, error) {
 	out, err := d.Run(ctx, "images", "--format", "{{.Repository}}:{{.Tag}}\t{{.CreatedAt}}", ImageRepository)
 	if err != nil {
 		return "", err
 	}
 	var best, bestAt string
+	var bestVersion *version.Version
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		ref, at, ok := strings.Cut(line, "\t")
-		if ok && !strings.HasSuffix(ref, ":<none>") && strings.HasPrefix(ref, ImageRepository+":"+prefix) && at > bestAt {
-			best, bestAt = ref, at
+		if !ok || strings.HasSuffix(ref, ":<none>") || !strings.HasPrefix(ref, ImageRepository+":"+prefix) {
+			continue
+		}
+		v := tagVersion(strings.TrimPrefix(ref, ImageRepository+":"))
+		if best == "" || newer(v, at, bestVersion, bestAt) {
+			best, bestAt, bestVersion = ref, at, v
 		}
 	}
 	if best == "" {
 		return "", fmt.Errorf("no %s image here: build one with hack/kind-image.sh (no registry needed), or pass --image kindest/node:v1.35.x where a registry is reachable", ImageRepository)
 	}
 	return best, nil
+}
+
+// tagVersion is the Kubernetes version of a tag "v1.35.4-<recipe>", or
+// nil.
+func tagVersion(tag string) *version.Version {
+	v, _, _ := strings.Cut(tag, "-")
+	parsed, err := version.ParseSemantic(v)
+	if err != nil {
+		return nil
+	}
+	return parsed
+}
+
+// newer reports whether an image of version v created at is to be chosen
+// over the best so far.
+func newer(v *version.Version, at string, best *version.Version, bestAt string) bool {
+	switch {
+	case v != nil && best == nil:
+		return true
+	case v == nil && best != nil:
+		return false
+	case v != nil && !v.EqualTo(best):
+		return v.GreaterThan(best)
+	}
+	return at > bestAt
 }
 
 // nodeImage is the node image to create from: image, or the newest local
