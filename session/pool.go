@@ -24,8 +24,12 @@ import (
 // Scenarios reach Acquire adjusted (Adjust): on the nodes the run chose.
 type Pool struct {
 	// Open opens a lab of the clusters (none: a vCenter simulator alone)
-	// and waits for their Machines.
-	Open func(ctx context.Context, clusters ...lab.ClusterSpec) (*Session, error)
+	// which prepares clusters of the spares' shapes as it starts, and
+	// waits for their Machines.
+	Open func(ctx context.Context, spares []scenario.LabSpec, clusters ...lab.ClusterSpec) (*Session, error)
+	// Spares are the shapes of the clusters the warm lab prepares as it
+	// starts: those of the scenarios that lease one beside the first.
+	Spares []scenario.LabSpec
 	// Out, when set, receives a line for people per cluster made.
 	Out io.Writer
 
@@ -56,7 +60,7 @@ func (p *Pool) Lab() *lab.Lab {
 
 // Start opens the warm lab with a first cluster of shape first.
 func (p *Pool) Start(ctx context.Context, first scenario.LabSpec) error {
-	s, err := p.Open(ctx, lab.SpecFor(lab.ClusterName, first))
+	s, err := p.Open(ctx, p.Spares, lab.SpecFor(lab.ClusterName, first))
 	if err != nil {
 		return err
 	}
@@ -146,7 +150,7 @@ func (p *Pool) PrepareLease(ctx context.Context, sc *scenario.Scenario) {
 	p.mu.Lock()
 	warm, first := p.warm, p.first
 	p.mu.Unlock()
-	if warm == nil || Leasable(sc) != "" || !first.Release.SameStack(sc.Spec.Lab.Release) {
+	if warm == nil || Place(sc, ProviderLab).Where != Leased || !first.Release.SameStack(sc.Spec.Lab.Release) {
 		return
 	}
 	spec := warm.Lab.FreshSpec(lab.ClusterName, *sc.Spec.Lab)
@@ -192,7 +196,7 @@ func (p *Pool) firstServes(s scenario.LabSpec) bool {
 }
 
 func (p *Pool) own(ctx context.Context, clusters ...lab.ClusterSpec) (*Session, func(context.Context) error, error) {
-	s, err := p.Open(ctx, clusters...)
+	s, err := p.Open(ctx, nil, clusters...)
 	if err != nil {
 		return nil, nil, err
 	}

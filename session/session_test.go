@@ -113,7 +113,7 @@ func TestOpenUnknownProvider(t *testing.T) {
 // lab or not.
 func TestPoolOwnSessions(t *testing.T) {
 	var opened [][]lab.ClusterSpec
-	p := &session.Pool{Open: func(_ context.Context, clusters ...lab.ClusterSpec) (*session.Session, error) {
+	p := &session.Pool{Open: func(_ context.Context, _ []scenario.LabSpec, clusters ...lab.ClusterSpec) (*session.Session, error) {
 		opened = append(opened, clusters)
 		return &session.Session{}, nil
 	}}
@@ -148,7 +148,7 @@ func TestPoolOwnSessions(t *testing.T) {
 // does one of the default release after it.
 func TestPoolRestartsForAnotherRelease(t *testing.T) {
 	var opened [][]lab.ClusterSpec
-	p := &session.Pool{Open: func(_ context.Context, clusters ...lab.ClusterSpec) (*session.Session, error) {
+	p := &session.Pool{Open: func(_ context.Context, _ []scenario.LabSpec, clusters ...lab.ClusterSpec) (*session.Session, error) {
 		opened = append(opened, clusters)
 		return &session.Session{}, nil
 	}}
@@ -175,13 +175,15 @@ func TestPoolRestartsForAnotherRelease(t *testing.T) {
 	}
 }
 
-// Leasable: a scenario runs on a cluster leased beside others unless it
+// TestPlace: a scenario runs on a cluster leased beside others unless it
 // says it must run alone, has no lab cluster, wants a lab of its own,
 // upgrades the management plane or runs on real nodes; and Lease refuses
-// it with the same reason, before anything is opened. OwnLab gives that
-// reason for those that run beside the leased ones on a lab of their own:
-// all but those that must run alone or have real nodes.
-func TestLeasable(t *testing.T) {
+// it with the same reason, before anything is opened. Those no leased
+// cluster serves run beside the leased ones on a lab of their own, with
+// that reason, but those that must run alone or have real nodes; those
+// the lab would skip, or labelled for another provider, are skipped; on
+// another provider every scenario runs alone.
+func TestPlace(t *testing.T) {
 	alone := load(t, "power-off-worker")
 	alone.Metadata.Labels[session.LabelAlone] = "true"
 	own := load(t, "power-off-worker")
@@ -190,41 +192,38 @@ func TestLeasable(t *testing.T) {
 	if err := session.Adjust(real, session.Adjustments{Nodes: scenario.NodesContainers}); err != nil {
 		t.Fatal(err)
 	}
+	kind := load(t, "power-off-worker")
+	kind.Metadata.Labels["provider"] = "kind"
 	for _, tt := range []struct {
-		sc   *scenario.Scenario
-		want string
+		sc    *scenario.Scenario
+		where session.Where
+		want  string
 	}{
-		{load(t, "power-off-worker"), ""},
-		{alone, `it is labelled alone: "true"`},
-		{load(t, "vm-power-cycle"), "it has no spec.lab"},
-		{own, "it is labelled " + scenario.LabelOwnCluster},
-		{load(t, "upgrade-management-during-remediation"), "it upgrades the management plane"},
-		{real, "its nodes are real"},
+		{load(t, "power-off-worker"), session.Leased, ""},
+		{alone, session.Alone, `it is labelled alone: "true"`},
+		{load(t, "vm-power-cycle"), session.OwnLab, "it has no spec.lab"},
+		{own, session.OwnLab, "it is labelled " + scenario.LabelOwnCluster},
+		{real, session.Alone, "its nodes are real"},
+		{load(t, "pdb-blocks-drain"), session.Skipped, "provider lab lacks capability Workloads"},
+		{kind, session.Skipped, "it runs on provider kind"},
 	} {
-		got := session.Leasable(tt.sc)
-		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
-			t.Errorf("Leasable(%s) = %q, want %q", tt.sc.Metadata.Name, got, tt.want)
-		}
-		// Those no leased cluster serves run beside on a lab of their
-		// own, with the same reason, unless they must run alone or
-		// have real nodes.
-		wantOwn := tt.want
-		if tt.sc == alone || tt.sc == real {
-			wantOwn = ""
-		}
-		if got := session.OwnLab(tt.sc); (wantOwn == "") != (got == "") || !strings.Contains(got, wantOwn) {
-			t.Errorf("OwnLab(%s) = %q, want %q", tt.sc.Metadata.Name, got, wantOwn)
+		got := session.Place(tt.sc, session.ProviderLab)
+		if got.Where != tt.where || (tt.want == "") != (got.Why == "") || !strings.Contains(got.Why, tt.want) {
+			t.Errorf("Place(%s) = %+v, want %s, %q", tt.sc.Metadata.Name, got, tt.where, tt.want)
 		}
 		if tt.want == "" {
 			continue
 		}
-		p := &session.Pool{Open: func(context.Context, ...lab.ClusterSpec) (*session.Session, error) {
+		p := &session.Pool{Open: func(context.Context, []scenario.LabSpec, ...lab.ClusterSpec) (*session.Session, error) {
 			t.Fatalf("Lease(%s) opened a lab", tt.sc.Metadata.Name)
 			return nil, nil
 		}}
 		if _, _, err := p.Lease(context.Background(), tt.sc); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Lease(%s) = %v, want the reason %q", tt.sc.Metadata.Name, err, tt.want)
 		}
+	}
+	if got := session.Place(load(t, "power-off-worker"), session.ProviderVSphere); got.Where != session.Alone {
+		t.Errorf("Place on vsphere = %+v, want alone", got)
 	}
 }
 
@@ -233,7 +232,7 @@ func TestLeasable(t *testing.T) {
 // is not started again for each.
 func TestLeaseStartFailsOnce(t *testing.T) {
 	opens := 0
-	p := &session.Pool{Open: func(context.Context, ...lab.ClusterSpec) (*session.Session, error) {
+	p := &session.Pool{Open: func(context.Context, []scenario.LabSpec, ...lab.ClusterSpec) (*session.Session, error) {
 		opens++
 		return nil, errors.New("lab not ready: cluster lab: 4 of 5 Machines Running")
 	}}
@@ -271,17 +270,15 @@ func TestLabSkips(t *testing.T) {
 	}
 }
 
-// Unbuilt: a scenario on a stack whose managers are not built says so
-// (it runs alone after the others, its build not sharing the machine);
-// one on the compiled stack, or on a built one, does not.
-func TestUnbuilt(t *testing.T) {
+// TestPlaceUnbuilt: a scenario on a stack whose managers are not built
+// runs alone, after the others, saying so (its build does not share the
+// machine); one on the compiled stack is placed as ever.
+func TestPlaceUnbuilt(t *testing.T) {
 	t.Setenv("FAULTLINE_RELEASES", t.TempDir()) // the cache of built releases: none
-	if got := session.Unbuilt(load(t, "upgrade-management-during-remediation")); !strings.Contains(got, "is not built yet") {
-		t.Errorf("Unbuilt(upgrade-management-during-remediation) with no stack built = %q", got)
+	if got := session.Place(load(t, "upgrade-management-during-remediation"), session.ProviderLab); got.Where != session.Alone || !strings.Contains(got.Why, "is not built yet") {
+		t.Errorf("Place(upgrade-management-during-remediation) with no stack built = %+v", got)
 	}
-	for _, name := range []string{"power-off-worker", "vm-power-cycle"} {
-		if got := session.Unbuilt(load(t, name)); got != "" {
-			t.Errorf("Unbuilt(%s) = %q, want \"\"", name, got)
-		}
+	if got := session.Place(load(t, "vm-power-cycle"), session.ProviderLab); got.Where != session.OwnLab {
+		t.Errorf("Place(vm-power-cycle) = %+v, want own-lab", got)
 	}
 }

@@ -12,11 +12,12 @@ import (
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/session"
+	"github.com/faultline-dev/faultline/session/runs"
 )
 
 // acquire is the session sc runs on, within the set-up deadline, and how
 // to release it: the pool's, or one of its own.
-func (o *runOptions) acquire(ctx context.Context, sc *scenario.Scenario, sl slot, log logr.Logger) (*session.Session, func(context.Context) error, error) {
+func (o *runOptions) acquire(ctx context.Context, sc *scenario.Scenario, pl session.Placement, sl runs.Slot, log logr.Logger) (*session.Session, func(context.Context) error, error) {
 	setup := o.setupDeadline()
 	sctx, cancel := context.WithTimeout(ctx, setup)
 	defer cancel()
@@ -24,13 +25,13 @@ func (o *runOptions) acquire(ctx context.Context, sc *scenario.Scenario, sl slot
 	var release func(context.Context) error
 	var err error
 	switch {
-	case sl.lease:
+	case sl.Beside && pl.Where == session.Leased:
 		sess, release, err = o.pool.Lease(sctx, sc)
-	case o.pool != nil && !sl.own:
+	case o.pool != nil && !sl.Beside:
 		sess, release, err = o.pool.Acquire(sctx, sc)
 	default:
 		// Not the pool's: no spares (those are the warm lab's).
-		sess, err = o.open(sctx, session.LabClusters(sc), nil, injects(sc), sl.out, log)
+		sess, err = o.open(sctx, session.LabClusters(sc), nil, injects(sc), sl.Out, log)
 	}
 	if err == nil && release == nil {
 		release = sess.Close

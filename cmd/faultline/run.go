@@ -7,8 +7,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/faultline-dev/faultline/session"
-
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -17,6 +15,8 @@ import (
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/providers/lab"
+	"github.com/faultline-dev/faultline/session"
+	"github.com/faultline-dev/faultline/session/runs"
 )
 
 type runOptions struct {
@@ -57,15 +57,9 @@ type runOptions struct {
 	servedNamed bool
 	// parallel is how many scenarios run side by side (--parallel).
 	parallel int
-	// spares are the shapes of the clusters a warm lab prepares as it
-	// starts, for the scenarios run side by side.
-	spares []scenario.LabSpec
 	// pool gives the scenarios of a run of several on the lab their
 	// sessions (a warm lab); nil elsewhere.
 	pool *session.Pool
-	// next is the scenario a run of several runs after this one, whose
-	// cluster the pool prepares meanwhile.
-	next *scenario.Scenario
 }
 
 func newRunCommand() *cobra.Command {
@@ -216,7 +210,7 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 	o.abort = abort
 
 	if !many {
-		res, dir, err := o.runOne(ctx, scs[0], o.artifacts, alone(stderr), sets, history, log)
+		res, dir, err := o.runOne(ctx, scs[0], o.artifacts, session.Placement{Where: session.Alone}, alone(stderr), sets, history, log)
 		if res == nil {
 			return err
 		}
@@ -263,32 +257,33 @@ func (o *runOptions) setupDeadline() time.Duration {
 	return d
 }
 
-// runOne runs sc on a session (the pool's, or one of its own), with its
-// artifacts in dir (a new folder when ""), and returns its result (nil
-// when it could not run) and the folder.
-func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir string, sl slot, sets map[string]string, history *artifacts.History, log logr.Logger) (*engine.Result, string, error) {
+// runOne runs sc, placed at pl, on a session (the pool's, or one of its
+// own), with its artifacts in dir (a new folder when ""), and returns its
+// result (nil when it could not run) and the folder.
+func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir string, pl session.Placement, sl runs.Slot, sets map[string]string, history *artifacts.History, log logr.Logger) (*engine.Result, string, error) {
 	if o.served != "" {
-		why := session.Leasable(sc)
+		why := session.Place(sc, session.ProviderLab).Why
 		if why == "" || o.servedNamed {
 			return o.runServed(ctx, sc, dir, sl, sets)
 		}
-		fmt.Fprintf(sl.out, "faultline: %s runs on a lab of its own, not on lab %s: %s\n", sc.Metadata.Name, o.served, why)
+		fmt.Fprintf(sl.Out, "faultline: %s runs on a lab of its own, not on lab %s: %s\n", sc.Metadata.Name, o.served, why)
 	}
 	began := time.Now()
-	stderr := sl.out
-	sess, release, err := o.acquire(ctx, sc, sl, log)
+	stderr := sl.Out
+	lease := sl.Beside && pl.Where == session.Leased
+	sess, release, err := o.acquire(ctx, sc, pl, sl, log)
 	if err != nil {
 		return nil, "", err
 	}
 	closeBound := closeTimeout
-	if sl.lease {
+	if lease {
 		// Removing a leased cluster waits for Cluster API to delete it;
 		// with several at once on two cores, that took over 30 s.
 		closeBound = lab.RemoveTimeout
 	}
 	defer closeSession(ctx, release, closeBound, log)
-	if o.pool != nil && !o.dryRun && !sl.lease && !sl.own {
-		o.pool.Prepare(ctx, o.next)
+	if o.pool != nil && !o.dryRun && !sl.Beside {
+		o.pool.Prepare(ctx, sl.Next)
 	}
 	if err := sess.RequireScope(ctx, o.scope, sc.Metadata.Name, injects(sc) && !o.dryRun); err != nil {
 		return nil, "", sessionErr(err)
@@ -312,7 +307,7 @@ func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir stri
 	if dir == "" {
 		dir = artifacts.RunDir(sc.Metadata.Name, time.Now())
 	}
-	progress := sl.progress()
+	progress := progressOf(sl)
 	res, err := session.Execute(ctx, session.ExecuteInput{
 		Dir: dir, Profile: sess.Profile, Release: sess.Release(), Log: log, History: history, Gate: o.gate,
 		Faultline: versionString(), Replay: o.replay,

@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/faultline-dev/faultline/framework/scenario"
-	"github.com/faultline-dev/faultline/internal/regularfile"
 	"io"
 	"io/fs"
 	"os"
@@ -13,6 +11,9 @@ import (
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
+	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/internal/regularfile"
+	"github.com/faultline-dev/faultline/session/runs"
 )
 
 // report prints the results (with summary, a line each after them),
@@ -41,7 +42,7 @@ func (o *runOptions) report(stdout io.Writer, results []*engine.Result, dirs []s
 		if summary {
 			fmt.Fprintf(stdout, "\n%d of %d scenarios passed:\n", artifacts.Passed(results), len(results))
 			for _, res := range results {
-				fmt.Fprintln(stdout, summaryLine(res))
+				fmt.Fprintln(stdout, runs.SummaryLine(res))
 			}
 		}
 	}

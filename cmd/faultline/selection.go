@@ -1,14 +1,11 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/scenarios/selection"
 )
@@ -33,15 +30,6 @@ func multiple(args []string, selector string) bool {
 	}
 	st, err := os.Stat(args[0])
 	return err == nil && st.IsDir()
-}
-
-// summaryLine is one scenario's line in a run's summary.
-func summaryLine(res *engine.Result) string {
-	line := fmt.Sprintf("  %-8s %s (%s)", strings.ToUpper(string(res.Verdict)), res.Scenario, res.FinishedAt.Sub(res.StartedAt).Round(100*time.Millisecond))
-	if res.Reason != "" {
-		line += ": " + res.Reason
-	}
-	return line
 }
 
 // parseSets reads --set values, name=value each.

@@ -15,6 +15,7 @@ import (
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/session"
+	"github.com/faultline-dev/faultline/session/runs"
 )
 
 // defaultLab makes a run that no flag points anywhere (no --provider,
@@ -47,8 +48,8 @@ func (o *runOptions) defaultLab(fs *pflag.FlagSet, stderr io.Writer) {
 // runServed has the running lab that --lab names carry out sc, on a fresh
 // cluster of its own, with its artifacts in dir (a new folder when "");
 // the lab's messages show on sl as a run of this process's would.
-func (o *runOptions) runServed(ctx context.Context, sc *scenario.Scenario, dir string, sl slot, sets map[string]string) (*engine.Result, string, error) {
-	if why := session.Leasable(sc); why != "" {
+func (o *runOptions) runServed(ctx context.Context, sc *scenario.Scenario, dir string, sl runs.Slot, sets map[string]string) (*engine.Result, string, error) {
+	if why := session.Place(sc, session.ProviderLab).Why; why != "" {
 		return nil, "", usageErr("%s cannot run on a cluster of lab %s: %s; run it without --lab", sc.Metadata.Name, o.served, why)
 	}
 	labDir, err := session.ServedLab(o.served)
@@ -73,8 +74,8 @@ func (o *runOptions) runServed(ctx context.Context, sc *scenario.Scenario, dir s
 	if err != nil {
 		return nil, "", infraErr(err)
 	}
-	fmt.Fprintf(sl.out, "lab: %s runs on lab %s\n", sc.Metadata.Name, o.served)
-	progress := sl.progress()
+	fmt.Fprintf(sl.Out, "lab: %s runs on lab %s\n", sc.Metadata.Name, o.served)
+	progress := progressOf(sl)
 	res, err := session.RunServed(ctx, o.abort, labDir, req, func(m session.RunMessage) {
 		switch {
 		case m.Say != "":

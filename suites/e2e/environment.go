@@ -204,7 +204,7 @@ func (e *Environment) Prepare(ctx context.Context, sc *scenario.Scenario) {
 
 // openLab opens a lab of the clusters (none: a vCenter simulator alone)
 // and waits for their Machines.
-func (e *Environment) openLab(ctx context.Context, clusters ...lab.ClusterSpec) (*session.Session, error) {
+func (e *Environment) openLab(ctx context.Context, spares []scenario.LabSpec, clusters ...lab.ClusterSpec) (*session.Session, error) {
 	name := e.Config.Lab.Profile
 	if name == "" {
 		name = lab.DefaultProfile
@@ -235,7 +235,7 @@ func (e *Environment) openLab(ctx context.Context, clusters ...lab.ClusterSpec) 
 	}
 	return session.Open(ctx, session.Config{
 		Provider: session.ProviderLab,
-		Lab:      session.LabConfig{Clusters: clusters, Profile: p, Wait: wait, Log: labLog},
+		Lab:      session.LabConfig{Clusters: clusters, Spares: spares, Profile: p, Wait: wait, Log: labLog},
 		Log:      e.log,
 		// A stack's first use builds it, for minutes: its progress shows.
 		Out: os.Stderr,

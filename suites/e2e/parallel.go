@@ -19,7 +19,7 @@ import (
 // and serves runs on it (session.Server, on a Unix socket in a folder of
 // its own), and the specs of every process have it carry out their
 // scenarios. The scenarios a leased cluster cannot serve
-// (session.Leasable), the checks of the lab's own cluster and the upgrade
+// (session.Place), the checks of the lab's own cluster and the upgrade
 // gate are Serial: Ginkgo runs them on the first process, after the
 // others, on the lab's own cluster as a serial run would.
 
@@ -66,7 +66,7 @@ func (c *Config) leasable(sc *scenario.Scenario) string {
 	if err := session.Adjust(&adjusted, session.Adjustments{Nodes: c.Lab.Nodes, Release: c.Lab.release()}); err != nil {
 		return err.Error()
 	}
-	return session.Leasable(&adjusted)
+	return session.Place(&adjusted, session.ProviderLab).Why
 }
 
 // runsServed tells whether the spec of sc, on release ("" the config's),
