@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -103,4 +104,18 @@ func InPod() bool {
 		return false
 	}
 	return capi.InCluster()
+}
+
+// ClusterREST is the REST config of a kubeconfig's context, found as
+// kubectl finds it (kubeconfig "" is $KUBECONFIG, then ~/.kube/config);
+// flag names the kubeconfig in errors.
+func ClusterREST(kubeconfig, context, flag string) (*rest.Config, error) {
+	cfg, _, _, err := capi.RESTConfig(kubeconfig, context)
+	switch {
+	case capi.IsKubeconfigError(err) && kubeconfig != "":
+		return nil, configErr("%s %s: %v", flag, kubeconfig, err)
+	case capi.IsKubeconfigError(err):
+		return nil, &ConfigError{Err: err}
+	}
+	return cfg, err
 }

@@ -25,7 +25,14 @@ import (
 // cluster for each scenario.
 func (o *runOptions) runMany(ctx context.Context, scs []*scenario.Scenario, sets map[string]string, history *artifacts.History, stdout, stderr io.Writer, log logr.Logger) error {
 	var exec runs.Executor = &localExecutor{o: o, sets: sets, history: history, log: log}
-	if o.provider == session.ProviderLab && o.scope == "" && o.served == "" {
+	switch {
+	case o.onCluster.context != "":
+		e, err := o.jobsExecutor(history, stderr)
+		if err != nil {
+			return err
+		}
+		exec = e
+	case o.provider == session.ProviderLab && o.scope == "" && o.served == "":
 		o.pool = &session.Pool{Out: stderr, Open: func(ctx context.Context, spares []scenario.LabSpec, clusters ...lab.ClusterSpec) (*session.Session, error) {
 			return o.open(ctx, clusters, spares, false, stderr, log)
 		}}
@@ -45,10 +52,13 @@ func (o *runOptions) runMany(ctx context.Context, scs []*scenario.Scenario, sets
 	if p, err := lab.ProfileNamed(o.lab.profile); err == nil {
 		runner.Profile = p.Name // --profile was checked with the flags
 	}
-	runner.Run(ctx, items)
+	runErr := runner.Run(ctx, items)
 	var results []*engine.Result
 	var dirs []string
 	var errs []error
+	if runErr != nil {
+		errs = append(errs, runErr)
+	}
 	for _, it := range items {
 		if it.Result != nil { // nil: interrupted before it started
 			results, dirs, errs = append(results, it.Result), append(dirs, it.Dir), append(errs, it.Err)

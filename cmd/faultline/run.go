@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/session"
 	"github.com/faultline-dev/faultline/session/runs"
+	"github.com/faultline-dev/faultline/session/runs/jobs"
 )
 
 type runOptions struct {
@@ -57,6 +59,10 @@ type runOptions struct {
 	servedNamed bool
 	// parallel is how many scenarios run side by side (--parallel).
 	parallel int
+	// onCluster runs the scenarios as a Job's pods (--on-cluster);
+	// podArgs are the flags each pod's run gets.
+	onCluster onClusterFlags
+	podArgs   []string
 	// pool gives the scenarios of a run of several on the lab their
 	// sessions (a warm lab); nil elsewhere.
 	pool *session.Pool
@@ -100,6 +106,10 @@ in --allow-vcenter.`,
 				return err
 			}
 			o.defaultLab(cmd.Flags(), cmd.ErrOrStderr())
+			if err := o.checkOnCluster(cmd.Flags()); err != nil {
+				return err
+			}
+			o.podArgs = podArgs(cmd.Flags())
 			if cmd.Flags().Changed("kind-cluster") && o.provider != session.ProviderKind {
 				return usageErr("--kind-cluster names the cluster of --provider kind; it does nothing with --provider %s", o.provider)
 			}
@@ -127,7 +137,7 @@ in --allow-vcenter.`,
 	fs.StringVar(&o.scope, "cluster", "", "keep every target inside this Cluster API cluster, namespace/name; required for a destructive run against a management cluster with several")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "resolve the targets and evaluate the blast-radius and quorum guards, print what would be injected where, and touch nothing (the lab is still started)")
 	fs.StringVar(&o.served, "lab", "", "run on a fresh cluster of the running lab of this name ('faultline lab up' prints it), which keeps one ready: no lab start, nothing to configure")
-	fs.IntVar(&o.parallel, "parallel", 1, "with several scenarios on the lab: run up to this many side by side, each on a fresh cluster of one warm lab, or a lab of its own when it needs one (one labelled alone: \"true\", with real nodes, or on another release than the warm lab's runs alone after them); with --history, the longest start first, as past runs took")
+	fs.IntVar(&o.parallel, "parallel", 1, "with several scenarios on the lab: run up to this many side by side, each on a fresh cluster of one warm lab, or a lab of its own when it needs one (one labelled alone: \"true\", with real nodes, or on another release than the warm lab's runs alone after them); with --history, the longest start first, as past runs took; with --on-cluster, how many pods run at a time")
 	fs.Int64Var(&o.seed, "seed", 0, "seed of every random target pick the scenario does not seed itself, to replay or fix a run's choices")
 	fs.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity on stderr (0 users, 1+ debugging)")
 	o.vcenter.register(fs, true)
@@ -135,6 +145,7 @@ in --allow-vcenter.`,
 	o.lab.register(fs)
 	o.cluster.register(fs)
 	o.kind.register(fs)
+	o.onCluster.register(fs)
 	return cmd
 }
 
@@ -199,7 +210,8 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	many := multiple(args, o.selector)
+	// A Job runs one scenario or several alike.
+	many := multiple(args, o.selector) || o.onCluster.context != ""
 	if err := o.adjust(scs, many); err != nil {
 		return err
 	}
@@ -213,6 +225,12 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 		res, dir, err := o.runOne(ctx, scs[0], o.artifacts, session.Placement{Where: session.Alone}, alone(stderr), sets, history, log)
 		if res == nil {
 			return err
+		}
+		if o.onCluster.emit {
+			// A Job's pod: its result is printed where it comes
+			// back, from the folder it sends.
+			err = errors.Join(err, jobs.Emit(stdout, dir))
+			stdout = io.Discard
 		}
 		return o.report(stdout, []*engine.Result{res}, []string{dir}, false, history, err)
 	}

@@ -54,7 +54,7 @@ func kubeconfigLoadError(err error) error {
 // ~/.kube/config); context is empty for the current one. It returns the
 // kubeconfig source and context it used. Nothing is contacted yet.
 func NewClient(kubeconfig, context string) (client.WithWatch, string, string, error) {
-	cfg, source, name, err := restConfig(kubeconfig, context)
+	cfg, source, name, err := RESTConfig(kubeconfig, context)
 	if err != nil {
 		return nil, "", "", err
 	}
@@ -70,7 +70,7 @@ func NewClient(kubeconfig, context string) (client.WithWatch, string, string, er
 // not verified (insecure-skip-tls-verify) or left to the system's roots.
 // `faultline recover` compares it with the one recorded at injection.
 func Identity(kubeconfig, context string) (server, caSHA256 string, err error) {
-	cfg, _, _, err := restConfig(kubeconfig, context)
+	cfg, _, _, err := RESTConfig(kubeconfig, context)
 	if err != nil {
 		return "", "", err
 	}
@@ -86,8 +86,9 @@ func Identity(kubeconfig, context string) (server, caSHA256 string, err error) {
 	return cfg.Host, fmt.Sprintf("%x", sha256.Sum256(ca)), nil
 }
 
-// restConfig loads a kubeconfig as NewClient does.
-func restConfig(kubeconfig, context string) (*rest.Config, string, string, error) {
+// RESTConfig loads a kubeconfig as NewClient does: the REST config of
+// context, the kubeconfig source and the context's name.
+func RESTConfig(kubeconfig, context string) (*rest.Config, string, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	switch {
 	case strings.ContainsRune(kubeconfig, os.PathListSeparator):

@@ -67,6 +67,18 @@ type Preparer interface {
 	PrepareLease(ctx context.Context, sc *scenario.Scenario)
 }
 
+// A Batch is an Executor that submits its items at once (a Job's
+// indexes) before any runs, and is closed after the last (the Job
+// deleted).
+type Batch interface {
+	Start(ctx context.Context, items []*Item) error
+	Close(ctx context.Context) error
+}
+
+// closeBound bounds a Batch's Close: a deleted pod's grace period (the
+// engine's clean-up bound) and a margin.
+const closeBound = engine.CleanupTimeout + time.Minute
+
 // Runner runs items with an executor: those placed Leased, OwnLab or Pod
 // side by side, at most Parallel at a time, and the others one after the
 // other after them. An interrupt starts no more items.
@@ -86,8 +98,8 @@ type Runner struct {
 }
 
 // Run runs items, each with the placement it is given, and fills in their
-// results.
-func (r *Runner) Run(ctx context.Context, items []*Item) {
+// results; its error is the executor's failure to close (what it left).
+func (r *Runner) Run(ctx context.Context, items []*Item) (err error) {
 	out := r.Out
 	if out == nil {
 		out = io.Discard
@@ -103,6 +115,16 @@ func (r *Runner) Run(ctx context.Context, items []*Item) {
 			it.Dir = "" // skipped as its run would be, with no cluster brought up for it
 		}
 	}
+	if b, ok := r.Executor.(Batch); ok {
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeBound)
+			defer cancel()
+			err = b.Close(cctx)
+		}()
+		if err := r.start(ctx, b, items); err != nil {
+			return nil
+		}
+	}
 	together := r.together(items, out)
 	r.runTogether(ctx, together, out)
 	var rest []*Item
@@ -112,6 +134,26 @@ func (r *Runner) Run(ctx context.Context, items []*Item) {
 		}
 	}
 	r.runAlone(ctx, rest, out)
+	return nil
+}
+
+// start submits the items to run to b; when it fails, each gets an
+// error result saying why.
+func (r *Runner) start(ctx context.Context, b Batch, items []*Item) error {
+	var run []*Item
+	for _, it := range items {
+		if it.Result == nil {
+			run = append(run, it)
+		}
+	}
+	err := b.Start(ctx, run)
+	if err != nil {
+		now := time.Now()
+		for _, it := range run {
+			it.Result = &engine.Result{Scenario: it.Scenario.Metadata.Name, Provider: r.Provider, Verdict: engine.Error, Reason: err.Error(), StartedAt: now, FinishedAt: now}
+		}
+	}
+	return err
 }
 
 // place is where sc runs: as the executor places it, or session.Place.

@@ -30,6 +30,11 @@ func (r *Runner) together(items []*Item, out io.Writer) []*Item {
 		}
 		name := it.Scenario.Metadata.Name
 		switch {
+		case it.Place.Where == session.Pod:
+			// The Job runs them Parallel at a time; each is waited
+			// for at once.
+			own = append(own, it)
+			continue
 		case r.Parallel < 2:
 			continue
 		case it.Place.Where == session.Alone:
@@ -37,9 +42,6 @@ func (r *Runner) together(items []*Item, out io.Writer) []*Item {
 			continue
 		case it.Place.Where == session.OwnLab:
 			fmt.Fprintf(out, "%s runs beside the others on a lab of its own: %s\n", name, it.Place.Why)
-			own = append(own, it)
-			continue
-		case it.Place.Where == session.Pod:
 			own = append(own, it)
 			continue
 		}

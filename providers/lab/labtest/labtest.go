@@ -28,7 +28,7 @@ func Require(t testing.TB) {
 	switch {
 	case testing.Short():
 		t.Skip("lab integration test skipped under -short")
-	case raceEnabled:
+	case RaceEnabled:
 		t.Skip("lab integration test skipped under -race: upstream controllers race among themselves; hack/test.sh runs it in a pass without -race")
 	}
 	if _, err := lab.FindAssets(""); err != nil {

@@ -2,4 +2,5 @@
 
 package labtest
 
-const raceEnabled = false
+// RaceEnabled tells whether the tests run under -race.
+const RaceEnabled = false

@@ -2,4 +2,5 @@
 
 package labtest
 
-const raceEnabled = true
+// RaceEnabled tells whether the tests run under -race.
+const RaceEnabled = true
