@@ -16,6 +16,8 @@
 # 20 clusters x 10 machines (BENCH_SCALE=0 skips it), with the CPU seconds
 # faultline, kube-apiserver and etcd used until it was Running (what bounds
 # it on a small machine), and per Machine; BENCH_SCALE_50=1 reports 50 x 10 first.
+# Then the same catalogue through `run --on-cluster` on a kind cluster of
+# this machine (hack/bench-jobs.sh; BENCH_JOBS=0 skips it).
 #
 # Then the real-node tier (REAL_RUNS times, default 1; 0 skips it; needs
 # docker and the node image): bring-up to all Machines Running of 1 control
@@ -203,6 +205,11 @@ fi
 served_fast="" served_slow="" parallel_catalogue="" sequential_catalogue="${catalogue}"
 if ((runs > 0)) && [[ "${BENCH_SERVED:-1}" != 0 ]]; then
   source "$(dirname "$0")/bench-served.sh"
+fi
+# Issue 51: the same catalogue as one Indexed Job on a kind cluster of
+# this machine, against the --parallel 4 figure above. BENCH_JOBS=0 skips it.
+if ((runs > 0)) && [[ "${BENCH_JOBS:-1}" != 0 && "${BENCH_CATALOGUE:-1}" != 0 ]]; then
+  LOCAL_PARALLEL_S="${parallel_catalogue}" PARALLEL=4 hack/bench-jobs.sh || echo "bench --on-cluster failed" >&2
 fi
 echo
 printf '%-58s %10s %8s %8s\n' "goal (medians of ${runs})" value goal ratio

@@ -92,7 +92,29 @@ func (e *Executor) Place(sc *scenario.Scenario) session.Placement {
 	if p := session.Place(sc, session.ProviderLab); p.Where == session.Skipped {
 		return p
 	}
+	if why := podRefuses(sc); why != "" {
+		return session.Placement{Where: session.Skipped, Why: why + "; run it without --on-cluster"}
+	}
 	return session.Placement{Where: session.Pod, Why: "a pod of Job " + e.name + " on " + e.cfg.Context}
+}
+
+// podRefuses says why a pod's lab cannot run sc, "" when it can: a pod
+// runs no containers (real nodes), and has only the stack faultline
+// compiles in (no Go toolchain builds another release's managers there).
+func podRefuses(sc *scenario.Scenario) string {
+	l := sc.Spec.Lab
+	switch {
+	case l == nil:
+		return ""
+	case l.RealNodes():
+		return "its nodes are real, and a pod runs no containers of its own"
+	case session.UpgradesManagement(sc):
+		return "it upgrades the management plane to another release, whose managers a pod cannot build"
+	}
+	if stack, err := l.Release.Resolve(); err == nil && !stack.Compiled {
+		return fmt.Sprintf("its release %s runs as that release's own managers, which a pod cannot build", stack.Name)
+	}
+	return ""
 }
 
 // Start submits the Job of items, one index each in their order, with

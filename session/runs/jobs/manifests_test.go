@@ -2,9 +2,15 @@ package jobs
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/providers/lab"
+	"github.com/faultline-dev/faultline/scenarios/selection"
+	"github.com/faultline-dev/faultline/session"
 )
 
 // TestJobManifest: one index per scenario, none tried twice, one failing
@@ -36,5 +42,39 @@ func TestJobManifest(t *testing.T) {
 	cm := configMap("faultline-abc", "faultline-runs", []string{"a: 1", "b: 2"})
 	if cm.Data["0.yaml"] != "a: 1" || cm.Data["1.yaml"] != "b: 2" {
 		t.Errorf("configmap %v", cm.Data)
+	}
+}
+
+// TestPodPlacement: a pod's lab runs simulated nodes on the compiled
+// stack; a scenario of real nodes, of another release or upgrading the
+// management plane is skipped saying why, as is one the lab skips.
+func TestPodPlacement(t *testing.T) {
+	e := &Executor{name: "faultline-x", cfg: Config{Context: "ci"}}
+	load := func(name string, adjust session.Adjustments) *scenario.Scenario {
+		sc, err := selection.Catalogue(name).Load(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := session.Adjust(sc, adjust); err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	for _, tc := range []struct {
+		sc    *scenario.Scenario
+		where session.Where
+		why   string
+	}{
+		{load("power-off-worker", session.Adjustments{}), session.Pod, "a pod of Job faultline-x on ci"},
+		{load("vm-power-cycle", session.Adjustments{}), session.Pod, ""},
+		{load("power-off-worker", session.Adjustments{Nodes: scenario.NodesContainers}), session.Skipped, "a pod runs no containers"},
+		{load("power-off-worker", session.Adjustments{Release: lab.ParseRelease("v1.12")}), session.Skipped, "which a pod cannot build"},
+		{load("upgrade-management-during-remediation", session.Adjustments{}), session.Skipped, "upgrades the management plane"},
+		{load("pdb-blocks-drain", session.Adjustments{}), session.Skipped, "lacks capability Workloads"},
+	} {
+		got := e.Place(tc.sc)
+		if got.Where != tc.where || !strings.Contains(got.Why, tc.why) {
+			t.Errorf("%s: %+v, want %s (%s)", tc.sc.Metadata.Name, got, tc.where, tc.why)
+		}
 	}
 }

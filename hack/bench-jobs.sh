@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The lab catalogue through `run --on-cluster` (one Indexed Job on a kind
+# cluster of this machine, PARALLEL pods at a time, each with a lab of its
+# own) against local `run --parallel PARALLEL` (one warm lab, a cluster
+# per scenario), in one bench run: wall time, CPU seconds (faultline's
+# process tree here; for the Job, the kind node container's cgroup as
+# well) and the verdicts. hack/bench-lab.sh runs it after its own
+# catalogue runs and passes their --parallel figure (LOCAL_PARALLEL_S),
+# which it then does not measure again.
+#
+#   PARALLEL    pods (and local scenarios) at a time (default 4)
+#   SELECTOR    the scenarios (default the lab catalogue: provider!=kind)
+source "$(dirname "$0")/lib.sh"
+parallel="${PARALLEL:-4}"
+selector="${SELECTOR:-provider!=kind}"
+[[ -x bin/faultline ]] || hack/build.sh >/dev/null
+if ! docker info >/dev/null 2>&1; then
+  echo "bench --on-cluster: no Docker engine (hack/docker.sh starts one); skipped" >&2
+  exit 0
+fi
+
+# node_cpu NAME: CPU seconds the kind node container NAME has used.
+node_cpu() {
+  local id dir
+  id="$(docker inspect --format '{{.Id}}' "$1")"
+  for dir in "/sys/fs/cgroup/cpuacct/docker/${id}" "/sys/fs/cgroup/system.slice/docker-${id}.scope"; do
+    if [[ -f "${dir}/cpuacct.usage" ]]; then awk '{ printf "%.0f", $1 / 1e9 }' "${dir}/cpuacct.usage"; return; fi
+    if [[ -f "${dir}/cpu.stat" ]]; then awk '$1 == "usage_usec" { printf "%.0f", $2 / 1e6 }' "${dir}/cpu.stat"; return; fi
+  done
+  echo "?"
+}
+
+# timed LOG CMD...: runs CMD, its output in LOG; sets wall and cpu (its
+# process tree's user + system seconds).
+timed() {
+  local log="$1" t began
+  shift
+  t="$(mktemp)" began="$(date +%s)"
+  { TIMEFORMAT='%U %S'; time ("$@" >"${log}" 2>&1 || true); } 2>"${t}"
+  wall=$(($(date +%s) - began))
+  cpu="$(awk '{ printf "%.0f", $1 + $2 }' "${t}")"
+}
+
+verdicts() { grep -E 'scenarios passed' "$1" || echo "no summary (see $1)"; }
+
+work="$(mktemp -d)"
+name="fl-bench-jobs"
+cleanup() { bin/faultline kind down "${name}" >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+bin/faultline kind up --name "${name}" --control-planes 1 --workers 0 >"${work}/kind-up.log" 2>&1 ||
+  { echo "bench --on-cluster: kind up failed (${work}/kind-up.log)" >&2; exit 1; }
+kubeconfig="$(sed -n 's/^KUBECONFIG=//p' "${work}/kind-up.log")"
+node="${name}-control-plane"
+image="$(hack/image.sh 2>/dev/null | tail -n 1)"
+docker save "${image}" | docker exec -i "${node}" ctr --namespace=k8s.io images import - >/dev/null
+docker cp deploy/runs "${node}:/faultline-runs"
+docker exec "${node}" kubectl --kubeconfig /etc/kubernetes/admin.conf apply -k /faultline-runs >/dev/null
+
+local_s="${LOCAL_PARALLEL_S:-}" local_cpu="-" local_verdicts="(measured before, in this bench run)"
+if [[ -z "${local_s}" ]]; then
+  timed "${work}/local.log" bin/faultline run -l "${selector}" --parallel "${parallel}" --artifacts "${work}/local"
+  local_s="${wall}" local_cpu="${cpu}" local_verdicts="$(verdicts "${work}/local.log")"
+fi
+before="$(node_cpu "${node}")"
+timed "${work}/jobs.log" bin/faultline run -l "${selector}" --on-cluster "kind-${name}" --kubeconfig "${kubeconfig}" \
+  --parallel "${parallel}" --image "${image}" --artifacts "${work}/jobs"
+after="$(node_cpu "${node}")"
+pods_cpu="$(awk -v a="${after}" -v b="${before}" 'BEGIN { if (a == "?" || b == "?") print "?"; else print a - b }')"
+echo
+printf '%-44s %8s %18s %s\n' "lab catalogue (${selector}), ${parallel} at a time" "wall s" "CPU s (here+pods)" verdicts
+printf '%-44s %8s %18s %s\n' "local --parallel ${parallel} (one warm lab)" "${local_s}" "${local_cpu}" "${local_verdicts}"
+printf '%-44s %8s %18s %s\n' "--on-cluster kind, ${parallel} pods (a lab each)" "${wall}" "${cpu}+${pods_cpu}" "$(verdicts "${work}/jobs.log")"
+awk -v j="${wall}" -v l="${local_s}" 'BEGIN { if (l > 0) printf "--on-cluster / local: %.2fx wall time\n", j / l }'
