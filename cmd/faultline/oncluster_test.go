@@ -33,7 +33,9 @@ import (
 // scenarios, two pods at a time, give both results, reports and the
 // run's index here and leave no Job, pod or ConfigMap; then a pod deleted
 // while its fault holds undoes it (SIGTERM, as Ctrl-C) and its run comes
-// back interrupted, the worker powered on again.
+// back interrupted, the worker powered on again; so does one whose run is
+// interrupted here (SIGINT to faultline); and one whose container is
+// killed outright is reported interrupted, saying so.
 func TestIntegrationOnCluster(t *testing.T) {
 	image := requireKindImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -119,6 +121,30 @@ func TestIntegrationOnCluster(t *testing.T) {
 	}
 	if res.Verdict != engine.Interrupted || len(res.Faults) == 0 || res.Faults[0].UndoneAt == nil {
 		t.Errorf("result %s, faults %+v; want interrupted with the power-off undone", res.Verdict, res.Faults)
+	}
+	requireNothingLeft(ctx, t, kube)
+
+	// Ctrl-C here: the pod is deleted, undoes its fault and its
+	// interrupted run comes back; the Job goes.
+	out = filepath.Join(t.TempDir(), "run")
+	run := exec.CommandContext(ctx, buildFaultline(t), "run", hold, "--on-cluster", contextName, "--image", image, "--artifacts", out)
+	runOut := &lockedBuffer{}
+	run.Stdout, run.Stderr = runOut, runOut
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Minute, "the pod's fault injected", func() bool { return strings.Contains(runOut.String(), "hold-workers: injected vm.power-off") })
+	if err := run.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err = run.Wait()
+	t.Logf("Ctrl-C: %v\n%s", err, runOut.String())
+	res, err = artifacts.ReadResult(filepath.Join(out, "hold-workers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != engine.Interrupted || len(res.Faults) == 0 || res.Faults[0].UndoneAt == nil {
+		t.Errorf("after Ctrl-C: result %s, faults %+v; want interrupted with the power-off undone", res.Verdict, res.Faults)
 	}
 	requireNothingLeft(ctx, t, kube)
 

@@ -59,6 +59,9 @@ type runOptions struct {
 	servedNamed bool
 	// parallel is how many scenarios run side by side (--parallel).
 	parallel int
+	// skippedExit is the exit code of a run whose scenarios passed but
+	// for one or more skipped (--skipped-exit-code).
+	skippedExit int
 	// onCluster runs the scenarios as a Job's pods (--on-cluster);
 	// podArgs are the flags each pod's run gets.
 	onCluster onClusterFlags
@@ -138,6 +141,7 @@ in --allow-vcenter.`,
 	fs.BoolVar(&o.dryRun, "dry-run", false, "resolve the targets and evaluate the blast-radius and quorum guards, print what would be injected where, and touch nothing (the lab is still started)")
 	fs.StringVar(&o.served, "lab", "", "run on a fresh cluster of the running lab of this name ('faultline lab up' prints it), which keeps one ready: no lab start, nothing to configure")
 	fs.IntVar(&o.parallel, "parallel", 1, "with several scenarios on the lab: run up to this many side by side, each on a fresh cluster of one warm lab, or a lab of its own when it needs one (one labelled alone: \"true\", with real nodes, or on another release than the warm lab's runs alone after them); with --history, the longest start first, as past runs took; with --on-cluster, how many pods run at a time")
+	fs.IntVar(&o.skippedExit, "skipped-exit-code", exitPass, "exit code of a run in which no scenario failed and one or more were skipped (the provider lacks what they need): 0 by default, so a skip does not fail CI; e.g. 4 to tell it apart")
 	fs.Int64Var(&o.seed, "seed", 0, "seed of every random target pick the scenario does not seed itself, to replay or fix a run's choices")
 	fs.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity on stderr (0 users, 1+ debugging)")
 	o.vcenter.register(fs, true)
@@ -157,6 +161,9 @@ func (o *runOptions) checkPlace(fs *pflag.FlagSet) error {
 		if fs.Changed(f) && o.provider != session.ProviderLab {
 			return usageErr("--%s sets how the lab runs; it does nothing with --provider %s", f, o.provider)
 		}
+	}
+	if o.skippedExit < 0 || o.skippedExit > 125 {
+		return usageErr("--skipped-exit-code %d: expected 0 to 125", o.skippedExit)
 	}
 	if o.parallel < 1 {
 		return usageErr("--parallel %d: expected 1 or more", o.parallel)
@@ -222,6 +229,11 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 	o.abort = abort
 
 	if !many {
+		if pl := session.Place(scs[0], o.provider); pl.Where == session.Skipped {
+			// Known before anything starts: no lab is brought up for
+			// a scenario it would skip.
+			return o.report(stdout, []*engine.Result{o.notRun(scs[0], engine.Skipped, pl.Why)}, []string{""}, false, history, nil)
+		}
 		res, dir, err := o.runOne(ctx, scs[0], o.artifacts, session.Placement{Where: session.Alone}, alone(stderr), sets, history, log)
 		if res == nil {
 			return err

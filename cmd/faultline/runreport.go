@@ -49,11 +49,15 @@ func (o *runOptions) report(stdout io.Writer, results []*engine.Result, dirs []s
 	if err != nil {
 		return infraErr(err)
 	}
-	code := 0
+	code, skipped := 0, false
 	for _, res := range results {
 		if c := verdictExit(res.Verdict); c == exitInfra || (c == exitFail && code == 0) {
 			code = c
 		}
+		skipped = skipped || res.Verdict == engine.Skipped
+	}
+	if code == exitPass && skipped {
+		code = o.skippedExit
 	}
 	if code != 0 {
 		return exitCode(code)

@@ -173,3 +173,30 @@ func TestIntegrationRunWarmLab(t *testing.T) {
 		}
 	}
 }
+
+// TestSkipBeforeLab: a workload scenario on the simulated tier is skipped
+// before any lab starts (none could start here: no assets), with the
+// engine's reason; its exit code is 0, or --skipped-exit-code's.
+func TestSkipBeforeLab(t *testing.T) {
+	t.Setenv("KUBEBUILDER_ASSETS", t.TempDir()) // a lab start would fail
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{nil, exitPass},
+		{[]string{"--skipped-exit-code", "4"}, 4},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := execute(append([]string{"run", "pdb-blocks-drain", "--artifacts", t.TempDir()}, tc.args...), &stdout, &stderr)
+		if code != tc.code || !strings.Contains(stdout.String(), "SKIPPED") || !strings.Contains(stdout.String(), "lacks capability Workloads") {
+			t.Errorf("%v: exit %d, want %d\n%s%s", tc.args, code, tc.code, stdout.String(), stderr.String())
+		}
+		if strings.Contains(stderr.String(), "lab: starting") {
+			t.Errorf("a lab was started for a scenario it would skip:\n%s", stderr.String())
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := execute([]string{"run", "pdb-blocks-drain", "--skipped-exit-code", "200"}, &stdout, &stderr); code != exitUsage {
+		t.Errorf("--skipped-exit-code 200: exit %d", code)
+	}
+}
