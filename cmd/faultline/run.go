@@ -133,15 +133,11 @@ in --allow-vcenter.`,
 	fs.StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
 	fs.DurationVar(&o.timeout, "timeout", 0, "bound the whole run, overriding the scenario's spec.timeout (e.g. 10m)")
 	fs.DurationVar(&o.setupTimeout, "setup-timeout", 0, "bound opening the provider: connecting and logging in to vCenter and the clusters, starting the lab (default: the lab's 5m with --provider lab, 20m with --profile real, else 1m; never more than --timeout)")
-	fs.StringVar(&o.summary, "summary", "", "also write a Markdown summary of the run(s) to this file (appended to $"+artifacts.EnvStepSummary+" too when set, as GitHub Actions shows it)")
-	fs.StringVar(&o.history, "history", "", "folder of past results: this run is added, and the report shows each phase against them (default $"+artifacts.EnvHistory+")")
-	fs.BoolVar(&o.gate, "gate", false, "with --history: fail a run whose phase took longer than its history's P95 + max(5s, 20%) (at least 5 past passing runs)")
 	fs.BoolVar(&o.retain, "retain", false, "leave injected faults in place at the end (undo later with 'faultline recover')")
 	fs.StringVar(&o.scope, "cluster", "", "keep every target inside this Cluster API cluster, namespace/name; required for a destructive run against a management cluster with several")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "resolve the targets and evaluate the blast-radius and quorum guards, print what would be injected where, and touch nothing (the lab is still started)")
 	fs.StringVar(&o.served, "lab", "", "run on a fresh cluster of the running lab of this name ('faultline lab up' prints it), which keeps one ready: no lab start, nothing to configure")
 	fs.IntVar(&o.parallel, "parallel", 1, "with several scenarios on the lab: run up to this many side by side, each on a fresh cluster of one warm lab, or a lab of its own when it needs one (one labelled alone: \"true\", with real nodes, or on another release than the warm lab's runs alone after them); with --history, the longest start first, as past runs took; with --on-cluster, how many pods run at a time")
-	fs.IntVar(&o.skippedExit, "skipped-exit-code", exitPass, "exit code of a run in which no scenario failed and one or more were skipped (the provider lacks what they need): 0 by default, so a skip does not fail CI; e.g. 4 to tell it apart")
 	fs.Int64Var(&o.seed, "seed", 0, "seed of every random target pick the scenario does not seed itself, to replay or fix a run's choices")
 	fs.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity on stderr (0 users, 1+ debugging)")
 	o.vcenter.register(fs, true)
@@ -150,7 +146,17 @@ in --allow-vcenter.`,
 	o.cluster.register(fs)
 	o.kind.register(fs)
 	o.onCluster.register(fs)
+	o.registerCI(fs)
 	return cmd
+}
+
+// registerCI registers what a CI job reads of a run: the summary, the
+// history and its gate, a skip's exit code.
+func (o *runOptions) registerCI(fs *pflag.FlagSet) {
+	fs.StringVar(&o.summary, "summary", "", "also write a Markdown summary of the run(s) to this file (appended to $"+artifacts.EnvStepSummary+" too when set, as GitHub Actions shows it)")
+	fs.StringVar(&o.history, "history", "", "folder of past results: this run is added, and the report shows each phase against them (default $"+artifacts.EnvHistory+")")
+	fs.BoolVar(&o.gate, "gate", false, "with --history: fail a run whose phase took longer than its history's P95 + max(5s, 20%) (at least 5 past passing runs)")
+	fs.IntVar(&o.skippedExit, "skipped-exit-code", exitPass, "exit code of a run in which no scenario failed and one or more were skipped (the provider lacks what they need): 0 by default, so a skip does not fail CI; e.g. 4 to tell it apart")
 }
 
 // checkPlace refuses flags that say where and how to run and do nothing
