@@ -80,8 +80,17 @@ type RunMessage struct {
 	Done      bool             `json:"done,omitempty"`
 	HasResult bool             `json:"hasResult,omitempty"`
 	Error     string           `json:"error,omitempty"`
-	Interrupt string           `json:"interrupt,omitempty"`
+	// NotServed, with Done, says why the lab does not run the scenario
+	// (it needs another release, or a lab of its own): the run's process
+	// runs it on a lab of its own.
+	NotServed string `json:"notServed,omitempty"`
+	Interrupt string `json:"interrupt,omitempty"`
 }
+
+// NotServedError is a scenario a served lab does not run, and why.
+type NotServedError struct{ Why string }
+
+func (e *NotServedError) Error() string { return "the lab does not run it: " + e.Why }
 
 // Server serves runs on the lab of a session: each run leases a fresh
 // cluster of the shape its scenario asks for (Pool.Lease; never one of
@@ -182,7 +191,11 @@ func (s *Server) serve(ctx context.Context, conn net.Conn) {
 	}()
 	res, giveBack, err := s.run(ctx, served, req, enc)
 	m := RunMessage{Done: true, HasResult: res != nil}
-	if err != nil {
+	var ns *NotServedError
+	switch {
+	case errors.As(err, &ns):
+		m.NotServed = ns.Why
+	case err != nil:
 		m.Error = err.Error()
 	}
 	enc.send(m)
@@ -201,11 +214,7 @@ func (s *Server) run(ctx, served context.Context, req RunRequest, enc *encoder) 
 	if err != nil {
 		return nil, nil, err
 	}
-	adjust := Adjustments{Timeout: req.Timeout}
-	if req.Release != "" {
-		adjust.Release = lab.ParseRelease(req.Release)
-	}
-	if err := Adjust(sc, adjust); err != nil {
+	if err := s.adopt(sc, req); err != nil {
 		return nil, nil, err
 	}
 	var history *artifacts.History
@@ -244,6 +253,32 @@ func (s *Server) run(ctx, served context.Context, req RunRequest, enc *encoder) 
 		},
 	})
 	return res, giveBack, err
+}
+
+// adopt adjusts sc as req says and places it on the lab: a scenario that
+// names no release runs on the lab's; one that names another (or whose
+// run's --release does), or that needs a lab of its own, is
+// NotServedError, saying why.
+func (s *Server) adopt(sc *scenario.Scenario, req RunRequest) error {
+	adjust := Adjustments{Timeout: req.Timeout}
+	if req.Release != "" {
+		adjust.Release = lab.ParseRelease(req.Release)
+	}
+	if err := Adjust(sc, adjust); err != nil {
+		return err
+	}
+	if pl := Place(sc, ProviderLab); pl.Where != Leased {
+		return &NotServedError{Why: pl.Why}
+	}
+	s.pool.mu.Lock()
+	first := s.pool.first.Release
+	s.pool.mu.Unlock()
+	if sc.Spec.Lab.Release.IsZero() {
+		sc.Spec.Lab.Release = first
+	} else if !first.SameStack(sc.Spec.Lab.Release) {
+		return &NotServedError{Why: fmt.Sprintf("its release %s is not the lab's, %s", releaseName(sc.Spec.Lab.Release), releaseName(first))}
+	}
+	return nil
 }
 
 // encoder sends the messages of one connection, one at a time; the first
@@ -346,6 +381,9 @@ func RunServed(ctx, abort context.Context, labDir string, req RunRequest, on fun
 		if !m.Done {
 			on(m)
 			continue
+		}
+		if m.NotServed != "" {
+			return nil, &NotServedError{Why: m.NotServed}
 		}
 		if !m.HasResult {
 			return nil, errors.New(m.Error)

@@ -143,8 +143,13 @@ func TestIntegrationLabUpDown(t *testing.T) {
 			if out, err := dry.CombinedOutput(); err != nil || len(exports) != 5 || !strings.Contains(string(out), "PASS (dry run: nothing was injected)") {
 				t.Errorf("the printed command %v with %v: %v\n%s", run, exports, err, out)
 			}
-			if how == "lab-down" {
-				runOnServedLab(t, bin, env, filepath.Base(dir), c)
+			switch how {
+			case "lab-down":
+				runOnServedLab(t, bin, env, filepath.Base(dir), lab.Stacks()[0].Name, c)
+			case "sigkill-release":
+				// A lab of another release than the default serves
+				// a scenario that names none on its own.
+				runOnServedLab(t, bin, env, filepath.Base(dir), lab.Stacks()[1].Name, c)
 			}
 			// A plain `lab down` leaves a lab whose owner runs alone.
 			name := filepath.Base(dir)

@@ -175,7 +175,9 @@ func (o *runOptions) checkPlace(fs *pflag.FlagSet) error {
 		return usageErr("--parallel %d: expected 1 or more", o.parallel)
 	}
 	if o.served != "" {
-		for _, f := range []string{"provider", "cluster", "profile", "nodes", "release", "assets"} {
+		// --release is the lab's, or runs on a lab of its own of that
+		// release, saying why (runOne).
+		for _, f := range []string{"provider", "cluster", "profile", "nodes", "assets"} {
 			if fs.Changed(f) {
 				return usageErr("--%s does nothing with --lab: the running lab says where and how scenarios run", f)
 			}
@@ -298,9 +300,16 @@ func (o *runOptions) setupDeadline() time.Duration {
 // result (nil when it could not run) and the folder.
 func (o *runOptions) runOne(ctx context.Context, sc *scenario.Scenario, dir string, pl session.Placement, sl runs.Slot, sets map[string]string, history *artifacts.History, log logr.Logger) (*engine.Result, string, error) {
 	if o.served != "" {
+		// What the served lab does not run (another release, a lab of
+		// its own) runs on a lab of its own, saying why.
 		why := session.Place(sc, session.ProviderLab).Why
-		if why == "" || o.servedNamed {
-			return o.runServed(ctx, sc, dir, sl, sets)
+		if why == "" {
+			res, dir, err := o.runServed(ctx, sc, dir, sl, sets)
+			var ns *session.NotServedError
+			if !errors.As(err, &ns) {
+				return res, dir, err
+			}
+			why = ns.Why
 		}
 		fmt.Fprintf(sl.Out, "faultline: %s runs on a lab of its own, not on lab %s: %s\n", sc.Metadata.Name, o.served, why)
 	}

@@ -49,9 +49,6 @@ func (o *runOptions) defaultLab(fs *pflag.FlagSet, stderr io.Writer) {
 // cluster of its own, with its artifacts in dir (a new folder when "");
 // the lab's messages show on sl as a run of this process's would.
 func (o *runOptions) runServed(ctx context.Context, sc *scenario.Scenario, dir string, sl runs.Slot, sets map[string]string) (*engine.Result, string, error) {
-	if why := session.Place(sc, session.ProviderLab).Why; why != "" {
-		return nil, "", usageErr("%s cannot run on a cluster of lab %s: %s; run it without --lab", sc.Metadata.Name, o.served, why)
-	}
 	labDir, err := session.ServedLab(o.served)
 	if err != nil {
 		return nil, "", sessionErr(err)
@@ -61,6 +58,7 @@ func (o *runOptions) runServed(ctx context.Context, sc *scenario.Scenario, dir s
 	}
 	req := session.NewRunRequest(sc, sets, "")
 	req.DryRun, req.Retain, req.Gate, req.Faultline, req.Replay = o.dryRun, o.retain, o.gate, versionString(), o.replay
+	req.Release = o.lab.release
 	if o.seedSet {
 		req.Seed = &o.seed
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/faultline-dev/faultline/artifacts"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -21,8 +23,8 @@ import (
 // whose management cluster c reads) with --lab: it passes on a cluster
 // the lab kept ready, never the lab's own, and afterwards the lab's pool
 // is as it was: that cluster gone, another of its shape Running in its
-// place.
-func runOnServedLab(t *testing.T, bin string, env []string, name string, c client.Client) {
+// place. A scenario that names no release runs on the lab's, release.
+func runOnServedLab(t *testing.T, bin string, env []string, name, release string, c client.Client) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -56,6 +58,9 @@ func runOnServedLab(t *testing.T, bin string, env []string, name string, c clien
 	t.Logf("run --lab %s:\n%s", name, got)
 	if err != nil || !strings.Contains(string(got), "PASS in") {
 		t.Fatalf("run --lab: %v", err)
+	}
+	if res, err := artifacts.ReadResult(out); err != nil || res.Release == nil || res.Release.Stack != release {
+		t.Errorf("the run's release: %+v, %v; want the lab's, %s", res, err, release)
 	}
 	j, err := os.ReadFile(filepath.Join(out, "journal.jsonl"))
 	if err != nil {
