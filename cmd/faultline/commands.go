@@ -192,6 +192,6 @@ reach it, including its CA file, as export lines a shell sources
 	}
 	vcsim.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback address to listen on")
 	vcsim.Flags().StringVar(&envFile, "env-file", "", "also write the GOVC_* settings to this file")
-	cmd.AddCommand(vcsim, newLabUpCommand(), newLabDownCommand(), newLabReleasesCommand())
+	cmd.AddCommand(vcsim, newLabUpCommand(), newLabWaitCommand(), newLabDownCommand(), newLabReleasesCommand())
 	return cmd
 }

@@ -143,12 +143,13 @@ func runLabUp(ctx context.Context, cfg session.LabConfig, sv served, stdout, std
 	host := l.Sim().URL().Host
 	fmt.Fprintf(stdout, "with those exported, run a scenario on it as on a cluster of your own:\n  faultline run power-off-worker --provider capi --allow-context %s --cluster %s --allow-vcenter %s\n",
 		kc.CurrentContext, cfg.Clusters[0].Key(), host)
-	servedEnd, err := serveRuns(ctx, sess, sv, cfg.Log)
+	servedEnd, err := serveRuns(ctx, sess, sv, stdout, cfg.Log)
 	if err != nil {
 		return infraErr(err)
 	}
-	fmt.Fprintf(stdout, "or on a fresh cluster of its own, of which the lab keeps %d ready per shape (%s first):\n  faultline run power-off-worker --lab %s\n", sv.n, lab.SpecFor(lab.ClusterName, sv.stock).Shape(), filepath.Base(l.Dir()))
-	fmt.Fprintf(stdout, "Ctrl-C or 'faultline lab down %s' stops it.\n", filepath.Base(l.Dir()))
+	name := filepath.Base(l.Dir())
+	fmt.Fprintf(stdout, "or on a fresh cluster of its own, of which the lab keeps %d ready per shape (%s first):\n  faultline run power-off-worker --lab %s\n", sv.n, lab.SpecFor(lab.ClusterName, sv.stock).Shape(), name)
+	fmt.Fprintf(stdout, "'faultline lab wait %s' returns once they are Running; Ctrl-C or 'faultline lab down %s' stops it.\n", name, name)
 	<-ctx.Done()
 	// Runs under way are interrupted, their faults undone, before the
 	// lab stops.
@@ -159,12 +160,23 @@ func runLabUp(ctx context.Context, cfg session.LabConfig, sv served, stdout, std
 }
 
 // serveRuns serves runs on sess's lab (run --lab) until ctx ends; the
-// channel gets Serve's end.
-func serveRuns(ctx context.Context, sess *session.Session, sv served, log logr.Logger) (<-chan error, error) {
+// channel gets Serve's end. Once the clusters it keeps ready are Running
+// it says so on stdout ("ready to serve").
+func serveRuns(ctx context.Context, sess *session.Session, sv served, stdout io.Writer, log logr.Logger) (<-chan error, error) {
+	began := time.Now()
 	srv, err := session.NewServer(ctx, sess, sv.stock, sv.n, log)
 	if err != nil {
 		return nil, err
 	}
+	go func() {
+		if err := srv.WaitStocked(ctx, sv.stock); err != nil {
+			if ctx.Err() == nil {
+				log.Error(err, "the lab's pool")
+			}
+			return
+		}
+		fmt.Fprintf(stdout, "ready to serve: %d cluster(s) of %s Running, %s after the lab was up\n", sv.n, lab.SpecFor(lab.ClusterName, sv.stock).Shape(), time.Since(began).Round(100*time.Millisecond))
+	}()
 	ln, err := session.Listen(sess.Lab.Dir())
 	if err != nil {
 		return nil, err
@@ -172,6 +184,36 @@ func serveRuns(ctx context.Context, sess *session.Session, sv served, log logr.L
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, ln) }()
 	return served, nil
+}
+
+func newLabWaitCommand() *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:               "wait LAB",
+		Example:           "  faultline lab wait faultline-lab-2170194503 --timeout 5m",
+		ValidArgsFunction: completeLabs,
+		Short:             "Wait until a running lab's pool is stocked: the next 'run --lab' finds a cluster Running",
+		Long: `'lab up' prints its folder's name before the clusters it keeps ready for
+runs are up; a run sent then waits for one. 'lab wait' returns once they are
+all Running ('lab up' then prints "ready to serve"), or fails when the lab
+stops first or --timeout passes: for a CI step that starts a lab, then runs
+against it.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if timeout <= 0 {
+				return usageErr("--timeout %s: expected a positive duration", timeout)
+			}
+			ctx, cancel := context.WithTimeoutCause(cmd.Context(), timeout, fmt.Errorf("--timeout %s passed", timeout))
+			defer cancel()
+			if err := session.WaitReady(ctx, args[0]); err != nil {
+				return sessionErr(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "lab %s is ready to serve\n", args[0])
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait")
+	return cmd
 }
 
 func newLabDownCommand() *cobra.Command {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,7 +103,7 @@ func TestIntegrationLabUpDown(t *testing.T) {
 					if _, v, ok := strings.Cut(l, "folder "); ok && strings.HasPrefix(l, "lab up in") {
 						dir = v
 					}
-					if strings.HasPrefix(l, "Ctrl-C") {
+					if strings.Contains(l, "Ctrl-C or 'faultline lab down") {
 						break read
 					}
 				case <-deadline:
@@ -110,8 +111,10 @@ func TestIntegrationLabUpDown(t *testing.T) {
 					t.Fatal("lab up did not come up within 4 minutes")
 				}
 			}
+			later := &lockedBuffer{}
 			go func() {
-				for range lines { // drain
+				for l := range lines {
+					fmt.Fprintln(later, l)
 				}
 			}()
 			// What `kubectl get machines -A` does from another shell.
@@ -143,6 +146,12 @@ func TestIntegrationLabUpDown(t *testing.T) {
 			if out, err := dry.CombinedOutput(); err != nil || len(exports) != 5 || !strings.Contains(string(out), "PASS (dry run: nothing was injected)") {
 				t.Errorf("the printed command %v with %v: %v\n%s", run, exports, err, out)
 			}
+			// lab wait returns once the pool is stocked, as lab up
+			// then says.
+			if out, err := exec.Command(bin, "lab", "wait", filepath.Base(dir), "--timeout", "3m").CombinedOutput(); err != nil || !strings.Contains(string(out), "is ready to serve") {
+				t.Errorf("lab wait: %v\n%s", err, out)
+			}
+			waitFor(t, 10*time.Second, "lab up says it is ready to serve", func() bool { return strings.Contains(later.String(), "ready to serve: 1 cluster(s) of") })
 			switch how {
 			case "lab-down":
 				runOnServedLab(t, bin, env, filepath.Base(dir), lab.Stacks()[0].Name, c)
@@ -311,5 +320,19 @@ func TestLabDownStale(t *testing.T) {
 		if _, err := os.Stat(gone); !os.IsNotExist(err) {
 			t.Errorf("%s is still there after --stale:\n%s", gone, out)
 		}
+	}
+}
+
+// TestLabWaitRefuses: lab wait names a lab that is not running, and
+// refuses a timeout that is none.
+func TestLabWaitRefuses(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	var stdout, stderr bytes.Buffer
+	if code := execute([]string{"lab", "wait", "faultline-lab-1"}, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), `lab "faultline-lab-1": no such running lab`) {
+		t.Errorf("no such lab: exit %d, %q", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := execute([]string{"lab", "wait", "x", "--timeout", "0s"}, &stdout, &stderr); code != exitUsage {
+		t.Errorf("--timeout 0s: exit %d, %q", code, stderr.String())
 	}
 }

@@ -95,3 +95,26 @@ func (l *Lab) Stock(ctx context.Context, name string, s labconfig.LabSpec, n int
 	}
 	return nil
 }
+
+// Stocked is how many of the clusters Stock prepared of shape s named
+// name have every Machine Running, of how many prepared.
+func (l *Lab) Stocked(ctx context.Context, name string, s labconfig.LabSpec) (running, prepared int, err error) {
+	l.renewMu.Lock()
+	var specs []ClusterSpec
+	for _, c := range l.prepared {
+		if c.is(name, s) {
+			specs = append(specs, c.spec)
+		}
+	}
+	l.renewMu.Unlock()
+	for _, spec := range specs {
+		ok, _, err := l.ready(ctx, l.Client(), []ClusterSpec{spec})
+		if err != nil {
+			return running, len(specs), err
+		}
+		if ok {
+			running++
+		}
+	}
+	return running, len(specs), nil
+}
