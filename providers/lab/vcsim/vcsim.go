@@ -134,10 +134,12 @@ func (v *Sim) Config() vsphere.Config {
 	return vsphere.Config{URL: v.URL().String(), Username: Username, Password: Password(), CAFile: v.caFile}
 }
 
-// SetGuestIP plays the guest's DHCP client: it reports ip on the VM's
-// first adapter in guest.net (with its IP configuration, which CAPV reads)
-// and guest.ipAddress, and notifies property collectors, as VMware Tools
-// would. vcsim has no API for this; its object is changed in process.
+// SetGuestIP plays the guest's DHCP client and VMware Tools: it reports
+// ip on the VM's first adapter in guest.net (with its IP configuration,
+// which CAPV reads), in guest.ipAddress and in the summary (what govc
+// vm.info shows), with Tools running, and notifies property collectors,
+// as Tools would. vcsim has no API for this; its object is changed in
+// process.
 func (v *Sim) SetGuestIP(ref types.ManagedObjectReference, ip string) error {
 	base := v.model.Service.Context
 	vm, ok := base.Map.Get(ref).(*simulator.VirtualMachine)
@@ -154,7 +156,13 @@ func (v *Sim) SetGuestIP(ref types.ManagedObjectReference, ip string) error {
 		nets := append([]types.GuestNicInfo(nil), vm.Guest.Net...)
 		nets[0].IpAddress = []string{ip}
 		nets[0].IpConfig = &types.NetIpConfigInfo{IpAddress: []types.NetIpConfigInfoIpAddress{{IpAddress: ip, PrefixLength: 24, State: "preferred"}}}
-		ctx.Update(vm, []types.PropertyChange{{Name: "guest.net", Val: nets}, {Name: "guest.ipAddress", Val: ip}})
+		running := string(types.VirtualMachineToolsRunningStatusGuestToolsRunning)
+		ctx.Update(vm, []types.PropertyChange{
+			{Name: "guest.net", Val: nets}, {Name: "guest.ipAddress", Val: ip}, {Name: "summary.guest.ipAddress", Val: ip},
+			{Name: "guest.toolsRunningStatus", Val: running}, {Name: "summary.guest.toolsRunningStatus", Val: running},
+			{Name: "guest.toolsStatus", Val: types.VirtualMachineToolsStatusToolsOk}, {Name: "summary.guest.toolsStatus", Val: types.VirtualMachineToolsStatusToolsOk},
+			{Name: "guest.guestState", Val: "running"},
+		})
 	})
 	return err
 }
