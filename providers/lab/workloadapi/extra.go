@@ -134,6 +134,9 @@ func parseExtra(path string) (extraRequest, bool) {
 }
 
 func (x *extraAPI) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	if x.serveNodeTable(rw, r) {
+		return
+	}
 	if r.Method == http.MethodGet {
 		if merged, ok := x.discovery(r); ok {
 			writeJSON(x.log, rw, http.StatusOK, merged)
