@@ -4,6 +4,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/faultline-dev/faultline/artifacts"
+	"github.com/faultline-dev/faultline/providers/vsphere"
+	"github.com/faultline-dev/faultline/session"
 )
 
 // notReplayed are run's flags a replay command leaves out: the ones that
@@ -20,10 +22,29 @@ var notReplayed = map[string]bool{
 	"vcenter-username": true, "guest-username": true,
 }
 
+// envFlags are the flags whose default comes from the environment, and
+// the variable: where a run went by the environment, its replay names it
+// as the flag (a replay on another shell or runner goes to the same
+// place). Credentials are never among them.
+var envFlags = []struct{ flag, env string }{
+	{"kubeconfig", "KUBECONFIG"},
+	{"vcenter-url", vsphere.EnvURL}, {"vcenter-ca-file", vsphere.EnvCACerts},
+	{"vcenter-known-hosts", vsphere.EnvKnownHosts}, {"vcenter-datacenter", vsphere.EnvDatacenter},
+}
+
 // replayBase is "faultline run" and every flag given that says where and
-// how the scenario ran.
-func replayBase(fs *pflag.FlagSet) []string {
+// how the scenario ran, with those the environment gave (envFlags) on a
+// provider that reads them.
+func replayBase(fs *pflag.FlagSet, getenv func(string) string) []string {
 	args := []string{"faultline", "run"}
+	provider, _ := fs.GetString("provider")
+	if provider == session.ProviderCAPI || provider == session.ProviderVSphere {
+		for _, e := range envFlags {
+			if v := getenv(e.env); v != "" && fs.Lookup(e.flag) != nil && !fs.Changed(e.flag) {
+				args = append(args, "--"+e.flag+"="+artifacts.WithoutUserinfo(v))
+			}
+		}
+	}
 	fs.Visit(func(f *pflag.Flag) {
 		if notReplayed[f.Name] {
 			return

@@ -99,7 +99,7 @@ in --allow-vcenter.`,
 			if err := session.Known(o.provider); err != nil {
 				return usageErr("--%v", err)
 			}
-			o.replay = replayBase(cmd.Flags())
+			o.replay = replayBase(cmd.Flags(), os.Getenv)
 			o.timeoutSet = cmd.Flags().Changed("timeout")
 			o.seedSet = cmd.Flags().Changed("seed")
 			if o.scope != "" && (o.provider == session.ProviderKind || (o.provider == session.ProviderVSphere && o.cluster.kubeconfig == "")) {
