@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -515,4 +516,43 @@ func buildFaultline(t *testing.T) string {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// TestTroubleshootingQuotes: every message docs/troubleshooting.md quotes
+// in bold is one faultline prints: each run of its words between
+// placeholders is in a Go source file of the project.
+func TestTroubleshootingQuotes(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "troubleshooting.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sources strings.Builder
+	err = filepath.WalkDir(filepath.Join("..", ".."), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		sources.Write(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quotes := regexp.MustCompile(`(?s)\*\*"(.+?)"\*\*`).FindAllStringSubmatch(string(doc), -1)
+	if len(quotes) < 5 {
+		t.Fatalf("found %d quoted messages", len(quotes))
+	}
+	// What a message fills in: a name, a number, a path, a quote.
+	placeholder := regexp.MustCompile(`\.\.\.|\b[A-Z]\b|FILE|LINE|COL|FIELD|URL|\$[A-Z_]+|[()"]`)
+	for _, q := range quotes {
+		for _, text := range placeholder.Split(strings.Join(strings.Fields(q[1]), " "), -1) {
+			text = strings.Trim(text, " :")
+			if len(text) < 8 {
+				continue // between two placeholders
+			}
+			if !strings.Contains(sources.String(), text) {
+				t.Errorf("docs/troubleshooting.md quotes %q, which no source file prints", text)
+			}
+		}
+	}
 }
