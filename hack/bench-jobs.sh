@@ -2,11 +2,10 @@
 # The lab catalogue through `run --on-cluster` (one Indexed Job on a kind
 # cluster of this machine, PARALLEL pods at a time, each with a lab of its
 # own) against local `run --parallel PARALLEL` (one warm lab, a cluster
-# per scenario), in one bench run: wall time, CPU seconds (faultline's
-# process tree here; for the Job, the kind node container's cgroup as
-# well) and the verdicts. hack/bench-lab.sh runs it after its own
-# catalogue runs and passes their --parallel figure (LOCAL_PARALLEL_S),
-# which it then does not measure again.
+# per scenario) of the same scenarios (those a pod runs: it skips real
+# nodes and other releases' managers), in one bench run: wall time, CPU
+# seconds (faultline's process tree here; for the Job, the kind node
+# container's cgroup as well) and the verdicts. hack/bench-lab.sh runs it.
 #
 #   PARALLEL    pods (and local scenarios) at a time (default 4)
 #   SELECTOR    the scenarios (default the lab catalogue: provider!=kind)
@@ -56,18 +55,19 @@ docker save "${image}" | docker exec -i "${node}" ctr --namespace=k8s.io images 
 docker cp deploy/runs "${node}:/faultline-runs"
 docker exec "${node}" kubectl --kubeconfig /etc/kubernetes/admin.conf apply -k /faultline-runs >/dev/null
 
-local_s="${LOCAL_PARALLEL_S:-}" local_cpu="-" local_verdicts="(measured before, in this bench run)"
-if [[ -z "${local_s}" ]]; then
-  timed "${work}/local.log" bin/faultline run -l "${selector}" --parallel "${parallel}" --artifacts "${work}/local"
-  local_s="${wall}" local_cpu="${cpu}" local_verdicts="$(verdicts "${work}/local.log")"
-fi
 before="$(node_cpu "${node}")"
 timed "${work}/jobs.log" bin/faultline run -l "${selector}" --on-cluster "kind-${name}" --kubeconfig "${kubeconfig}" \
   --parallel "${parallel}" --image "${image}" --artifacts "${work}/jobs"
+jobs_s="${wall}" jobs_cpu="${cpu}"
 after="$(node_cpu "${node}")"
 pods_cpu="$(awk -v a="${after}" -v b="${before}" 'BEGIN { if (a == "?" || b == "?") print "?"; else print a - b }')"
+# The same scenarios here: those the Job ran (its summary's lines that
+# are not SKIPPED).
+mapfile -t ran < <(sed -n 's/^  \(PASS\|FAIL\|ERROR\|TIMED-OUT\|INTERRUPTED\) *\([^ ]*\) (.*/\2/p' "${work}/jobs.log")
+((${#ran[@]} > 0)) || { echo "bench --on-cluster: the Job ran nothing (${work}/jobs.log)" >&2; exit 1; }
+timed "${work}/local.log" bin/faultline run "${ran[@]}" --parallel "${parallel}" --artifacts "${work}/local"
 echo
 printf '%-44s %8s %18s %s\n' "lab catalogue (${selector}), ${parallel} at a time" "wall s" "CPU s (here+pods)" verdicts
-printf '%-44s %8s %18s %s\n' "local --parallel ${parallel} (one warm lab)" "${local_s}" "${local_cpu}" "${local_verdicts}"
-printf '%-44s %8s %18s %s\n' "--on-cluster kind, ${parallel} pods (a lab each)" "${wall}" "${cpu}+${pods_cpu}" "$(verdicts "${work}/jobs.log")"
-awk -v j="${wall}" -v l="${local_s}" 'BEGIN { if (l > 0) printf "--on-cluster / local: %.2fx wall time\n", j / l }'
+printf '%-44s %8s %18s %s\n' "local --parallel ${parallel} (one warm lab)" "${wall}" "${cpu}" "$(verdicts "${work}/local.log")"
+printf '%-44s %8s %18s %s\n' "--on-cluster kind, ${parallel} pods (a lab each)" "${jobs_s}" "${jobs_cpu}+${pods_cpu}" "$(verdicts "${work}/jobs.log")"
+awk -v j="${jobs_s}" -v l="${wall}" 'BEGIN { if (l > 0) printf "--on-cluster / local: %.2fx wall time, %d scenarios\n", j / l, '"${#ran[@]}"' }'
