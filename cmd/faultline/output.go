@@ -251,6 +251,8 @@ func (p *progressPrinter) event(e engine.Event) {
 		if note := e.Details["note"]; note != "" {
 			line = fmt.Sprintf("undone %s%s: %s", e.Details["id"], at, note)
 		}
+	case "vm-powered-on":
+		line = fmt.Sprintf("%s powered on again%s, %s", e.Object, at, e.Details["by"])
 	case "undo-cut":
 		line = fmt.Sprintf("undo of %s cut short (%s)%s: the clean-up undoes it", e.Details["id"], e.Details["cut"], at)
 	case "undo-failed":

@@ -72,6 +72,9 @@ func (r *run) inject(ctx context.Context, step string, in scenario.Inject) error
 		}
 		r.tl.markInjected(now)
 		r.tl.Record(r.in.Provider.Name(), obj.String(), "fault-injected", map[string]string{"fault": in.Fault, "id": id})
+		if f.undo.Action == "vm.power-on" {
+			r.watchPower(obj, f)
+		}
 		r.mu.Lock()
 		f.result.InjectedAt = &now
 		if r.firstInject.IsZero() {
@@ -90,6 +93,19 @@ func (r *run) backupDir() string {
 		return r.in.BackupDir
 	}
 	return filepath.Join(filepath.Dir(r.in.Journal.Path()), "backups")
+}
+
+// activeFault is a fault a run journaled, until it is closed.
+type activeFault struct {
+	step   string
+	result *FaultResult
+	undo   UndoAction
+	done   bool
+	// undoing: faultline began undoing it.
+	undoing bool
+	// workload names the workload this is the deployment of: no fault of
+	// the scenario's, so undo all leaves it.
+	workload string
 }
 
 // journalFault journals a fault on obj before it is applied, and keeps it
@@ -172,6 +188,9 @@ func (r *run) pendingFaults() []*activeFault {
 // undoFault undoes f. Cut short by ctx, an undo step's undo is left to the
 // clean-up; the clean-up's own (final) is a failure, pending for recover.
 func (r *run) undoFault(ctx context.Context, f *activeFault, final bool) error {
+	r.mu.Lock()
+	f.undoing = true // a power-on from here on is faultline's own (watchPower)
+	r.mu.Unlock()
 	err := RunUndo(ctx, r.in.Provider, f.undo)
 	note := ""
 	if errors.Is(err, ErrNothingToUndo) {

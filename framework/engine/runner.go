@@ -117,18 +117,10 @@ type run struct {
 	// monitors watch the workloads, by name, from their start until the
 	// first teardown or the end.
 	monitors map[string]*monitor
+	// powers watch the VMs the run powered off (watchPower).
+	powers powerWatches
 
 	failures []string
-}
-
-type activeFault struct {
-	step   string
-	result *FaultResult
-	undo   UndoAction
-	done   bool
-	// workload names the workload this is the deployment of: no fault of
-	// the scenario's, so undo all leaves it.
-	workload string
 }
 
 // Run executes the scenario and returns its result. The returned error is
@@ -169,6 +161,7 @@ func Run(ctx context.Context, in RunInput) (*Result, error) {
 	r.tl.Record("runner", "scenario/"+r.res.Scenario, "run-started", map[string]string{"provider": r.res.Provider})
 
 	r.execute(ctx)
+	r.stopPowerWatches() // ended with the faults; none outlives the run
 
 	r.res.FinishedAt = time.Now()
 	r.tl.Record("runner", "scenario/"+r.res.Scenario, "run-finished", map[string]string{"verdict": string(r.res.Verdict), "reason": r.res.Reason})
@@ -264,6 +257,7 @@ func (r *run) execute(ctx context.Context) {
 	r.steps(ctx, sctx, sc, aborted)
 	r.stopWorkloads()
 	r.undoPending(ctx)
+	r.stopPowerWatches()
 	r.collectFaults()
 	r.verdict(ctx, sctx)
 }

@@ -134,6 +134,65 @@ func TestRunPass(t *testing.T) {
 			t.Errorf("timeline %s lacks %s", got, want)
 		}
 	}
+	if strings.Contains(got, "vm-powered-on") {
+		t.Errorf("faultline's own undo was recorded as another hand's power-on: %s", got)
+	}
+}
+
+// TestRunSeesOwnerPowerOn: a VM faultline powered off that its owner
+// powers back on while the fault holds (CAPV reconciling a VM it finds
+// off; here a goroutine in its place) is a timeline event of the
+// provider's, vm-powered-on, before faultline's own undo.
+func TestRunSeesOwnerPowerOn(t *testing.T) {
+	t.Parallel()
+	p := fake.New("vm-a")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // the owner
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for p.VM("vm-a").State != providers.PoweredOff {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+		_ = p.PowerOn(ctx, providers.Object{Kind: "VirtualMachine", Name: "vm-a", ID: "vm-a"})
+	}()
+	sc := newScenario(t, `
+    - name: off
+      inject: {fault: vm.power-off, target: victim}
+    - name: back
+      observe:
+        phases:
+          - {name: back-on, when: {probe: vm-powered-on, target: victim}, within: 5s}
+    - name: stays-on
+      assert:
+        consistently:
+          condition: {probe: vm-powered-on, target: victim}
+          for: 500ms
+`)
+	tl := engine.NewTimeline(nil)
+	res, _ := run(t, context.Background(), sc, p, func(in *engine.RunInput) { in.Timeline = tl })
+	if res.Verdict != engine.Pass {
+		t.Fatalf("verdict = %s (%s), want pass", res.Verdict, res.Reason)
+	}
+	var on, undone int
+	for i, e := range tl.Events() {
+		switch e.What {
+		case "vm-powered-on":
+			on = i
+			if e.Source != "fake" || e.Details["id"] != "off/vm-a" || !strings.Contains(e.Details["by"], "not faultline") {
+				t.Errorf("event %+v", e)
+			}
+		case "fault-undone":
+			undone = i
+		}
+	}
+	if on == 0 || on > undone {
+		t.Errorf("vm-powered-on at %d, fault-undone at %d: want the owner's power-on recorded before the undo", on, undone)
+	}
 }
 
 // checkCleanedUp checks what every run must leave: vm-a in state want (not
