@@ -10,7 +10,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/providers/capi"
+	"github.com/faultline-dev/faultline/providers/lab"
 )
 
 // openManagement reaches the management cluster and, when a vCenter is
@@ -62,8 +64,29 @@ func (s *Session) openManagement(ctx context.Context, cfg Config) error {
 		}
 		opts = append(opts, capi.WithVCenter(vc))
 	}
-	s.Provider = capi.New(c, opts...)
+	p := capi.New(c, opts...)
+	s.Provider = p
+	s.release = inventoryRelease(ctx, p, cfg)
 	return nil
+}
+
+// inventoryRelease is the release clusterctl's inventory says the
+// management cluster runs, nil when it records none (or cannot be read:
+// the run goes on, saying so).
+func inventoryRelease(ctx context.Context, p *capi.Provider, cfg Config) *engine.Release {
+	clusterAPI, capv, err := p.Inventory(ctx)
+	if err != nil {
+		cfg.Log.Error(err, "the management cluster's release is not recorded in the result")
+		return nil
+	}
+	if clusterAPI == "" {
+		return nil
+	}
+	r := &engine.Release{ClusterAPI: clusterAPI, CAPV: capv}
+	if st, err := lab.ParseRelease(clusterAPI + "+" + capv).Resolve(); err == nil && st.ClusterAPI == clusterAPI && st.CAPV == capv {
+		r.Stack, r.Untested = st.Name, st.Untested
+	}
+	return r
 }
 
 // ManagementClient is a client of the cluster m names, with the

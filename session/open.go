@@ -200,10 +200,12 @@ func configErr(format string, args ...any) error {
 	return &ConfigError{Err: fmt.Errorf(format, args...)}
 }
 
-// Release is the stack the session's lab runs, nil without a lab.
+// Release is the stack the session's lab runs, or what clusterctl's
+// inventory of a management cluster records (capi sessions); nil when
+// neither says.
 func (s *Session) Release() *engine.Release {
 	if s.Lab == nil {
-		return nil
+		return s.release
 	}
 	return labRelease(s.Lab)
 }
@@ -240,6 +242,8 @@ type Session struct {
 	// kubeconfig context it came from (capi sessions).
 	Client  client.Client
 	Context string
+	// release is what a management cluster's inventory records.
+	release *engine.Release
 	closers []func(context.Context) error
 }
 

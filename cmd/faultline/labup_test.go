@@ -20,6 +20,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
 )
@@ -141,10 +142,20 @@ func TestIntegrationLabUpDown(t *testing.T) {
 			}
 			// What it printed is all 'run --provider capi' needs: the
 			// exports and the command line, here as a dry run.
-			dry := exec.Command(bin, append(append([]string{"run"}, run...), "--dry-run")...)
+			dryDir := t.TempDir()
+			dry := exec.Command(bin, append(append([]string{"run"}, run...), "--dry-run", "--artifacts", dryDir)...)
 			dry.Env = append(append([]string(nil), env...), exports...)
 			if out, err := dry.CombinedOutput(); err != nil || len(exports) != 5 || !strings.Contains(string(out), "PASS (dry run: nothing was injected)") {
 				t.Errorf("the printed command %v with %v: %v\n%s", run, exports, err, out)
+			}
+			// --provider capi names the release clusterctl's inventory
+			// of the lab's management cluster records.
+			want := lab.Stacks()[0]
+			if how == "sigkill-release" {
+				want = lab.Stacks()[1]
+			}
+			if res, err := artifacts.ReadResult(dryDir); err != nil || res.Release == nil || res.Release.ClusterAPI != want.ClusterAPI || res.Release.CAPV != want.CAPV {
+				t.Errorf("--provider capi result.json release %+v (%v), want %s+%s", res, err, want.ClusterAPI, want.CAPV)
 			}
 			// lab wait returns once the pool is stocked, as lab up
 			// then says.

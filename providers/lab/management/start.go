@@ -90,6 +90,9 @@ func Start(ctx context.Context, in Input) (*Plane, error) {
 	} else {
 		err = errors.Join(m.startManagers(ctx, in, mf), m.startClient(ctx, in))
 	}
+	if err == nil {
+		err = m.writeInventory(ctx)
+	}
 	if err != nil {
 		return nil, errors.Join(err, m.Stop())
 	}

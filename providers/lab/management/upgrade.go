@@ -74,6 +74,10 @@ func (m *Plane) Upgrade(ctx context.Context, in Input, progress func(string)) er
 	}
 	m.upgrades = append(m.upgrades, Upgraded{From: m.stack, Managers: was})
 	m.stack = in.Stack
+	// As clusterctl upgrade apply, the inventory names the new versions.
+	if err := m.writeInventory(ctx); err != nil {
+		return fmt.Errorf("upgrade to %s: %w", in.Stack, err)
+	}
 	return nil
 }
 
