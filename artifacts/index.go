@@ -4,6 +4,7 @@ import (
 	"html/template"
 	"io"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/faultline-dev/faultline/framework/engine"
@@ -20,24 +21,68 @@ type IndexEntry struct {
 }
 
 // WriteIndex writes the page of a run of several scenarios: how many
-// passed, and a row per scenario with its verdict, time, reason and a link
-// to its report.
+// passed, when (UTC), on which host with which faultline, and a row per
+// scenario with its verdict, start, time, provider and release, reason
+// and a link to its report.
 func WriteIndex(w io.Writer, entries []IndexEntry) error {
 	var results []*engine.Result
+	var began time.Time
+	hosts, versions := map[string]bool{}, map[string]bool{}
 	for _, e := range entries {
 		results = append(results, e.Result)
+		if began.IsZero() || e.Result.StartedAt.Before(began) {
+			began = e.Result.StartedAt
+		}
+		if ri := e.Result.Run; ri != nil {
+			hosts[ri.Host], versions[ri.Faultline] = ri.Host != "", ri.Faultline != ""
+		}
 	}
 	return indexPage.Execute(w, struct {
-		Passed, Total int
-		Entries       []IndexEntry
-	}{Passed(results), len(results), entries})
+		Passed, Total   int
+		Began           string
+		Hosts, Versions []string
+		Entries         []IndexEntry
+	}{Passed(results), len(results), began.UTC().Format("2006-01-02 15:04:05 UTC"), named(hosts), named(versions), entries})
+}
+
+// named are the keys of set marked true, sorted.
+func named(set map[string]bool) []string {
+	var out []string
+	for k, ok := range set {
+		if ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// releaseOf names the release r ran on, "" when it records none.
+func releaseOf(r *engine.Result) string {
+	rel := r.Release
+	switch {
+	case rel == nil:
+		return ""
+	case rel.UpgradedTo != nil:
+		return releaseName(*rel) + " → " + releaseName(*rel.UpgradedTo)
+	}
+	return releaseName(*rel)
+}
+
+func releaseName(r engine.Release) string {
+	if r.Stack != "" {
+		return r.Stack
+	}
+	return r.ClusterAPI + "+" + r.CAPV
 }
 
 var indexPage = template.Must(template.New("index").Funcs(template.FuncMap{
 	"took": func(r *engine.Result) string {
 		return r.FinishedAt.Sub(r.StartedAt).Round(100 * time.Millisecond).String()
 	},
-	"report": func(folder string) string { return filepath.ToSlash(filepath.Join(folder, ReportFile)) },
+	"report":  func(folder string) string { return filepath.ToSlash(filepath.Join(folder, ReportFile)) },
+	"started": func(r *engine.Result) string { return r.StartedAt.UTC().Format("15:04:05") },
+	"release": releaseOf,
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -54,8 +99,9 @@ td.pass { color: #2e7d32; font-weight: bold; } td.fail, td.error, td.timed-out, 
 </head>
 <body>
 <h1>faultline: {{.Passed}} of {{.Total}} scenarios passed</h1>
-<table><tr><th>scenario</th><th>verdict</th><th>took</th><th>reason</th></tr>
-{{range .Entries}}<tr><td>{{if .Folder}}<a href="{{report .Folder}}">{{.Result.Scenario}}</a>{{else}}{{.Result.Scenario}}{{end}}</td><td class="{{.Result.Verdict}}">{{.Result.Verdict}}</td><td>{{took .Result}}</td><td>{{.Result.Reason}}</td></tr>
+<p>started {{.Began}}{{range .Hosts}} on {{.}}{{end}}{{range .Versions}}, faultline {{.}}{{end}}</p>
+<table><tr><th>scenario</th><th>verdict</th><th>started (UTC)</th><th>took</th><th>provider</th><th>release</th><th>reason</th></tr>
+{{range .Entries}}<tr><td>{{if .Folder}}<a href="{{report .Folder}}">{{.Result.Scenario}}</a>{{else}}{{.Result.Scenario}}{{end}}</td><td class="{{.Result.Verdict}}">{{.Result.Verdict}}</td><td>{{started .Result}}</td><td>{{took .Result}}</td><td>{{.Result.Provider}}</td><td>{{release .Result}}</td><td>{{.Result.Reason}}</td></tr>
 {{end}}</table>
 </body>
 </html>
