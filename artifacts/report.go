@@ -84,6 +84,9 @@ func phaseBar(p engine.PhaseResult, x func(time.Time) float64, finished time.Tim
 	if p.Budget != nil {
 		b.Title += fmt.Sprintf(" (budget %s)", p.Budget)
 	}
+	if b.Budget > chartLabel+chartPlot {
+		b.Budget = 0 // beyond the axis: the title says it
+	}
 	b.W = x(stop) - b.X
 	return b
 }
@@ -118,8 +121,11 @@ func writeReport(w io.Writer, res *engine.Result, dumps []string, history map[st
 			end = t
 		}
 	}
+	// The axis ends with the run, or with the budget of a phase that was
+	// never reached (its bar runs to it); a reached phase's budget far
+	// beyond (2 min for a 10 s run) would squeeze the run into a corner.
 	for _, p := range res.Phases {
-		if p.AnchorAt != nil && p.Budget != nil {
+		if p.AnchorAt != nil && p.Budget != nil && p.ObservedAt == nil {
 			later(p.AnchorAt.Add(p.Budget.Duration))
 		}
 	}
@@ -238,6 +244,7 @@ svg.trend circle.past { fill: #555; } svg.trend circle.pastrun { fill: none; str
 <h1>{{.Res.Scenario}} <span class="verdict {{.VerdictClass}}">{{.Res.Verdict}}</span></h1>
 <p>provider {{.Res.Provider}}{{with .Res.Profile}} ({{.}} time profile){{end}}{{with .Res.Release}}, release {{.Stack}} (Cluster API {{.ClusterAPI}}, CAPV {{.CAPV}}{{with .Untested}}, {{.}}{{end}}{{if .InProcess}}, in faultline's process{{else}}, managers {{range $m, $v := .Managers}}<code>{{$m}} {{$v}}</code> {{end}}{{end}}){{with .UpgradedTo}}, upgraded to {{.Stack}} (Cluster API {{.ClusterAPI}}, CAPV {{.CAPV}}){{end}}{{range $i, $v := .Via}}{{if eq $i 0}} via {{else}}, {{end}}{{$v.Stack}} (Cluster API {{$v.ClusterAPI}}, CAPV {{$v.CAPV}}){{end}}{{end}};
 started {{.Res.StartedAt.UTC.Format "2006-01-02 15:04:05.000 MST"}}, took {{.Duration}}.{{with .Res.Reason}}<br><b>{{.}}</b>{{end}}</p>
+{{with .Res.Run}}<p class="run">{{with .Host}}on {{.}}{{end}}{{with .Faultline}}, faultline {{.}}{{end}}{{with .Where}}; {{.}}{{end}}{{with .Clusters}}; Cluster{{if gt (len .) 1}}s{{end}} {{range $i, $c := .}}{{if $i}}, {{end}}<code>{{$c}}</code>{{end}}{{end}}{{with .Replay}}<br>replay: <code>{{.}}</code>{{end}}</p>{{end}}
 {{with .Settings}}<p class="settings">profile settings: {{range $i, $s := .}}{{if $i}}, {{end}}<code>{{$s}}</code>{{end}}</p>{{end}}
 
 <h2>Timeline</h2>

@@ -3,7 +3,9 @@ package artifacts
 import (
 	"bytes"
 	"encoding/xml"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +35,8 @@ func failedRun() *engine.Result {
 		},
 		Assertions: []engine.AssertionResult{{Name: "api-stayed-available", OK: false, Message: "consistently api-available: stopped holding after 3s"}},
 		Faults:     []engine.FaultResult{{ID: "power-off/lab-md-0-x", Kind: "vm.power-off", Target: "Machine/lab-md-0-x", InjectedAt: at(5), UndoneAt: at(44), Undo: "vm.power-on", Result: engine.ResultUndone}},
+		Run: &engine.RunInfo{Host: "ci-runner-7", Faultline: "v0.1.0-abc", Where: "lab faultline-lab-1", Clusters: []string{"default/lab"},
+			Replay: "faultline run scenario.yaml --seed 4"},
 	}
 }
 
@@ -56,6 +60,11 @@ func TestWriteReport(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
+	for _, want := range []string{"on ci-runner-7, faultline v0.1.0-abc; lab faultline-lab-1", "Cluster <code>default/lab</code>", "replay: <code>faultline run scenario.yaml --seed 4</code>"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
 	if strings.Count(html, "<rect ") != 3 {
 		t.Errorf("%d bars, want 3 (a fault and two phases)", strings.Count(html, "<rect "))
 	}
@@ -63,10 +72,33 @@ func TestWriteReport(t *testing.T) {
 		t.Error("the report refers to something outside itself")
 	}
 	// The axis runs from the run's start (5 s before the injection) to
-	// the end of the latest budget (60 s after it): 65 s over 660 px.
-	// node-not-ready's budget ends at 60 s: x = 230 + 65/65*660 = 890.
-	if !strings.Contains(html, `x1="890"`) {
-		t.Errorf("no budget mark at x=890:\n%s", html[strings.Index(html, "<svg"):strings.Index(html, "</svg>")])
+	// its end (40 s after it): 45 s over 660 px. The missed
+	// machine-unhealthy's budget ends at 30 s: x = 230 + 35/45*660 =
+	// 743.3; node-not-ready, reached, has its budget (60 s) beyond the
+	// axis, and no mark.
+	if !strings.Contains(html, `x1="743.33`) || strings.Count(html, `<line class="budget"`) != 1 {
+		t.Errorf("want one budget mark, at x=743.3:\n%s", html[strings.Index(html, "<svg"):strings.Index(html, "</svg>")])
+	}
+}
+
+// TestWriteReportScalesToTheRun: a 10 s run whose phases were reached
+// within 2-minute budgets fills the chart; the budgets do not squeeze it
+// into its first tenth.
+func TestWriteReportScalesToTheRun(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	seen, budget, since := t0.Add(9*time.Second), scenario.D(2*time.Minute), scenario.D(9*time.Second)
+	res := &engine.Result{Scenario: "quick", Provider: "lab", Verdict: engine.Pass, StartedAt: t0, FinishedAt: t0.Add(10 * time.Second),
+		Phases: []engine.PhaseResult{{Name: "replacement-running", AnchorAt: &t0, ObservedAt: &seen, SinceAnchor: &since, Budget: &budget, From: "inject", OK: true}}}
+	var b bytes.Buffer
+	if err := WriteReport(&b, res, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`<rect class="reached" x="([0-9.]+)" y="[0-9.]+" width="([0-9.]+)"`).FindStringSubmatch(b.String())
+	if m == nil {
+		t.Fatalf("no reached bar:\n%s", b.String())
+	}
+	if w, _ := strconv.ParseFloat(m[2], 64); w < chartPlot/2 {
+		t.Errorf("the phase reached at 9 s of a 10 s run is %.0f px of %d", w, chartPlot)
 	}
 }
 
