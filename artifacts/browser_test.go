@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/faultline-dev/faultline/artifacts/browsertest"
 )
@@ -76,5 +77,32 @@ func TestIntegrationTrendInBrowser(t *testing.T) {
 		if n := browsertest.Pixels(img, c.rgb); n < c.min {
 			t.Errorf("%s: %d pixels of #%06x, want at least %d", name, n, c.rgb, c.min)
 		}
+	}
+}
+
+// TestIntegrationHistoryPageInBrowser renders a history page in headless
+// chromium: each phase's trend has its axes (#999) and its labels, the
+// seconds and the first and last run's dates.
+func TestIntegrationHistoryPageInBrowser(t *testing.T) {
+	browser := browsertest.Chromium(t)
+	day := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
+	var points []Point
+	for i := range 6 {
+		points = append(points, Point{At: day.AddDate(0, 0, i), Verdict: "pass", Reached: true, Seconds: 10 + float64(i)})
+	}
+	trends := []ScenarioTrend{{Scenario: "power-off-worker", Phases: map[string]PhaseStats{
+		"replacement-running": {Phase: "replacement-running", Runs: 6, P50: 12.5, P95: 15, Last: 15, Points: points}}}}
+	var b bytes.Buffer
+	if err := WriteHistoryPage(&b, "nightly", trends); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{">2026-12-01</text>", ">2026-12-06</text>", ">0s</text>", `<line class="axis"`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("history page lacks %q", want)
+		}
+	}
+	img := browsertest.Page(t, browser, b.Bytes())
+	if n := browsertest.Pixels(img, 0x999999); n < 300 {
+		t.Errorf("axes: %d pixels of #999999, want at least 300", n)
 	}
 }

@@ -72,7 +72,7 @@ var historyPage = template.Must(template.New("history").Funcs(template.FuncMap{
 		}
 		return out
 	},
-	"cell": func(s PhaseStats) template.HTML { return historyCell(s, nil) },
+	"cell": func(s PhaseStats) template.HTML { return historyCell(s, nil, historyTrendBox) },
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -85,6 +85,7 @@ table { border-collapse: collapse; margin: 8px 0 20px; }
 th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
 th { background: #f4f4f4; }
 svg.trend rect.band { fill: #c8e6c9; } svg.trend line.limit { stroke: #c62828; stroke-dasharray: 3 2; }
+svg.trend line.axis { stroke: #999; } svg.trend text { font-size: 10px; fill: #555; }
 svg.trend circle.past { fill: #555; } svg.trend circle.pastrun { fill: none; stroke: #555; stroke-width: 1; } svg.trend path.failed { stroke: #c62828; stroke-width: 1.5; fill: none; }
 </style>
 </head>

@@ -214,7 +214,7 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 			secs := p.SinceAnchor.Seconds()
 			took = &secs
 		}
-		return historyCell(s, took)
+		return historyCell(s, took, reportTrendBox)
 	},
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
