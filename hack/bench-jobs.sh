@@ -10,6 +10,7 @@
 #   PARALLEL    pods (and local scenarios) at a time (default 4)
 #   SELECTOR    the scenarios (default the lab catalogue: provider!=kind)
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/bench-lib.sh"
 parallel="${PARALLEL:-4}"
 selector="${SELECTOR:-provider!=kind}"
 [[ -x bin/faultline ]] || hack/build.sh >/dev/null
@@ -29,17 +30,6 @@ node_cpu() {
   echo "?"
 }
 
-# timed LOG CMD...: runs CMD, its output in LOG; sets wall and cpu (its
-# process tree's user + system seconds).
-timed() {
-  local log="$1" t began
-  shift
-  t="$(mktemp)" began="$(date +%s)"
-  { TIMEFORMAT='%U %S'; time ("$@" >"${log}" 2>&1 || true); } 2>"${t}"
-  wall=$(($(date +%s) - began))
-  cpu="$(awk '{ printf "%.0f", $1 + $2 }' "${t}")"
-}
-
 verdicts() { grep -E 'scenarios passed' "$1" || echo "no summary (see $1)"; }
 
 work="$(mktemp -d)"
@@ -56,18 +46,18 @@ docker cp deploy/runs "${node}:/faultline-runs"
 docker exec "${node}" kubectl --kubeconfig /etc/kubernetes/admin.conf apply -k /faultline-runs >/dev/null
 
 before="$(node_cpu "${node}")"
-timed "${work}/jobs.log" bin/faultline run -l "${selector}" --on-cluster "kind-${name}" --kubeconfig "${kubeconfig}" \
+cpu_run "${work}/jobs.log" bin/faultline run -l "${selector}" --on-cluster "kind-${name}" --kubeconfig "${kubeconfig}" \
   --parallel "${parallel}" --image "${image}" --artifacts "${work}/jobs"
-jobs_s="${wall}" jobs_cpu="${cpu}"
+jobs_s="${wall_s}" jobs_cpu="${cpu_s}"
 after="$(node_cpu "${node}")"
 pods_cpu="$(awk -v a="${after}" -v b="${before}" 'BEGIN { if (a == "?" || b == "?") print "?"; else print a - b }')"
 # The same scenarios here: those the Job ran (its summary's lines that
 # are not SKIPPED).
 mapfile -t ran < <(sed -n 's/^  \(PASS\|FAIL\|ERROR\|TIMED-OUT\|INTERRUPTED\) *\([^ ]*\) (.*/\2/p' "${work}/jobs.log")
 ((${#ran[@]} > 0)) || { echo "bench --on-cluster: the Job ran nothing (${work}/jobs.log)" >&2; exit 1; }
-timed "${work}/local.log" bin/faultline run "${ran[@]}" --parallel "${parallel}" --artifacts "${work}/local"
+cpu_run "${work}/local.log" bin/faultline run "${ran[@]}" --parallel "${parallel}" --artifacts "${work}/local"
 echo
 printf '%-44s %8s %18s %s\n' "lab catalogue (${selector}), ${parallel} at a time" "wall s" "CPU s (here+pods)" verdicts
-printf '%-44s %8s %18s %s\n' "local --parallel ${parallel} (one warm lab)" "${wall}" "${cpu}" "$(verdicts "${work}/local.log")"
+printf '%-44s %8s %18s %s\n' "local --parallel ${parallel} (one warm lab)" "${wall_s}" "${cpu_s}" "$(verdicts "${work}/local.log")"
 printf '%-44s %8s %18s %s\n' "--on-cluster kind, ${parallel} pods (a lab each)" "${jobs_s}" "${jobs_cpu}+${pods_cpu}" "$(verdicts "${work}/jobs.log")"
-awk -v j="${jobs_s}" -v l="${wall}" 'BEGIN { if (l > 0) printf "--on-cluster / local: %.2fx wall time, %d scenarios\n", j / l, '"${#ran[@]}"' }'
+awk -v j="${jobs_s}" -v l="${wall_s}" 'BEGIN { if (l > 0) printf "--on-cluster / local: %.2fx wall time, %d scenarios\n", j / l, '"${#ran[@]}"' }'

@@ -26,6 +26,7 @@
 # faultline and every node container (cgroup usage less inactive file
 # cache, as docker stats counts it, sampled every second).
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/bench-lib.sh"
 runs="${RUNS:-3}"
 hack/envtest.sh >/dev/null
 hack/build.sh >/dev/null
@@ -48,18 +49,6 @@ rss_tree() { # rss_tree PID: summed VmRSS (KiB) of PID and its descendants
   echo "${total}"
 }
 
-# cpu_run LOG CMD...: runs CMD, its output in LOG, never failing; sets
-# cpu_s to the CPU seconds (user + system) it and the children it waited
-# for used (kube-apiserver, etcd, the managers), and wall_s to its wall
-# seconds: against the cores x the wall, whether the CPU bounds it.
-cpu_run() {
-  local log="$1" t began
-  shift
-  t="$(mktemp)" began="$(date +%s)"
-  { TIMEFORMAT='%U %S'; time ("$@" >"${log}" 2>&1 || true); } 2>"${t}"
-  wall_s=$(($(date +%s) - began))
-  cpu_s="$(awk '{ printf "%.0f", $1 + $2 }' "${t}")"
-}
 cpu_share() { # cpu_share: "CPU N s of C cores x W s (P%)" for cpu_s and wall_s
   awk -v c="${cpu_s}" -v n="$(nproc)" -v w="${wall_s}" 'BEGIN { printf "CPU %d s of %d cores x %d s (%.0f%%)", c, n, w, (w > 0 ? 100 * c / (n * w) : 0) }'
 }

@@ -22,3 +22,21 @@ type SharedLeases interface {
 // ErrLeaseHeld is a shared lease another runner holds; its error says
 // by whom.
 var ErrLeaseHeld = errors.New("a shared lease another runner holds")
+
+// RenewUntilReleased runs renew (which renews a lease until its context
+// ends) in a goroutine of its own, and returns the release of a
+// SharedLeases lease: it stops the renewals, waits for them, then lets
+// the lease go with release.
+func RenewUntilReleased(ctx context.Context, renew func(context.Context), release func(context.Context) error) func(context.Context) error {
+	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		renew(rctx)
+	}()
+	return func(ctx context.Context) error {
+		stop()
+		<-done
+		return release(ctx)
+	}
+}

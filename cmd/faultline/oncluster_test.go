@@ -7,12 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -45,18 +45,7 @@ func TestIntegrationOnCluster(t *testing.T) {
 	image = loadFaultlineImage(ctx, t, contextName)
 
 	dir := t.TempDir()
-	small := func(file, name string) string {
-		b, err := os.ReadFile(filepath.Join("..", "..", "scenarios", file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := regexp.MustCompile(`(?m)^  name: .*$`).ReplaceAllString(string(b), "  name: "+name)
-		s = strings.Replace(s, "controlPlanes: 3", "controlPlanes: 1", 1)
-		path := filepath.Join(dir, name+".yaml")
-		write(t, path, s)
-		return path
-	}
-	a, b := small("power-off-worker.yaml", "pod-a"), small("stop-kubelet-worker.yaml", "pod-b")
+	a, b := smallScenario(t, dir, "power-off-worker.yaml", "pod-a"), smallScenario(t, dir, "stop-kubelet-worker.yaml", "pod-b")
 	out := filepath.Join(t.TempDir(), "run")
 	history := t.TempDir()
 	var stdout, stderr bytes.Buffer
@@ -94,96 +83,79 @@ func TestIntegrationOnCluster(t *testing.T) {
 
 	hold := filepath.Join(dir, "hold.yaml")
 	write(t, hold, strings.Replace(scenariotest.HoldWorkers, "spec:\n", "spec:\n  lab: {controlPlanes: 1, workers: 1, workerMHC: false}\n", 1))
-	out = filepath.Join(t.TempDir(), "run")
-	errs := &lockedBuffer{}
-	done := make(chan int, 1)
-	var holdOut bytes.Buffer
-	go func() {
-		done <- execute([]string{"run", hold, "--on-cluster", contextName, "--image", image, "--artifacts", out}, &holdOut, errs)
-	}()
-	waitFor(t, 5*time.Minute, "the pod's fault injected", func() bool { return strings.Contains(errs.String(), "hold-workers: injected vm.power-off") })
-	pods, err := kube.CoreV1().Pods("faultline-runs").List(ctx, metav1.ListOptions{LabelSelector: jobs.LabelRun})
-	if err != nil || len(pods.Items) != 1 {
-		t.Fatalf("the Job's pods: %v, %v", pods, err)
+	held := heldRun{bin: buildFaultline(t), args: []string{"run", hold, "--on-cluster", contextName, "--image", image}, kube: kube}
+	undone := func(how string, res *engine.Result) {
+		if res.Verdict != engine.Interrupted || len(res.Faults) == 0 || res.Faults[0].UndoneAt == nil {
+			t.Errorf("%s: result %s, faults %+v; want interrupted with the power-off undone", how, res.Verdict, res.Faults)
+		}
 	}
-	if err := kube.CoreV1().Pods("faultline-runs").Delete(ctx, pods.Items[0].Name, metav1.DeleteOptions{}); err != nil {
+	// Its pod deleted by anyone: SIGTERM, as Ctrl-C.
+	undone("pod deleted", held.run(ctx, t, func(p *corev1.Pod, _ *os.Process) {
+		if err := kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}))
+	// Ctrl-C here: the pod is deleted, and its interrupted run comes back.
+	undone("Ctrl-C", held.run(ctx, t, func(_ *corev1.Pod, proc *os.Process) {
+		if err := proc.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+	}))
+	// Its container killed outright (SIGKILL, no grace: a deleted pod,
+	// even with grace 0, gets SIGTERM first), the pod sends nothing back:
+	// its run is reported interrupted, saying so, with its own folder.
+	res := held.run(ctx, t, func(p *corev1.Pod, _ *os.Process) {
+		id := strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://")
+		if out, err := (kind.ExecDocker{}).Run(ctx, "exec", p.Spec.NodeName, "ctr", "--namespace=k8s.io", "tasks", "kill", "--signal", "SIGKILL", id); err != nil {
+			t.Fatalf("ctr tasks kill: %v\n%s", err, out)
+		}
+	})
+	if res.Verdict != engine.Interrupted || !strings.Contains(res.Reason, "ended before it sent its run folder back") {
+		t.Errorf("result %s (%s); want interrupted, the pod's end named", res.Verdict, res.Reason)
+	}
+}
+
+// heldRun is a faultline run of a scenario that holds its fault, as a
+// process of its own, on a Job's pod.
+type heldRun struct {
+	bin  string
+	args []string
+	kube kubernetes.Interface
+}
+
+// run starts it, waits for its pod's fault, calls stop with the pod and
+// the process, and returns the result that came back, once the run
+// ended and left nothing in the cluster.
+func (h heldRun) run(ctx context.Context, t *testing.T, stop func(*corev1.Pod, *os.Process)) *engine.Result {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.CommandContext(ctx, h.bin, append(h.args, "--artifacts", out)...)
+	log := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case code = <-done:
-	case <-time.After(5 * time.Minute):
-		t.Fatalf("the run did not end after its pod was deleted:\n%s", errs.String())
+	ended := make(chan error, 1)
+	go func() { ended <- cmd.Wait() }()
+	waitFor(t, 5*time.Minute, "the pod's fault injected", func() bool { return strings.Contains(log.String(), "hold-workers: injected vm.power-off") })
+	pods, err := h.kube.CoreV1().Pods(jobsNamespace).List(ctx, metav1.ListOptions{LabelSelector: jobs.LabelRun})
+	if err != nil || len(pods.Items) != 1 || len(pods.Items[0].Status.ContainerStatuses) != 1 {
+		t.Fatalf("the Job's pods: %v, %v", pods, err)
 	}
-	t.Logf("pod deleted mid-fault: exit %d\n%s\nstderr:\n%s", code, holdOut.String(), errs.String())
+	stop(&pods.Items[0], cmd.Process)
+	select {
+	case err = <-ended:
+	case <-time.After(5 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("the run did not end:\n%s", log.String())
+	}
+	t.Logf("exit %v\n%s", err, log.String())
 	res, err := artifacts.ReadResult(filepath.Join(out, "hold-workers"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Verdict != engine.Interrupted || len(res.Faults) == 0 || res.Faults[0].UndoneAt == nil {
-		t.Errorf("result %s, faults %+v; want interrupted with the power-off undone", res.Verdict, res.Faults)
-	}
-	requireNothingLeft(ctx, t, kube)
-
-	// Ctrl-C here: the pod is deleted, undoes its fault and its
-	// interrupted run comes back; the Job goes.
-	out = filepath.Join(t.TempDir(), "run")
-	run := exec.CommandContext(ctx, buildFaultline(t), "run", hold, "--on-cluster", contextName, "--image", image, "--artifacts", out)
-	runOut := &lockedBuffer{}
-	run.Stdout, run.Stderr = runOut, runOut
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 5*time.Minute, "the pod's fault injected", func() bool { return strings.Contains(runOut.String(), "hold-workers: injected vm.power-off") })
-	if err := run.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	err = run.Wait()
-	t.Logf("Ctrl-C: %v\n%s", err, runOut.String())
-	res, err = artifacts.ReadResult(filepath.Join(out, "hold-workers"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Verdict != engine.Interrupted || len(res.Faults) == 0 || res.Faults[0].UndoneAt == nil {
-		t.Errorf("after Ctrl-C: result %s, faults %+v; want interrupted with the power-off undone", res.Verdict, res.Faults)
-	}
-	requireNothingLeft(ctx, t, kube)
-
-	// Its container killed outright, the pod sends nothing back: its run is reported
-	// interrupted here, saying so, with its own folder.
-	out = filepath.Join(t.TempDir(), "run")
-	errs = &lockedBuffer{}
-	go func() {
-		done <- execute([]string{"run", hold, "--on-cluster", contextName, "--image", image, "--artifacts", out}, &holdOut, errs)
-	}()
-	waitFor(t, 5*time.Minute, "the pod's fault injected", func() bool { return strings.Contains(errs.String(), "hold-workers: injected vm.power-off") })
-	pods, err = kube.CoreV1().Pods("faultline-runs").List(ctx, metav1.ListOptions{LabelSelector: jobs.LabelRun})
-	if err != nil || len(pods.Items) != 1 {
-		t.Fatalf("the Job's pods: %v, %v", pods, err)
-	}
-	// SIGKILL, no grace (a deleted pod, even with grace 0, gets SIGTERM
-	// first): its container killed by the node's runtime at once.
-	p := pods.Items[0]
-	if len(p.Status.ContainerStatuses) != 1 {
-		t.Fatalf("pod %s: container statuses %v", p.Name, p.Status.ContainerStatuses)
-	}
-	id := strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://")
-	if out, err := (kind.ExecDocker{}).Run(ctx, "exec", p.Spec.NodeName, "ctr", "--namespace=k8s.io", "tasks", "kill", "--signal", "SIGKILL", id); err != nil {
-		t.Fatalf("ctr tasks kill: %v\n%s", err, out)
-	}
-	select {
-	case code = <-done:
-	case <-time.After(5 * time.Minute):
-		t.Fatalf("the run did not end after its pod was killed:\n%s", errs.String())
-	}
-	res, err = artifacts.ReadResult(filepath.Join(out, "hold-workers"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("pod killed: exit %d, %s: %s", code, res.Verdict, res.Reason)
-	if res.Verdict != engine.Interrupted || !strings.Contains(res.Reason, "ended before it sent its run folder back") {
-		t.Errorf("result %s (%s); want interrupted, the pod's end named", res.Verdict, res.Reason)
-	}
-	requireNothingLeft(ctx, t, kube)
+	requireNothingLeft(ctx, t, h.kube)
+	return res
 }
 
 // requireKindImage skips the test without Docker or the kind node image

@@ -23,18 +23,7 @@ import (
 func TestIntegrationRunParallel(t *testing.T) {
 	labtest.Require(t)
 	dir := t.TempDir()
-	small := func(file, name string) string {
-		b, err := os.ReadFile(filepath.Join("..", "..", "scenarios", file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := regexp.MustCompile(`(?m)^  name: .*$`).ReplaceAllString(string(b), "  name: "+name)
-		s = strings.Replace(s, "controlPlanes: 3", "controlPlanes: 1", 1)
-		path := filepath.Join(dir, name+".yaml")
-		write(t, path, s)
-		return path
-	}
-	a, b := small("power-off-worker.yaml", "side-a"), small("stop-kubelet-worker.yaml", "side-b")
+	a, b := smallScenario(t, dir, "power-off-worker.yaml", "side-a"), smallScenario(t, dir, "stop-kubelet-worker.yaml", "side-b")
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	code := execute([]string{"run", a, "vm-power-cycle", b, "--parallel", "3", "--artifacts", out}, &stdout, &stderr)
@@ -91,4 +80,19 @@ func TestIntegrationRunParallel(t *testing.T) {
 	if !vm.StartedAt.Before(results[0].FinishedAt) && !vm.StartedAt.Before(results[1].FinishedAt) {
 		t.Errorf("vm-power-cycle started at %s, after both leased runs ended", vm.StartedAt)
 	}
+}
+
+// smallScenario writes, in dir, the catalogue's file renamed name with one
+// control plane (a lab of it starts faster), and returns its path.
+func smallScenario(t *testing.T, dir, file, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "scenarios", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := regexp.MustCompile(`(?m)^  name: .*$`).ReplaceAllString(string(b), "  name: "+name)
+	s = strings.Replace(s, "controlPlanes: 3", "controlPlanes: 1", 1)
+	path := filepath.Join(dir, name+".yaml")
+	write(t, path, s)
+	return path
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -38,18 +37,9 @@ func (p *Provider) AcquireLease(ctx context.Context, obj providers.Object, holde
 	if err != nil {
 		return nil, err
 	}
-	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		renewLease(rctx, c, lease, duration, p.log.WithValues("lease", key.String()))
-	}()
-	return func(ctx context.Context) error {
-		stop()
-		wg.Wait()
-		return releaseLease(ctx, c, key, holder)
-	}, nil
+	return providers.RenewUntilReleased(ctx,
+		func(ctx context.Context) { renewLease(ctx, c, lease, duration, p.log.WithValues("lease", key.String())) },
+		func(ctx context.Context) error { return releaseLease(ctx, c, key, holder) }), nil
 }
 
 // leaseKey is the Lease of obj: faultline-machine-NAME in its namespace.

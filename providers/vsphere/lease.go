@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/vmware/govmomi/object"
@@ -63,18 +62,9 @@ func (p *Provider) AcquireLease(ctx context.Context, obj providers.Object, holde
 	if err := p.takeVMLease(ctx, obj, key, &mine); err != nil {
 		return nil, err
 	}
-	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		p.renewVMLease(rctx, obj, key, mine, duration/3)
-	}()
-	return func(ctx context.Context) error {
-		stop()
-		wg.Wait()
-		return p.releaseVMLease(ctx, obj, key, holder)
-	}, nil
+	return providers.RenewUntilReleased(ctx,
+		func(ctx context.Context) { p.renewVMLease(ctx, obj, key, mine, duration/3) },
+		func(ctx context.Context) error { return p.releaseVMLease(ctx, obj, key, holder) }), nil
 }
 
 // leaseField is the key of LeaseField, defined on VirtualMachines the first
