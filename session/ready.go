@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/internal/regularfile"
 	"github.com/faultline-dev/faultline/providers/lab"
 )
@@ -21,8 +20,8 @@ const ReadyFile = "ready"
 
 // WaitStocked waits until every cluster the server keeps ready of its
 // first shape is Running, then writes ReadyFile in the lab's folder.
-func (s *Server) WaitStocked(ctx context.Context, stock scenario.LabSpec) error {
-	l := s.pool.warm.Lab
+func (s *Server) WaitStocked(ctx context.Context) error {
+	l, stock := s.pool.warm.Lab, s.pool.first
 	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		running, _, err := l.Stocked(ctx, lab.ClusterName, stock)
 		return err == nil && running >= s.stock, nil

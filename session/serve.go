@@ -113,11 +113,13 @@ func NewServer(ctx context.Context, s *Session, stock scenario.LabSpec, n int, l
 		return nil, errors.New("serve runs: the session has no lab")
 	}
 	// first holds the lab's release, for Lease's check; it serves no
-	// run (used), as the lab's own clusters are not leased.
+	// run (used), as the lab's own clusters are not leased. The clusters
+	// kept ready are of its shape, release named: a scenario that names
+	// none is given it (adopt), and so leases them.
 	first := stock
 	first.Release = lab.ParseRelease(s.Lab.Stack().Name)
 	p := &Pool{warm: s, first: first, used: true}
-	if err := s.Lab.Stock(ctx, lab.ClusterName, stock, n); err != nil {
+	if err := s.Lab.Stock(ctx, lab.ClusterName, first, n); err != nil {
 		return nil, fmt.Errorf("serve runs: prepare clusters: %w", err)
 	}
 	return &Server{pool: p, stock: n, log: log}, nil
@@ -273,9 +275,12 @@ func (s *Server) adopt(sc *scenario.Scenario, req RunRequest) error {
 	s.pool.mu.Lock()
 	first := s.pool.first.Release
 	s.pool.mu.Unlock()
-	if sc.Spec.Lab.Release.IsZero() {
+	switch {
+	case sc.Spec.Lab.Release.IsZero():
+		// Named as the lab names it: the clusters it keeps ready are
+		// of that shape (NewServer).
 		sc.Spec.Lab.Release = first
-	} else if !first.SameStack(sc.Spec.Lab.Release) {
+	case !first.SameStack(sc.Spec.Lab.Release):
 		return &NotServedError{Why: fmt.Sprintf("its release %s is not the lab's, %s", releaseName(sc.Spec.Lab.Release), releaseName(first))}
 	}
 	return nil

@@ -169,7 +169,7 @@ func serveRuns(ctx context.Context, sess *session.Session, sv served, stdout io.
 		return nil, err
 	}
 	go func() {
-		if err := srv.WaitStocked(ctx, sv.stock); err != nil {
+		if err := srv.WaitStocked(ctx); err != nil {
 			if ctx.Err() == nil {
 				log.Error(err, "the lab's pool")
 			}

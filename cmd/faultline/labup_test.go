@@ -159,7 +159,9 @@ func TestIntegrationLabUpDown(t *testing.T) {
 			}
 			// lab wait returns once the pool is stocked, as lab up
 			// then says.
-			if out, err := exec.Command(bin, "lab", "wait", filepath.Base(dir), "--timeout", "3m").CombinedOutput(); err != nil || !strings.Contains(string(out), "is ready to serve") {
+			wait := exec.Command(bin, "lab", "wait", filepath.Base(dir), "--timeout", "3m")
+			wait.Env = env
+			if out, err := wait.CombinedOutput(); err != nil || !strings.Contains(string(out), "is ready to serve") {
 				t.Errorf("lab wait: %v\n%s", err, out)
 			}
 			waitFor(t, 10*time.Second, "lab up says it is ready to serve", func() bool { return strings.Contains(later.String(), "ready to serve: 1 cluster(s) of") })
