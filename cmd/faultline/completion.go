@@ -86,6 +86,7 @@ func registerCompletions(cmd *cobra.Command) {
 		"nodes":        fixed("simulated", "containers"),
 		"release":      fixed(releases...),
 		"context":      completeContexts,
+		"on-cluster":   completeContexts,
 		"kind-cluster": completeKindClusters,
 		"from":         completeScenarios,
 	}
