@@ -205,6 +205,9 @@ type VMInfo struct {
 	// UUID is the BIOS UUID, the one in a CAPV providerID.
 	UUID       string
 	PowerState PowerState
+	// Host is the ESXi host the VM runs on (its name in vCenter), "" when
+	// vCenter does not say.
+	Host string
 }
 
 // Inventory lists a vCenter's VMs, read-only, for the inventory check

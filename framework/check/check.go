@@ -30,6 +30,7 @@ var FindingIDs = map[string]string{
 	"vcenter-vm-missing":           "a Machine whose providerID names no VM in the vCenter (seed 003)",
 	"vcenter-vm-powered-off":       "a Running Machine whose VM is powered off",
 	"vcenter-orphan-vm":            "VMs named like the Cluster's Machines that no Machine owns (seed 003)",
+	"control-planes-share-host":    "control-plane Machines whose VMs run on one ESXi host: its loss takes them at once (etcd's quorum when more than half)",
 }
 
 // RunChecks reads the management cluster's objects of scope's Cluster
@@ -57,6 +58,7 @@ func RunChecks(ctx context.Context, o providers.Objects, scope providers.Object)
 				}
 			}
 			out = append(out, CheckInventory(mgmt, vms)...)
+			out = append(out, CheckControlPlaneHosts(mgmt, vms)...)
 		case !errors.Is(err, providers.ErrUnsupported):
 			return nil, err
 		}

@@ -266,16 +266,42 @@ func (p *Provider) ListVMs(ctx context.Context) ([]providers.VMInfo, error) {
 	}
 	defer func() { _ = v.Destroy(context.WithoutCancel(ctx)) }()
 	var vms []mo.VirtualMachine
-	if err := v.Retrieve(ctx, []string{"VirtualMachine"}, []string{"name", "config.uuid", "config.template", "runtime.powerState"}, &vms); err != nil {
+	if err := v.Retrieve(ctx, []string{"VirtualMachine"}, []string{"name", "config.uuid", "config.template", "runtime.powerState", "runtime.host"}, &vms); err != nil {
 		return nil, fmt.Errorf("list VMs: %w", describe(err))
+	}
+	hosts, err := p.hostNames(ctx)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]providers.VMInfo, 0, len(vms))
 	for _, vm := range vms {
 		if vm.Config == nil || vm.Config.Template {
 			continue
 		}
-		out = append(out, providers.VMInfo{Name: vm.Name, UUID: vm.Config.Uuid, PowerState: providers.PowerState(vm.Runtime.PowerState)})
+		info := providers.VMInfo{Name: vm.Name, UUID: vm.Config.Uuid, PowerState: providers.PowerState(vm.Runtime.PowerState)}
+		if vm.Runtime.Host != nil {
+			info.Host = hosts[vm.Runtime.Host.Value]
+		}
+		out = append(out, info)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// hostNames are the names of the datacenter's ESXi hosts, by reference.
+func (p *Provider) hostNames(ctx context.Context) (map[string]string, error) {
+	v, err := view.NewManager(p.client).CreateContainerView(ctx, p.dc.Reference(), []string{"HostSystem"}, true)
+	if err != nil {
+		return nil, fmt.Errorf("list hosts: %w", describe(err))
+	}
+	defer func() { _ = v.Destroy(context.WithoutCancel(ctx)) }()
+	var hosts []mo.HostSystem
+	if err := v.Retrieve(ctx, []string{"HostSystem"}, []string{"name"}, &hosts); err != nil {
+		return nil, fmt.Errorf("list hosts: %w", describe(err))
+	}
+	names := make(map[string]string, len(hosts))
+	for _, h := range hosts {
+		names[h.Self.Value] = h.Name
+	}
+	return names, nil
 }

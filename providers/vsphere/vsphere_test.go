@@ -90,7 +90,7 @@ func TestIntegrationResolve(t *testing.T) {
 }
 
 // TestIntegrationListVMs: the inventory check's view of simulator.VPX(),
-// and a powered-off VM read as such.
+// a powered-off VM read as such, and each VM's host.
 func TestIntegrationListVMs(t *testing.T) {
 	sim := startSim(t)
 	ctx := t.Context()
@@ -111,6 +111,11 @@ func TestIntegrationListVMs(t *testing.T) {
 		}
 		if v.Name == vm.Name && v.UUID != vm.Attributes["uuid"] {
 			t.Errorf("%s: UUID %s, Resolve says %s", v.Name, v.UUID, vm.Attributes["uuid"])
+		}
+		// vcsim's standalone host's VMs run on it; the cluster's on one
+		// of its hosts (the check of control planes sharing a host).
+		if strings.HasPrefix(v.Name, "DC0_H0_") && v.Host != "DC0_H0" || strings.HasPrefix(v.Name, "DC0_C0_") && !strings.HasPrefix(v.Host, "DC0_C0_H") {
+			t.Errorf("%s runs on host %q", v.Name, v.Host)
 		}
 	}
 	want := "poweredOn DC0_C0_RP0_VM0, poweredOn DC0_C0_RP0_VM1, poweredOn DC0_H0_VM0, poweredOff DC0_H0_VM1"
