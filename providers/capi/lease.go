@@ -38,7 +38,9 @@ func (p *Provider) AcquireLease(ctx context.Context, obj providers.Object, holde
 		return nil, err
 	}
 	return providers.RenewUntilReleased(ctx,
-		func(ctx context.Context) { renewLease(ctx, c, lease, duration, p.log.WithValues("lease", key.String())) },
+		func(ctx context.Context) {
+			renewLease(ctx, c, lease, duration, p.log.WithValues("lease", key.String()))
+		},
 		func(ctx context.Context) error { return releaseLease(ctx, c, key, holder) }), nil
 }
 
