@@ -87,11 +87,6 @@ type RunMessage struct {
 	Interrupt string `json:"interrupt,omitempty"`
 }
 
-// NotServedError is a scenario a served lab does not run, and why.
-type NotServedError struct{ Why string }
-
-func (e *NotServedError) Error() string { return "the lab does not run it: " + e.Why }
-
 // Server serves runs on the lab of a session: each run leases a fresh
 // cluster of the shape its scenario asks for (Pool.Lease; never one of
 // the lab's own clusters, which stay as `lab up` started them), and when
@@ -255,35 +250,6 @@ func (s *Server) run(ctx, served context.Context, req RunRequest, enc *encoder) 
 		},
 	})
 	return res, giveBack, err
-}
-
-// adopt adjusts sc as req says and places it on the lab: a scenario that
-// names no release runs on the lab's; one that names another (or whose
-// run's --release does), or that needs a lab of its own, is
-// NotServedError, saying why.
-func (s *Server) adopt(sc *scenario.Scenario, req RunRequest) error {
-	adjust := Adjustments{Timeout: req.Timeout}
-	if req.Release != "" {
-		adjust.Release = lab.ParseRelease(req.Release)
-	}
-	if err := Adjust(sc, adjust); err != nil {
-		return err
-	}
-	if pl := Place(sc, ProviderLab); pl.Where != Leased {
-		return &NotServedError{Why: pl.Why}
-	}
-	s.pool.mu.Lock()
-	first := s.pool.first.Release
-	s.pool.mu.Unlock()
-	switch {
-	case sc.Spec.Lab.Release.IsZero():
-		// Named as the lab names it: the clusters it keeps ready are
-		// of that shape (NewServer).
-		sc.Spec.Lab.Release = first
-	case !first.SameStack(sc.Spec.Lab.Release):
-		return &NotServedError{Why: fmt.Sprintf("its release %s is not the lab's, %s", releaseName(sc.Spec.Lab.Release), releaseName(first))}
-	}
-	return nil
 }
 
 // encoder sends the messages of one connection, one at a time; the first
