@@ -3,6 +3,10 @@ package providers
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
 	"time"
 )
 
@@ -39,4 +43,31 @@ func RenewUntilReleased(ctx context.Context, renew func(context.Context), releas
 		<-done
 		return release(ctx)
 	}
+}
+
+// Holder names a run to the runners that see its shared leases: its pid
+// and host, scenario and journal.
+func Holder(scenario, journal string) string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "an unnamed host"
+	}
+	return fmt.Sprintf("faultline pid %d on %s, scenario %s, journal %s", os.Getpid(), host, scenario, journal)
+}
+
+// HolderGone tells whether the run holder names (Holder's words) ran on
+// this host and its process is gone: its lease is stale before it
+// expires. A holder of another host, or a pid that still runs (perhaps
+// reused), is not gone.
+func HolderGone(holder string) bool {
+	var pid int
+	var host string
+	if _, err := fmt.Sscanf(holder, "faultline pid %d on %s", &pid, &host); err != nil || pid <= 0 {
+		return false
+	}
+	this, err := os.Hostname()
+	if err != nil || strings.TrimSuffix(host, ",") != this {
+		return false
+	}
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }

@@ -184,7 +184,9 @@ func TestValidateExitCodes(t *testing.T) {
 		{[]string{"run", "power-off-worker", "stop-kubelet-worker", "--parallel", "2", "--provider", "capi", "--kubeconfig", kubeconfig}, 2, "--parallel runs scenarios side by side on clusters of one lab; with --provider capi or --cluster they would share one cluster"},
 		{[]string{"run", "power-off-worker", "--lab", "mine", "--nodes", "containers"}, 2, "--nodes does nothing with --lab: the running lab says where and how scenarios run"},
 		{[]string{"run", "power-off-worker", "--lab", "no-such-lab"}, 2, `lab "no-such-lab": no`},
-		{[]string{"run", "upgrade-management-during-remediation", "--lab", "no-such-lab"}, 2, "upgrade-management-during-remediation cannot run on a cluster of lab no-such-lab: it upgrades the management plane every cluster of a lab shares; run it without --lab"},
+		// One the lab would not serve (it runs on a lab of its own,
+		// saying why) still needs the lab named to be running.
+		{[]string{"run", "upgrade-management-during-remediation", "--lab", "no-such-lab"}, 2, `lab "no-such-lab": no`},
 		{[]string{"list", "-l", "seed-003"}, 0, ""},
 		{[]string{"list"}, 0, ""},
 	}

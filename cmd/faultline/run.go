@@ -232,6 +232,12 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 	}
 	log := newLogger(stderr, o.verbosity)
 
+	if o.servedNamed {
+		// The lab named must be running, whatever its scenarios need.
+		if _, err := session.ServedLab(o.served); err != nil {
+			return sessionErr(err)
+		}
+	}
 	ctx, abort, stop := notifySignals(ctx, stderr)
 	defer stop()
 	o.abort = abort

@@ -55,7 +55,7 @@ func (r *run) lease(ctx context.Context, sc *scenario.Scenario) (func(), error) 
 			return nil, err
 		}
 	}
-	shared, err := takeSharedLeases(ctx, r.in.Provider, objs, sharedHolder(sc.Metadata.Name, r.in.Journal.Path()))
+	shared, err := takeSharedLeases(ctx, r.in.Provider, objs, providers.Holder(sc.Metadata.Name, r.in.Journal.Path()))
 	if err != nil {
 		return nil, errors.Join(err, local.release())
 	}
@@ -66,15 +66,6 @@ func (r *run) lease(ctx context.Context, sc *scenario.Scenario) (func(), error) 
 			r.in.Log.Error(err, "releasing target leases")
 		}
 	}, nil
-}
-
-// sharedHolder names this run to the runners that see its shared leases.
-func sharedHolder(scenario, journal string) string {
-	host, err := os.Hostname()
-	if err != nil {
-		host = "an unnamed host"
-	}
-	return fmt.Sprintf("faultline pid %d on %s, scenario %s, journal %s", os.Getpid(), host, scenario, journal)
 }
 
 // takeSharedLeases leases each of objs where p shares leases, or none;

@@ -133,7 +133,8 @@ func (p *Provider) writeVMLease(ctx context.Context, obj providers.Object, key i
 }
 
 // takeVMLease takes the VM's lease for mine (its Renewed set here): free,
-// expired or already mine; one another holder renewed within its duration,
+// expired, already mine, or of a run of this host whose process is gone
+// (providers.HolderGone); one another holder renewed within its duration,
 // or wrote in the settle window, is providers.ErrLeaseHeld naming it.
 func (p *Provider) takeVMLease(ctx context.Context, obj providers.Object, key int32, mine *vmLease) error {
 	held := func(l vmLease) error {
@@ -144,7 +145,7 @@ func (p *Provider) takeVMLease(ctx context.Context, obj providers.Object, key in
 	if err != nil {
 		return err
 	}
-	if ok && cur.Holder != mine.Holder && !cur.expired(time.Now()) {
+	if ok && cur.Holder != mine.Holder && !cur.expired(time.Now()) && !providers.HolderGone(cur.Holder) {
 		return held(cur)
 	}
 	mine.Renewed = time.Now()

@@ -184,13 +184,14 @@ func (r *Runner) runAlone(ctx context.Context, items []*Item, out io.Writer) {
 // error result saying why.
 func (r *Runner) runItem(ctx context.Context, it *Item, sl Slot) {
 	beside := ""
-	switch it.Place.Where {
-	case session.Leased:
-		beside = " (beside others)"
-	case session.OwnLab:
-		beside = " (beside others, on a lab of its own)"
-	case session.Pod:
+	switch {
+	case it.Place.Where == session.Pod:
 		beside = " (in a pod of its own)"
+	case !sl.Beside:
+	case it.Place.Where == session.Leased:
+		beside = " (beside others)"
+	case it.Place.Where == session.OwnLab:
+		beside = " (beside others, on a lab of its own)"
 	}
 	fmt.Fprintf(sl.Out, "=== %s%s\n", it.Scenario.Metadata.Name, beside)
 	began := time.Now()
