@@ -22,6 +22,7 @@ import (
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/providers/kind"
+	"github.com/faultline-dev/faultline/providers/kind/kindtest"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
 	"github.com/faultline-dev/faultline/scenarios/scenariotest"
 	"github.com/faultline-dev/faultline/session/runs/jobs"
@@ -233,14 +234,7 @@ func loadFaultlineImage(ctx context.Context, t *testing.T, contextName string) s
 	if err != nil {
 		t.Fatal(err)
 	}
-	build := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack/image.sh"))
-	build.Dir = root
-	out, err := build.Output()
-	if err != nil {
-		t.Fatalf("hack/image.sh: %v", err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	image := lines[len(lines)-1]
+	image := kindtest.FaultlineImage(ctx, t, root)
 	nodes, err := kindcluster.NewProvider(kindcluster.ProviderWithDocker()).ListInternalNodes(strings.TrimPrefix(contextName, "kind-"))
 	if err != nil || len(nodes) == 0 {
 		t.Fatalf("kind nodes: %v, %v", nodes, err)

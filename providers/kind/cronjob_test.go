@@ -16,6 +16,7 @@ import (
 
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/kind"
+	"github.com/faultline-dev/faultline/providers/kind/kindtest"
 )
 
 // testNightlyCronJob builds faultline's image (hack/image.sh), loads it
@@ -29,14 +30,7 @@ func testNightlyCronJob(ctx context.Context, t *testing.T, p *kind.Provider) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	build := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack/image.sh"))
-	build.Dir = root
-	out, err := build.Output()
-	if err != nil {
-		t.Fatalf("hack/image.sh: %v", err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	image := lines[len(lines)-1]
+	image := kindtest.FaultlineImage(ctx, t, root)
 	nodes, err := p.Resolve(ctx, providers.Selector{})
 	if err != nil {
 		t.Fatal(err)
