@@ -246,7 +246,7 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 		if pl := session.Place(scs[0], o.provider); pl.Where == session.Skipped {
 			// Known before anything starts: no lab is brought up for
 			// a scenario it would skip.
-			return o.report(stdout, []*engine.Result{o.notRun(scs[0], engine.Skipped, pl.Why)}, []string{""}, false, history, nil)
+			return o.report(stdout, []*engine.Result{runs.NotRun(scs[0], o.provider, engine.Skipped, pl.Why, time.Now())}, []string{""}, false, history, nil)
 		}
 		res, dir, err := o.runOne(ctx, scs[0], o.artifacts, session.Placement{Where: session.Alone}, alone(stderr), sets, history, log)
 		if res == nil {

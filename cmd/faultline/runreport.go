@@ -7,11 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/faultline-dev/faultline/artifacts"
 	"github.com/faultline-dev/faultline/framework/engine"
-	"github.com/faultline-dev/faultline/framework/scenario"
 	"github.com/faultline-dev/faultline/internal/regularfile"
 	"github.com/faultline-dev/faultline/session/runs"
 )
@@ -142,13 +140,6 @@ func scenarioFolder(seen map[string]int, name string) string {
 		return fmt.Sprintf("%s-%d", name, n)
 	}
 	return name
-}
-
-// notRun is the result of a scenario that did not run: skipped, or an
-// error before it could start.
-func (o *runOptions) notRun(sc *scenario.Scenario, v engine.Verdict, reason string) *engine.Result {
-	now := time.Now()
-	return &engine.Result{Scenario: sc.Metadata.Name, Provider: o.provider, Verdict: v, Reason: reason, StartedAt: now, FinishedAt: now}
 }
 
 // writeIndex writes root's index.html: a row per scenario, linking each

@@ -110,8 +110,7 @@ func (r *Runner) Run(ctx context.Context, items []*Item) (err error) {
 	for _, it := range items {
 		it.Place = r.place(it.Scenario)
 		if it.Place.Where == session.Skipped {
-			now := time.Now()
-			it.Result = &engine.Result{Scenario: it.Scenario.Metadata.Name, Provider: r.Provider, Verdict: engine.Skipped, Reason: it.Place.Why, StartedAt: now, FinishedAt: now}
+			it.Result = NotRun(it.Scenario, r.Provider, engine.Skipped, it.Place.Why, time.Now())
 			it.Dir = "" // skipped as its run would be, with no cluster brought up for it
 		}
 	}
@@ -150,7 +149,7 @@ func (r *Runner) start(ctx context.Context, b Batch, items []*Item) error {
 	if err != nil {
 		now := time.Now()
 		for _, it := range run {
-			it.Result = &engine.Result{Scenario: it.Scenario.Metadata.Name, Provider: r.Provider, Verdict: engine.Error, Reason: err.Error(), StartedAt: now, FinishedAt: now}
+			it.Result = NotRun(it.Scenario, r.Provider, engine.Error, err.Error(), now)
 		}
 	}
 	return err
@@ -201,8 +200,15 @@ func (r *Runner) runItem(ctx context.Context, it *Item, sl Slot) {
 		if it.Err != nil {
 			reason = it.Err.Error()
 		}
-		it.Result = &engine.Result{Scenario: it.Scenario.Metadata.Name, Provider: r.Provider, Verdict: engine.Error, Reason: reason, StartedAt: began, FinishedAt: time.Now()}
+		it.Result = NotRun(it.Scenario, r.Provider, engine.Error, reason, began)
 		it.Err = nil
 	}
 	fmt.Fprintf(sl.Out, "---%s\n", SummaryLine(it.Result))
+}
+
+// NotRun is the result of sc on provider when it did not run to a verdict
+// of its own (skipped, an error before it could start, an interruption):
+// v and why, from began to now.
+func NotRun(sc *scenario.Scenario, provider string, v engine.Verdict, why string, began time.Time) *engine.Result {
+	return &engine.Result{Scenario: sc.Metadata.Name, Provider: provider, Verdict: v, Reason: why, StartedAt: began, FinishedAt: time.Now()}
 }

@@ -166,8 +166,7 @@ func (e *Executor) Run(ctx context.Context, it *runs.Item, sl runs.Slot) (*engin
 	began := time.Now()
 	pod, err := e.waitStarted(ctx, idx)
 	if err != nil && ctx.Err() != nil {
-		return &engine.Result{Scenario: it.Scenario.Metadata.Name, Provider: session.ProviderLab, Verdict: engine.Interrupted,
-			Reason: "interrupted before its pod started", StartedAt: began, FinishedAt: time.Now()}, nil
+		return runs.NotRun(it.Scenario, session.ProviderLab, engine.Interrupted, "interrupted before its pod started", began), nil
 	}
 	if err != nil {
 		return nil, err
@@ -257,7 +256,7 @@ func (e *Executor) lost(it *runs.Item, pod string, began time.Time, why error) *
 		reason += " (" + why.Error() + ")"
 	}
 	reason += "; its lab, in the pod, went with it"
-	return &engine.Result{Scenario: it.Scenario.Metadata.Name, Provider: session.ProviderLab, Verdict: engine.Interrupted, Reason: reason, StartedAt: began, FinishedAt: time.Now()}
+	return runs.NotRun(it.Scenario, session.ProviderLab, engine.Interrupted, reason, began)
 }
 
 // writeLost writes the result of an item whose pod sent nothing back, and
