@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -65,8 +64,8 @@ type Executor struct {
 	name string
 	// index is each item's completion index.
 	index map[*runs.Item]int
-	// mu guards submitted.
-	mu        sync.Mutex
+	// submitted: Start created the ConfigMap, so Close has something to
+	// delete. The runner calls both from its own goroutine.
 	submitted bool
 }
 
@@ -132,9 +131,7 @@ func (e *Executor) Start(ctx context.Context, items []*runs.Item) error {
 	if _, err := e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		return e.refused("create ConfigMap", err)
 	}
-	e.mu.Lock()
 	e.submitted = true
-	e.mu.Unlock()
 	j := job(e.name, e.cfg.Namespace, e.cfg.Image, len(items), e.cfg.Parallel, e.cfg.Args)
 	if _, err := e.kube.BatchV1().Jobs(e.cfg.Namespace).Create(ctx, j, metav1.CreateOptions{}); err != nil {
 		return e.refused("create Job", err)
@@ -235,11 +232,7 @@ func (e *Executor) againstHistory(res *engine.Result, dir string) error {
 	for _, d := range entries {
 		dumps = append(dumps, artifacts.DumpDir+"/"+d.Name())
 	}
-	run, err := artifacts.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(run.WriteResult(res), run.WriteReports(res, dumps, stats), run.Close())
+	return writeFolder(dir, res, dumps, stats)
 }
 
 // lost is the result of an item whose pod ended without sending its run
@@ -262,11 +255,17 @@ func (e *Executor) lost(it *runs.Item, pod string, began time.Time, why error) *
 // writeLost writes the result of an item whose pod sent nothing back, and
 // its reports, into its run folder.
 func writeLost(dir string, res *engine.Result) error {
+	return writeFolder(dir, res, nil, nil)
+}
+
+// writeFolder writes res's result.json and reports in run folder dir,
+// linking dumps and showing each phase against stats (nil: none).
+func writeFolder(dir string, res *engine.Result, dumps []string, stats map[string]artifacts.PhaseStats) error {
 	run, err := artifacts.Open(dir)
 	if err != nil {
 		return err
 	}
-	return errors.Join(run.WriteResult(res), run.WriteReports(res, nil, nil), run.Close())
+	return errors.Join(run.WriteResult(res), run.WriteReports(res, dumps, stats), run.Close())
 }
 
 // podEnd says how p's container ended, or its phase.
@@ -295,10 +294,7 @@ func (e *Executor) deletePod(name string) {
 // Close deletes the Job, its pods and its ConfigMap, and waits, within
 // ctx, until no pod of it is left.
 func (e *Executor) Close(ctx context.Context) error {
-	e.mu.Lock()
-	submitted := e.submitted
-	e.mu.Unlock()
-	if !submitted {
+	if !e.submitted {
 		return nil
 	}
 	ns := e.cfg.Namespace
