@@ -17,10 +17,7 @@ import (
 // #13352 class); fewer, but two or more, a warning. Machines being
 // deleted, and VMs whose host vCenter does not say, are left out.
 func CheckControlPlaneHosts(s ManagementState, vms []providers.VMInfo) []Finding {
-	byUUID := make(map[string]providers.VMInfo, len(vms))
-	for _, vm := range vms {
-		byUUID[strings.ToLower(vm.UUID)] = vm
-	}
+	byUUID := vmsByUUID(vms)
 	onHost := map[string][]string{}
 	total := 0
 	for _, m := range s.Machines {

@@ -21,10 +21,7 @@ import (
 // The name is used only for a VM that nothing owns, and only when no
 // other Cluster's Machines are named so too.
 func CheckInventory(s ManagementState, vms []providers.VMInfo) []Finding {
-	byUUID := make(map[string]providers.VMInfo, len(vms))
-	for _, vm := range vms {
-		byUUID[strings.ToLower(vm.UUID)] = vm
-	}
+	byUUID := vmsByUUID(vms)
 	owned := ownedBy(append(slices.Clone(s.Machines), s.AllMachines...), s.VSphereVMs)
 	var out []Finding
 	for _, m := range s.Machines {
@@ -116,4 +113,14 @@ func namedForOther(s ManagementState, prefix, name string) bool {
 		}
 	}
 	return false
+}
+
+// vmsByUUID indexes vms by their BIOS UUID, lower-cased as a providerID's
+// may not be.
+func vmsByUUID(vms []providers.VMInfo) map[string]providers.VMInfo {
+	byUUID := make(map[string]providers.VMInfo, len(vms))
+	for _, vm := range vms {
+		byUUID[strings.ToLower(vm.UUID)] = vm
+	}
+	return byUUID
 }
