@@ -27,14 +27,14 @@ type IndexEntry struct {
 func WriteIndex(w io.Writer, entries []IndexEntry) error {
 	var results []*engine.Result
 	var began time.Time
-	hosts, versions := map[string]bool{}, map[string]bool{}
+	var hosts, versions []string
 	for _, e := range entries {
 		results = append(results, e.Result)
 		if began.IsZero() || e.Result.StartedAt.Before(began) {
 			began = e.Result.StartedAt
 		}
 		if ri := e.Result.Run; ri != nil {
-			hosts[ri.Host], versions[ri.Faultline] = ri.Host != "", ri.Faultline != ""
+			hosts, versions = append(hosts, ri.Host), append(versions, ri.Faultline)
 		}
 	}
 	return indexPage.Execute(w, struct {
@@ -42,19 +42,14 @@ func WriteIndex(w io.Writer, entries []IndexEntry) error {
 		Began           string
 		Hosts, Versions []string
 		Entries         []IndexEntry
-	}{Passed(results), len(results), began.UTC().Format("2006-01-02 15:04:05 UTC"), named(hosts), named(versions), entries})
+	}{Passed(results), len(results), began.UTC().Format("2006-01-02 15:04:05 UTC"), distinct(hosts), distinct(versions), entries})
 }
 
-// named are the keys of set marked true, sorted.
-func named(set map[string]bool) []string {
-	var out []string
-	for k, ok := range set {
-		if ok {
-			out = append(out, k)
-		}
-	}
+// distinct are the values of vals but "", once each, sorted.
+func distinct(vals []string) []string {
+	out := slices.DeleteFunc(slices.Clone(vals), func(v string) bool { return v == "" })
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
 // releaseOf names the release r ran on, "" when it records none.
