@@ -90,20 +90,7 @@ var (
 
 // podArgs are the flags given here that a Job's pod passes to its run.
 func podArgs(fs *pflag.FlagSet) []string {
-	var args []string
-	fs.Visit(func(f *pflag.Flag) {
-		if !podFlags[f.Name] {
-			return
-		}
-		if sv, ok := f.Value.(pflag.SliceValue); ok {
-			for _, v := range sv.GetSlice() {
-				args = append(args, "--"+f.Name+"="+v)
-			}
-			return
-		}
-		args = append(args, "--"+f.Name+"="+f.Value.String())
-	})
-	return args
+	return givenFlags(fs, func(name string) bool { return podFlags[name] }, func(v string) string { return v })
 }
 
 // jobsExecutor is the executor of --on-cluster: the Job's cluster

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -310,5 +311,18 @@ func TestOnClusterRefuses(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := execute([]string{"run", "power-off-worker", "--image", "x"}, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "--image says where --on-cluster runs its Job") {
 		t.Errorf("--image without --on-cluster: exit %d, %q", code, stderr.String())
+	}
+}
+
+// TestPodArgs: a Job's pods get the flags that say how their scenario and
+// lab run, each value of a repeated one, and none that say where or what
+// happens here.
+func TestPodArgs(t *testing.T) {
+	cmd := newRunCommand()
+	if err := cmd.ParseFlags([]string{"--set", "a=1", "--set", "b=2", "--release", "v1.12", "--history", "h", "--parallel", "2", "--on-cluster", "ci"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := podArgs(cmd.Flags()), []string{"--release=v1.12", "--set=a=1", "--set=b=2"}; !slices.Equal(got, want) {
+		t.Errorf("pod args %q, want %q", got, want)
 	}
 }

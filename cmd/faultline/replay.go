@@ -45,17 +45,25 @@ func replayBase(fs *pflag.FlagSet, getenv func(string) string) []string {
 			}
 		}
 	}
+	return append(args, givenFlags(fs, func(name string) bool { return !notReplayed[name] }, artifacts.WithoutUserinfo)...)
+}
+
+// givenFlags are the flags of fs given on the command line that keep
+// takes, as --name=value words (one per value of a repeated flag), each
+// value passed through clean.
+func givenFlags(fs *pflag.FlagSet, keep func(name string) bool, clean func(string) string) []string {
+	var args []string
 	fs.Visit(func(f *pflag.Flag) {
-		if notReplayed[f.Name] {
+		if !keep(f.Name) {
 			return
 		}
+		values := []string{f.Value.String()}
 		if sv, ok := f.Value.(pflag.SliceValue); ok {
-			for _, v := range sv.GetSlice() {
-				args = append(args, "--"+f.Name+"="+artifacts.WithoutUserinfo(v))
-			}
-			return
+			values = sv.GetSlice()
 		}
-		args = append(args, "--"+f.Name+"="+artifacts.WithoutUserinfo(f.Value.String()))
+		for _, v := range values {
+			args = append(args, "--"+f.Name+"="+clean(v))
+		}
 	})
 	return args
 }
