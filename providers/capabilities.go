@@ -35,6 +35,8 @@ const (
 	// CapWorkloads is Workloads'. Deploying a workload writes and reads
 	// objects, so a provider with it has Objects and ObjectWrites too.
 	CapWorkloads Capability = "Workloads"
+	// CapHosts is Hosts'.
+	CapHosts Capability = "Hosts"
 )
 
 // capabilities ties each capability to the test of its interface: the one
@@ -57,6 +59,7 @@ var capabilities = []struct {
 	{CapSimulatedNodes, implements[SimulatedNodes]},
 	{CapManagementUpgrade, implements[ManagementUpgrade]},
 	{CapWorkloads, implements[Workloads]},
+	{CapHosts, implements[Hosts]},
 }
 
 func implements[T any](p Provider) bool {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -23,7 +24,7 @@ func (e *RefusedError) Error() string { return "refused: " + e.Reason }
 // some point have more members of one etcd cluster down than it can lose
 // and keep quorum ((n-1)/2 of n), unless spec.safety.acceptQuorumLoss says
 // it means to.
-func (r *run) checkBlastRadius() error {
+func (r *run) checkBlastRadius(ctx context.Context) error {
 	sc := r.in.Scenario
 	if sc.Spec.Safety.AcceptQuorumLoss {
 		return nil
@@ -36,7 +37,19 @@ func (r *run) checkBlastRadius() error {
 			if def.takesEtcd == nil || !def.takesEtcd(st.Inject.Params) {
 				continue
 			}
-			for _, o := range r.objects[st.Inject.Target] {
+			objs := r.objects[st.Inject.Target]
+			if def.onHost {
+				// What the host's failure takes: every Machine on it.
+				hosts, err := hostsOf(ctx, r.in.Provider, objs)
+				if err != nil {
+					return fmt.Errorf("step %s: %w", st.Name, err)
+				}
+				objs = nil
+				for _, h := range hosts {
+					objs = append(objs, h.down...)
+				}
+			}
+			for _, o := range objs {
 				cluster := o.Attributes[providers.AttrEtcdCluster]
 				n, err := strconv.Atoi(o.Attributes[providers.AttrEtcdMembers])
 				if cluster == "" || err != nil {

@@ -56,6 +56,10 @@ type faultDef struct {
 	// perCluster: the fault acts on the Cluster of its target's objects,
 	// once for each Cluster (a rollout).
 	perCluster bool
+	// onHost: the fault acts on the ESXi host of its target's objects,
+	// once for each host (hostsOf); everything on the host goes down
+	// with it, which the blast-radius guard counts.
+	onHost bool
 }
 
 // vmPowerFault is a fault of a VM's power; it takes down the etcd member
@@ -74,11 +78,11 @@ func powerOnUndo(obj providers.Object, _ map[string]string) UndoAction {
 }
 
 // faultCatalogue lists every fault a scenario can inject.
-var faultCatalogue = mergeMaps(nodeAndVMFaults, objectFaults, upgradeFaults)
+var faultCatalogue = mergeMaps(nodeAndVMFaults, hostFaults, objectFaults, upgradeFaults)
 
 // undoCatalogue runs journaled undo actions. Each undo is idempotent, so a
 // recovery may replay one that had already run before a crash.
-var undoCatalogue = mergeMaps(nodeAndVMUndos, objectUndos)
+var undoCatalogue = mergeMaps(nodeAndVMUndos, hostUndos, objectUndos)
 
 func mergeMaps[V any](sets ...map[string]V) map[string]V {
 	out := map[string]V{}

@@ -45,7 +45,21 @@ func (r *run) inject(ctx context.Context, step string, in scenario.Inject) error
 		}
 		params[paramBackups] = filepath.Join(r.backupDir(), step)
 	}
-	for _, obj := range r.faultObjects(in) {
+	objs := r.faultObjects(in)
+	// down are what each object's fault takes down with it, to watch.
+	down := map[string][]providers.Object{}
+	if def.onHost {
+		hosts, err := hostsOf(ctx, r.in.Provider, objs)
+		if err != nil {
+			return &providers.InfraError{Err: fmt.Errorf("inject %s: %w", in.Fault, err)}
+		}
+		objs = nil
+		for _, h := range hosts {
+			objs = append(objs, h.host)
+			down[h.host.ID] = h.down
+		}
+	}
+	for _, obj := range objs {
 		id := step + "/" + obj.Name
 		f, err := r.journalFault(step, id, in.Fault, obj, def.undo(obj, params))
 		if err != nil {
@@ -73,7 +87,10 @@ func (r *run) inject(ctx context.Context, step string, in scenario.Inject) error
 		r.tl.markInjected(now)
 		r.tl.Record(r.in.Provider.Name(), obj.String(), "fault-injected", map[string]string{"fault": in.Fault, "id": id})
 		if f.undo.Action == "vm.power-on" {
-			r.watchPower(obj, f)
+			r.watchPower(obj, f, byOwner)
+		}
+		for _, o := range down[obj.ID] {
+			r.watchPower(o, f, byHA)
 		}
 		r.mu.Lock()
 		f.result.InjectedAt = &now

@@ -20,12 +20,18 @@ type powerWatches struct {
 	ctx  context.Context
 }
 
+// Who powers a VM on that faultline powered off, in the timeline.
+const (
+	byOwner = "not faultline: the VM's owner (CAPV powers on a VM it finds off)"
+	byHA    = "not faultline: vSphere HA, which restarts a failed host's VMs on another host"
+)
+
 // watchPower watches obj, which fault f powered off, until f is closed:
 // when another hand powers it back on first (CAPV powers on a VM it finds
 // off whenever it reconciles the VSphereVM), the timeline records
 // vm-powered-on, by the provider, and the progress shows it. A VM the
 // provider cannot read the power of is not watched.
-func (r *run) watchPower(obj providers.Object, f *activeFault) {
+func (r *run) watchPower(obj providers.Object, f *activeFault, by string) {
 	power, err := providers.As[providers.VMPower](r.in.Provider, providers.CapVMPower)
 	if err != nil {
 		return
@@ -73,7 +79,7 @@ func (r *run) watchPower(obj providers.Object, f *activeFault) {
 			done = f.done || f.undoing
 			r.mu.Unlock()
 			if !done {
-				r.tl.Record(r.in.Provider.Name(), obj.String(), "vm-powered-on", map[string]string{"id": f.result.ID, "by": "not faultline: the VM's owner (CAPV powers on a VM it finds off)"})
+				r.tl.Record(r.in.Provider.Name(), obj.String(), "vm-powered-on", map[string]string{"id": f.result.ID, "by": by})
 			}
 			return
 		}

@@ -211,7 +211,7 @@ func (r *run) execute(ctx context.Context) {
 	} else if err != nil {
 		r.errs = append(r.errs, err)
 		aborted = true
-	} else if err := r.checkBlastRadius(); err != nil {
+	} else if err := r.checkBlastRadius(sctx); err != nil {
 		r.errs = append(r.errs, err)
 		aborted = true
 	} else if err := r.preflight(sctx, sc); err != nil {

@@ -21,7 +21,7 @@ var (
 // need a vCenter, node faults a vCenter with a guest login.
 func (p *Provider) CapabilityUnavailable(c providers.Capability) error {
 	switch c {
-	case providers.CapVMPower, providers.CapVMLifecycle, providers.CapVMNetwork:
+	case providers.CapVMPower, providers.CapVMLifecycle, providers.CapVMNetwork, providers.CapHosts:
 		if p.vc == nil {
 			return fmt.Errorf("VM faults on Cluster API Machines go to their VMs through vCenter, and no vCenter is configured (--vcenter-url): %w (%w)", providers.ErrUnsupported, providers.ErrNotConfigured)
 		}
@@ -65,7 +65,7 @@ func (p *Provider) StaticPodRunning(ctx context.Context, obj providers.Object, c
 // Machine needs the VM behind it, found in the vCenter by its providerID.
 func (p *Provider) Preflight(ctx context.Context, c providers.Capability, obj providers.Object) error {
 	switch c {
-	case providers.CapVMPower, providers.CapVMLifecycle, providers.CapVMNetwork, providers.CapNodeKubelet, providers.CapNodeStaticPods:
+	case providers.CapVMPower, providers.CapVMLifecycle, providers.CapVMNetwork, providers.CapHosts, providers.CapNodeKubelet, providers.CapNodeStaticPods:
 		_, err := p.vm(ctx, obj)
 		if errors.Is(err, errNoProviderID) {
 			return nil // still provisioning: the fault reads it again

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/faultline-dev/faultline/providers/capi"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"github.com/faultline-dev/faultline/providers/lab/leftovers"
 	"github.com/faultline-dev/faultline/providers/lab/management"
 	"github.com/faultline-dev/faultline/providers/lab/nodesim"
@@ -122,6 +123,7 @@ func (l *Lab) startNodeSimulator(ctx context.Context) error {
 func (l *Lab) createClusters(ctx context.Context) error {
 	for _, cs := range l.in.Clusters {
 		l.clusters.Set(cs.Key(), cs)
+		l.place(cs)
 		if !cs.RealNodes() {
 			if err := l.createSimulated(ctx, cs); err != nil {
 				return err
@@ -142,9 +144,17 @@ func (l *Lab) createClusters(ctx context.Context) error {
 	return nil
 }
 
+// place tells the lab's vCenter where to put the cluster's control-plane
+// VMs, named after their Machines (spec.lab.placement).
+func (l *Lab) place(cs ClusterSpec) {
+	policy := map[string]string{labconfig.PlacementSpread: vcsim.Spread, labconfig.PlacementTogether: vcsim.Together}[cs.Placement.ControlPlanes]
+	l.sim.SetPlacement(cs.ControlPlaneName()+"-", policy)
+}
+
 // createSimulated adds a cluster whose nodes the simulator plays and
 // creates its Cluster API objects.
 func (l *Lab) createSimulated(ctx context.Context, cs ClusterSpec) error {
+	l.place(cs)
 	if err := l.nodes.AddCluster(cs); err != nil {
 		return err
 	}

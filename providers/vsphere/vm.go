@@ -38,7 +38,7 @@ func (p *Provider) vm(obj providers.Object) *object.VirtualMachine {
 // the task ended, or that its outcome is unknown.
 func (p *Provider) task(ctx context.Context, op string, obj providers.Object, start func(context.Context) (*object.Task, error)) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%s vm %q: not started: %w", op, obj.Name, context.Cause(ctx))
+		return fmt.Errorf("%s %s %q: not started: %w", op, noun(obj), obj.Name, context.Cause(ctx))
 	}
 	cctx, done := graced(ctx, createGrace)
 	t, err := start(cctx)
@@ -51,11 +51,19 @@ func (p *Provider) task(ctx context.Context, op string, obj providers.Object, st
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("%s vm %q: cut short before vCenter answered with a task: whether it runs one is unknown: %w", op, obj.Name, context.Cause(ctx))
+			return fmt.Errorf("%s %s %q: cut short before vCenter answered with a task: whether it runs one is unknown: %w", op, noun(obj), obj.Name, context.Cause(ctx))
 		}
-		return fmt.Errorf("%s vm %q: %w", op, obj.Name, describe(err))
+		return fmt.Errorf("%s %s %q: %w", op, noun(obj), obj.Name, describe(err))
 	}
 	return nil
+}
+
+// noun is what obj is in an error: a host, or a VM.
+func noun(obj providers.Object) string {
+	if obj.Kind == "HostSystem" {
+		return "host"
+	}
+	return "vm"
 }
 
 // createGrace is how long the call that creates a task may go on once
@@ -84,11 +92,11 @@ func settle(ctx context.Context, op string, obj providers.Object, t *object.Task
 	ref := t.Reference().Value
 	switch {
 	case info != nil && info.State == types.TaskInfoStateSuccess:
-		return fmt.Errorf("%s vm %q: cut short while its vSphere task %s ran, which then succeeded: %w", op, obj.Name, ref, context.Cause(ctx))
+		return fmt.Errorf("%s %s %q: cut short while its vSphere task %s ran, which then succeeded: %w", op, noun(obj), obj.Name, ref, context.Cause(ctx))
 	case info != nil && info.State == types.TaskInfoStateError:
-		return fmt.Errorf("%s vm %q: cut short while its vSphere task %s ran, which then failed (%v): %w", op, obj.Name, ref, describe(err), context.Cause(ctx))
+		return fmt.Errorf("%s %s %q: cut short while its vSphere task %s ran, which then failed (%v): %w", op, noun(obj), obj.Name, ref, describe(err), context.Cause(ctx))
 	}
-	return fmt.Errorf("%s vm %q: cut short, and its vSphere task %s had not ended %s later: its outcome is unknown: %w", op, obj.Name, ref, taskSettle, context.Cause(ctx))
+	return fmt.Errorf("%s %s %q: cut short, and its vSphere task %s had not ended %s later: its outcome is unknown: %w", op, noun(obj), obj.Name, ref, taskSettle, context.Cause(ctx))
 }
 
 // PowerOn powers a VM on.

@@ -44,14 +44,14 @@ func SpecFor(name string, s LabSpec) ClusterSpec {
 // spec.lab is s: the same control planes (etcd scenarios count members),
 // at least its workers, the same CNI, pod network and health checks (a
 // MachineHealthCheck setting the scenario leaves out does not matter), and
-// the same drain timeout.
+// the same drain timeout, vSphere HA and placement.
 func (c ClusterSpec) Serves(s LabSpec) bool {
 	wpod, wnode, wblock := s.PodNetwork()
 	cpod, cnode, cblock := c.PodNetwork()
 	return c.ControlPlanes == s.ControlPlanes && c.Workers >= s.Workers && c.CNIName() == s.CNIName() && c.RealNodes() == s.RealNodes() &&
 		cpod == wpod && cnode == wnode && cblock == wblock && c.NodeStartupTimeout == s.NodeStartupTimeout && c.UnhealthyTimeout == s.UnhealthyTimeout && c.NodeDrainTimeout == s.NodeDrainTimeout && c.Version() == s.Version() &&
 		c.HasWorkerMHC() == s.HasWorkerMHC() && (s.ControlPlaneMHC == nil || c.HasControlPlaneMHC() == s.HasControlPlaneMHC()) &&
-		c.TriggerIf() == s.TriggerIf() && c.Release.SameStack(s.Release)
+		c.TriggerIf() == s.TriggerIf() && c.Release.SameStack(s.Release) && c.HA.Restart() == s.HA.Restart() && c.Placement == s.Placement
 }
 
 // Validate checks the name and the shape.

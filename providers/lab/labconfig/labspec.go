@@ -77,6 +77,56 @@ type LabSpec struct {
 	// plane runs (a stack's name, or clusterAPI and capv); empty, the
 	// default stack. A run's --release replaces it.
 	Release Release `yaml:"release"`
+	// HA is vSphere HA on the lab's vCenter cluster for this cluster's
+	// VMs: when on, the VMs of a failed host (host.fail) are restarted on
+	// another host RestartAfter after the failure, as HA restarts them.
+	// Off, they stay down until the host is back.
+	HA LabHA `yaml:"ha"`
+	// Placement lays the cluster's control-plane VMs on the vCenter
+	// cluster's hosts: PlacementAny (the default) as DRS places any VM,
+	// on the host with the fewest VMs then; PlacementSpread each on a
+	// host of its own while there are hosts (a DRS anti-affinity rule);
+	// PlacementTogether all on one host.
+	Placement LabPlacement `yaml:"placement"`
+}
+
+// LabPlacement is where the lab's vCenter puts a cluster's VMs
+// (LabSpec.Placement).
+type LabPlacement struct {
+	ControlPlanes string `yaml:"controlPlanes"`
+}
+
+// The placements of LabPlacement.ControlPlanes.
+const (
+	PlacementAny      = "any"
+	PlacementSpread   = "spread"
+	PlacementTogether = "together"
+)
+
+// LabHA is vSphere HA as the lab plays it (LabSpec.HA).
+type LabHA struct {
+	Enabled bool `yaml:"enabled"`
+	// RestartAfter is the time from a host's failure to its VMs powered
+	// on elsewhere: HA's failure detection (about 15 s) and the restart;
+	// zero is DefaultHARestart.
+	RestartAfter Duration `yaml:"restartAfter"`
+}
+
+// DefaultHARestart is LabHA.RestartAfter's default: HA declares a host
+// failed after about 15 s without heartbeats and powers its VMs on within
+// seconds after that.
+const DefaultHARestart = 20 * time.Second
+
+// Restart is how long after a host failure HA restarts its VMs; zero
+// when HA is off.
+func (h LabHA) Restart() time.Duration {
+	switch {
+	case !h.Enabled:
+		return 0
+	case h.RestartAfter.Duration > 0:
+		return h.RestartAfter.Duration
+	}
+	return DefaultHARestart
 }
 
 // LabRemediation is the remediation of the lab's MachineHealthChecks.
@@ -147,6 +197,12 @@ func (l LabSpec) Validate(fld *field.Path) field.ErrorList {
 	}
 	if d := l.NodeDrainTimeout.Duration; d < 0 || (d > 0 && (d < time.Second || d%time.Second != 0)) {
 		invalid(fld.Child("nodeDrainTimeout"), l.NodeDrainTimeout.String(), "got %s, expected whole seconds, at least 1s (a Machine's nodeDrainTimeoutSeconds)", l.NodeDrainTimeout)
+	}
+	if d := l.HA.RestartAfter.Duration; d < 0 || (d > 0 && !l.HA.Enabled) {
+		invalid(fld.Child("ha", "restartAfter"), l.HA.RestartAfter.String(), "got %s, expected a positive duration with ha.enabled: true", l.HA.RestartAfter)
+	}
+	if p := l.Placement.ControlPlanes; p != "" && p != PlacementAny && p != PlacementSpread && p != PlacementTogether {
+		invalid(fld.Child("placement", "controlPlanes"), p, "got %q, expected %s, %s or %s", p, PlacementAny, PlacementSpread, PlacementTogether)
 	}
 	errs = append(errs, l.validateRemediation(fld)...)
 	errs = append(errs, l.Release.Validate(fld.Child("release"))...)

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/vmware/govmomi/simulator"
@@ -29,6 +30,9 @@ type Sim struct {
 	model  *simulator.Model
 	server *simulator.Server
 	caFile string
+	// placement is SetPlacement's, by VM name prefix.
+	mu        sync.Mutex
+	placement map[string]string
 }
 
 // Input configures Start.
@@ -69,6 +73,8 @@ func Start(in Input) (*Sim, error) {
 	if err := m.Create(); err != nil {
 		return nil, fmt.Errorf("create vcsim inventory: %w", err)
 	}
+	v := &Sim{model: m, placement: map[string]string{}}
+	m.Map().Handler = v.hostRules
 	listen := in.Listen
 	if listen == "" {
 		listen = "127.0.0.1:0"
@@ -88,7 +94,8 @@ func Start(in Input) (*Sim, error) {
 		m.Remove()
 		return nil, fmt.Errorf("write vcsim certificate: %w", err)
 	}
-	return &Sim{model: m, server: s, caFile: ca}, nil
+	v.server, v.caFile = s, ca
+	return v, nil
 }
 
 // URL is the SDK endpoint, without credentials.

@@ -1,0 +1,71 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/faultline-dev/faultline/providers"
+)
+
+// hostFaults are the faults on the ESXi host a target's VM runs on: each
+// acts once on each host its target's objects run on (faultDef.onHost),
+// and the host, with the VMs it ran, is what the journal records.
+var hostFaults = map[string]faultDef{
+	"host.fail": {
+		capability: providers.CapHosts, onHost: true, takesEtcd: takesEtcdMember,
+		summary: "fail the ESXi host the target's VM runs on: every VM powered on there is powered off hard at once and the host disconnected, so vCenter refuses to act on them (CAPV can neither power them on nor delete them) until it is back; undo connects the host again and powers on those of its VMs still off (vSphere HA, when on, restarts them elsewhere first)",
+		inject: using(providers.CapHosts, func(ctx context.Context, h providers.Hosts, host providers.Object, _ map[string]string) error {
+			return h.FailHost(ctx, host, hostVMs(host))
+		}),
+		undo: func(host providers.Object, _ map[string]string) UndoAction {
+			return UndoAction{Action: "host.restore", Target: host, Params: map[string]string{"vms": host.Attributes[providers.AttrVMs]}}
+		},
+	},
+}
+
+var hostUndos = map[string]func(ctx context.Context, p providers.Provider, u UndoAction) error{
+	"host.restore": undoUsing(providers.CapHosts, func(ctx context.Context, h providers.Hosts, u UndoAction) error {
+		return h.RestoreHost(ctx, u.Target, splitList(u.Params["vms"]))
+	}),
+}
+
+// hostVMs are the VMs AttrVMs lists on host.
+func hostVMs(host providers.Object) []string {
+	return splitList(host.Attributes[providers.AttrVMs])
+}
+
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+// hostDown is a host a fault acts on, and what its failure takes down.
+type hostDown struct {
+	host providers.Object
+	down []providers.Object
+}
+
+// hostsOf maps objs to the hosts their VMs run on, each host once (two
+// targets on one host fail it once).
+func hostsOf(ctx context.Context, p providers.Provider, objs []providers.Object) ([]hostDown, error) {
+	h, err := providers.As[providers.Hosts](p, providers.CapHosts)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []hostDown
+	for _, o := range objs {
+		host, on, err := h.HostOf(ctx, o)
+		if err != nil {
+			return nil, fmt.Errorf("host of %s: %w", o, err)
+		}
+		if !seen[host.ID] {
+			seen[host.ID] = true
+			out = append(out, hostDown{host: host, down: on})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,75 @@
+package capi
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/faultline-dev/faultline/providers"
+)
+
+var _ providers.Hosts = (*Provider)(nil)
+
+// HostOf implements providers.Hosts on the Machine's VM: its host, and
+// the Machines of its Cluster whose VMs are powered on there (with their
+// etcd attributes, for the blast-radius guard). A VM on the host that is
+// no Machine of that Cluster's goes down too, but is no target's.
+func (p *Provider) HostOf(ctx context.Context, obj providers.Object) (providers.Object, []providers.Object, error) {
+	vm, err := p.vm(ctx, obj)
+	if err != nil {
+		return providers.Object{}, nil, err
+	}
+	host, on, err := p.vc.HostOf(ctx, vm)
+	if err != nil {
+		return providers.Object{}, nil, err
+	}
+	uuids := map[string]bool{}
+	for _, v := range on {
+		uuids[strings.ToLower(v.Attributes[providers.AttrUUID])] = true
+	}
+	cluster := obj.Attributes[providers.AttrNamespace] + "/" + obj.Attributes[providers.AttrCluster]
+	machines, err := p.Resolve(ctx, providers.Selector{Cluster: cluster})
+	if err != nil {
+		return providers.Object{}, nil, fmt.Errorf("Machines of %s: %w", cluster, err)
+	}
+	var down []providers.Object
+	for _, m := range machines {
+		if uuid, ok := strings.CutPrefix(m.Attributes[providers.AttrProviderID], "vsphere://"); ok && uuids[strings.ToLower(uuid)] {
+			down = append(down, m)
+		}
+	}
+	return host, down, nil
+}
+
+// FailHost implements providers.Hosts through the vCenter.
+func (p *Provider) FailHost(ctx context.Context, host providers.Object, vms []string) error {
+	if p.vc == nil {
+		return fmt.Errorf("fail host %s: no vCenter configured: %w", host.Name, providers.ErrUnsupported)
+	}
+	return p.vc.FailHost(ctx, host, vms)
+}
+
+// RestoreHost implements providers.Hosts through the vCenter, as an
+// operator brings a host back: the VMs of Machines being deleted (a
+// remediation CAPV could not finish while the host was down) stay off,
+// and CAPV deletes them now; the others are powered on.
+func (p *Provider) RestoreHost(ctx context.Context, host providers.Object, vms []string) error {
+	if p.vc == nil {
+		return fmt.Errorf("restore host %s: no vCenter configured: %w", host.Name, providers.ErrUnsupported)
+	}
+	var list clusterv1.MachineList
+	if err := p.c.List(ctx, &list); err != nil {
+		return fmt.Errorf("restore host %s: list Machines: %w", host.Name, err)
+	}
+	deleting := map[string]bool{}
+	for _, m := range list.Items {
+		if uuid, ok := strings.CutPrefix(m.Spec.ProviderID, "vsphere://"); ok && !m.DeletionTimestamp.IsZero() {
+			deleting[strings.ToLower(uuid)] = true
+		}
+	}
+	return p.vc.RestoreHostKeeping(ctx, host, vms, func(vm providers.Object) bool {
+		return deleting[strings.ToLower(vm.Attributes[providers.AttrUUID])]
+	})
+}

@@ -1,0 +1,263 @@
+package vcsim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// hostRules is the simulator's method hook (Registry.Handler) with the
+// host behaviour vcsim lacks, which a host fault needs:
+//   - placement as DRS makes it: a VM cloned with no host named lands on
+//     a connected host of the resource pool's cluster, not in maintenance
+//     (placeIn; vcsim puts every clone on its template's host, so every
+//     lab VM shared one host);
+//   - a VM on a host that is not connected refuses every operation, as
+//     vCenter does (HostNotConnected; HostNotReachable while the host is
+//     not responding): CAPV cannot power on, reconfigure or delete it
+//     until the host is back. Templates are left usable, as a content
+//     library's are.
+func (v *Sim) hostRules(ctx *simulator.Context, m *simulator.Method) (mo.Reference, types.BaseMethodFault) {
+	if m.This.Type != "VirtualMachine" {
+		return nil, nil
+	}
+	vm, ok := ctx.Map.Get(m.This).(*simulator.VirtualMachine)
+	if !ok {
+		return nil, nil
+	}
+	var template bool
+	var host *types.ManagedObjectReference
+	ctx.WithLock(vm, func() {
+		template = vm.Config != nil && vm.Config.Template
+		host = vm.Runtime.Host
+	})
+	if clone, ok := m.Body.(*types.CloneVM_Task); ok && clone.Spec.Location.Host == nil && clone.Spec.Location.Pool != nil {
+		prefix, policy := v.placementOf(clone.Name)
+		if h := placeIn(ctx, *clone.Spec.Location.Pool, nil, prefix, policy); h != nil {
+			clone.Spec.Location.Host = h
+		}
+	}
+	if template || host == nil {
+		return nil, nil
+	}
+	switch hostState(ctx, *host) {
+	case types.HostSystemConnectionStateDisconnected:
+		return nil, &types.HostNotConnected{}
+	case types.HostSystemConnectionStateNotResponding:
+		return nil, &types.HostNotReachable{}
+	}
+	return nil, nil
+}
+
+// The placement policies of SetPlacement.
+const (
+	// Spread puts each VM of a group on the host with the fewest of the
+	// group's VMs (a DRS anti-affinity rule).
+	Spread = "spread"
+	// Together puts them on the host with the most of them.
+	Together = "together"
+)
+
+// SetPlacement places the VMs whose names start with prefix (a control
+// plane's Machines) by policy, Spread or Together; "" forgets the
+// prefix, and its VMs are placed as any other: on the host with the
+// fewest VMs, as DRS balances a cluster.
+func (v *Sim) SetPlacement(prefix, policy string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if policy == "" {
+		delete(v.placement, prefix)
+		return
+	}
+	v.placement[prefix] = policy
+}
+
+// placementOf is the group and policy of a VM named name: the longest
+// prefix set that it starts with.
+func (v *Sim) placementOf(name string) (prefix, policy string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for p, pol := range v.placement {
+		if strings.HasPrefix(name, p) && len(p) > len(prefix) {
+			prefix, policy = p, pol
+		}
+	}
+	return prefix, policy
+}
+
+// hostState is ref's connection state.
+func hostState(ctx *simulator.Context, ref types.ManagedObjectReference) types.HostSystemConnectionState {
+	h, ok := ctx.Map.Get(ref).(*simulator.HostSystem)
+	if !ok {
+		return ""
+	}
+	var st types.HostSystemConnectionState
+	ctx.WithLock(h, func() { st = h.Runtime.ConnectionState })
+	return st
+}
+
+// placeIn picks the host for a VM of pool, of the connected hosts of the
+// pool's cluster not in maintenance and not skip: by policy for the VMs
+// whose names start with prefix, then the one with the fewest VMs, then
+// the first by name. nil when there is none.
+func placeIn(ctx *simulator.Context, pool types.ManagedObjectReference, skip *types.ManagedObjectReference, prefix, policy string) *types.ManagedObjectReference {
+	rp, ok := ctx.Map.Get(pool).(*simulator.ResourcePool)
+	if !ok {
+		return nil
+	}
+	var owner types.ManagedObjectReference
+	ctx.WithLock(rp, func() { owner = rp.Owner })
+	cr, ok := ctx.Map.Get(owner).(*simulator.ClusterComputeResource)
+	if !ok {
+		return nil
+	}
+	var candidates []types.ManagedObjectReference
+	ctx.WithLock(cr, func() { candidates = slices.Clone(cr.Host) })
+	type load struct {
+		ref        types.ManagedObjectReference
+		name       string
+		vms, group int
+	}
+	var hosts []load
+	for _, ref := range candidates {
+		h, ok := ctx.Map.Get(ref).(*simulator.HostSystem)
+		if !ok || (skip != nil && ref == *skip) {
+			continue
+		}
+		var vms []types.ManagedObjectReference
+		l := load{ref: ref}
+		var usable bool
+		ctx.WithLock(h, func() {
+			usable = h.Runtime.ConnectionState == types.HostSystemConnectionStateConnected && !h.Runtime.InMaintenanceMode
+			l.name, vms = h.Name, slices.Clone(h.Vm)
+		})
+		if !usable {
+			continue
+		}
+		l.vms = len(vms)
+		if prefix != "" {
+			l.group = countNamed(ctx, vms, prefix)
+		}
+		hosts = append(hosts, l)
+	}
+	if len(hosts) == 0 {
+		return nil
+	}
+	best := slices.MinFunc(hosts, func(a, b load) int {
+		switch {
+		case policy == Spread && a.group != b.group:
+			return a.group - b.group
+		case policy == Together && a.group != b.group:
+			return b.group - a.group
+		case a.vms != b.vms:
+			return a.vms - b.vms
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	return &best.ref
+}
+
+// countNamed counts the VMs of refs whose names start with prefix.
+func countNamed(ctx *simulator.Context, refs []types.ManagedObjectReference, prefix string) int {
+	n := 0
+	for _, ref := range refs {
+		vm, ok := ctx.Map.Get(ref).(*simulator.VirtualMachine)
+		if !ok {
+			continue
+		}
+		var name string
+		ctx.WithLock(vm, func() { name = vm.Name })
+		if strings.HasPrefix(name, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// RestartElsewhere is vSphere HA's restart of a VM whose host failed: the
+// VM is registered on the host placement picks among the others of its
+// cluster and powered on there, and vCenter shows HA's event ("vSphere HA
+// restarted virtual machine"). It acts in process, as HA does, not
+// through vCenter's API (which refuses a VM on a host that is down). It
+// returns the new host's name, or "" when there is nothing to restart: the
+// VM is gone or powered on, or its host is connected again.
+func (v *Sim) RestartElsewhere(ref types.ManagedObjectReference) (string, error) {
+	base := v.model.Service.Context
+	ctx := &simulator.Context{Context: context.Background(), Map: base.Map, Session: base.Session}
+	vm, ok := base.Map.Get(ref).(*simulator.VirtualMachine)
+	if !ok {
+		return "", nil
+	}
+	var from, pool *types.ManagedObjectReference
+	var name string
+	var power types.VirtualMachinePowerState
+	ctx.WithLock(vm, func() { from, pool, name, power = vm.Runtime.Host, vm.ResourcePool, vm.Name, vm.Runtime.PowerState })
+	if from == nil || pool == nil {
+		return "", fmt.Errorf("vm %s has no host or resource pool", name)
+	}
+	if power == types.VirtualMachinePowerStatePoweredOn || hostState(ctx, *from) == types.HostSystemConnectionStateConnected {
+		return "", nil
+	}
+	prefix, policy := v.placementOf(name)
+	to := placeIn(ctx, *pool, from, prefix, policy)
+	if to == nil {
+		return "", fmt.Errorf("vm %s: no other connected host in its cluster to restart it on", name)
+	}
+	if err := runTask(ctx, vm, func() soap.HasFault {
+		return vm.RelocateVMTask(ctx, &types.RelocateVM_Task{This: ref, Spec: types.VirtualMachineRelocateSpec{Host: to}})
+	}); err != nil {
+		return "", fmt.Errorf("restart vm %s elsewhere: relocate: %w", name, err)
+	}
+	if err := runTask(ctx, vm, func() soap.HasFault { return vm.PowerOnVMTask(ctx, &types.PowerOnVM_Task{This: ref}) }); err != nil {
+		return "", fmt.Errorf("restart vm %s elsewhere: power on: %w", name, err)
+	}
+	dest := base.Map.Get(*to).(*simulator.HostSystem)
+	src := base.Map.Get(*from).(*simulator.HostSystem)
+	// vcsim's relocate leaves the VM in its old host's list and out of
+	// the new one's; HostOf and placement read them.
+	base.Map.RemoveReference(ctx, src, &src.Vm, ref)
+	base.Map.AddReference(ctx, dest, &dest.Vm, ref)
+	ev := &types.VmRestartedOnAlternateHostEvent{SourceHost: types.HostEventArgument{EntityEventArgument: types.EntityEventArgument{Name: src.Name}, Host: *from}}
+	ev.Vm = &types.VmEventArgument{EntityEventArgument: types.EntityEventArgument{Name: name}, Vm: ref}
+	ev.Host = &types.HostEventArgument{EntityEventArgument: types.EntityEventArgument{Name: dest.Name}, Host: *to}
+	ev.FullFormattedMessage = fmt.Sprintf("vSphere HA restarted virtual machine %s on host %s (its host %s failed)", name, dest.Name, src.Name)
+	base.Map.EventManager().PostEvent(ctx, &types.PostEvent{EventToPost: ev})
+	return dest.Name, nil
+}
+
+// runTask calls a task method of vm under its lock, as the simulator's
+// dispatch does, and waits for the task it starts.
+func runTask(ctx *simulator.Context, vm *simulator.VirtualMachine, call func() soap.HasFault) error {
+	var res soap.HasFault
+	ctx.WithLock(vm, func() { res = call() })
+	if f := res.Fault(); f != nil {
+		return fmt.Errorf("%s", f.String)
+	}
+	var ref types.ManagedObjectReference
+	switch b := res.(type) {
+	case *methods.RelocateVM_TaskBody:
+		ref = b.Res.Returnval
+	case *methods.PowerOnVM_TaskBody:
+		ref = b.Res.Returnval
+	default:
+		return fmt.Errorf("unexpected answer %T", res)
+	}
+	t, ok := ctx.Map.Get(ref).(*simulator.Task)
+	if !ok {
+		return fmt.Errorf("task %s is not in the simulator", ref.Value)
+	}
+	t.Wait()
+	var info types.TaskInfo
+	ctx.WithLock(t, func() { info = t.Info })
+	if info.State == types.TaskInfoStateError && info.Error != nil {
+		return fmt.Errorf("%s", info.Error.LocalizedMessage)
+	}
+	return nil
+}

@@ -1,0 +1,146 @@
+package vsphere
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/faultline-dev/faultline/providers"
+)
+
+var _ providers.Hosts = (*Provider)(nil)
+
+// HostOf implements providers.Hosts: the host vm runs on, with the VMs
+// powered on there now, which are also what its failure takes down.
+func (p *Provider) HostOf(ctx context.Context, vm providers.Object) (providers.Object, []providers.Object, error) {
+	var v mo.VirtualMachine
+	if err := property.DefaultCollector(p.client).RetrieveOne(ctx, p.vm(vm).Reference(), []string{"runtime.host"}, &v); err != nil {
+		return providers.Object{}, nil, fmt.Errorf("host of vm %q: %w", vm.Name, describe(err))
+	}
+	if v.Runtime.Host == nil {
+		return providers.Object{}, nil, fmt.Errorf("vm %q runs on no host vCenter names: %w", vm.Name, providers.ErrNotFound)
+	}
+	var h mo.HostSystem
+	if err := property.DefaultCollector(p.client).RetrieveOne(ctx, *v.Runtime.Host, []string{"name", "vm"}, &h); err != nil {
+		return providers.Object{}, nil, fmt.Errorf("host of vm %q: %w", vm.Name, describe(err))
+	}
+	on, err := p.poweredOn(ctx, h.Vm)
+	if err != nil {
+		return providers.Object{}, nil, fmt.Errorf("vms on host %q: %w", h.Name, err)
+	}
+	ids := make([]string, len(on))
+	for i, o := range on {
+		ids[i] = o.ID
+	}
+	host := providers.Object{Kind: "HostSystem", Name: h.Name, ID: h.Self.Value, Attributes: map[providers.Attribute]string{providers.AttrVMs: strings.Join(ids, ",")}}
+	return host, on, nil
+}
+
+// poweredOn are those of refs that are VMs powered on, templates left out,
+// as objects (name and BIOS UUID), sorted by name.
+func (p *Provider) poweredOn(ctx context.Context, refs []types.ManagedObjectReference) ([]providers.Object, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	var vms []mo.VirtualMachine
+	if err := property.DefaultCollector(p.client).Retrieve(ctx, refs, []string{"runtime.powerState", "config.template"}, &vms); err != nil {
+		return nil, describe(err)
+	}
+	var on []types.ManagedObjectReference
+	for _, vm := range vms {
+		if vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn && (vm.Config == nil || !vm.Config.Template) {
+			on = append(on, vm.Self)
+		}
+	}
+	return p.objects(ctx, on)
+}
+
+// FailHost implements providers.Hosts: every VM of vms powered off hard at
+// once (their tasks all started before any is waited on), then the host
+// disconnected. A VM already off or gone is no error: the host's failure
+// would have found it so.
+func (p *Provider) FailHost(ctx context.Context, host providers.Object, vms []string) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(vms))
+	for i, id := range vms {
+		wg.Go(func() {
+			vm := providers.Object{Kind: "VirtualMachine", Name: id, ID: id}
+			err := p.PowerOff(ctx, vm)
+			if isFault(err, "InvalidPowerState") || isNotFound(err) {
+				err = nil
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("fail host %q: %w", host.Name, err)
+	}
+	h := object.NewHostSystem(p.client, p.hostRef(host))
+	return p.task(ctx, "disconnect", host, func(ctx context.Context) (*object.Task, error) { return h.Disconnect(ctx) })
+}
+
+// RestoreHost implements providers.Hosts: the host connected again, then
+// each VM of vms that is still powered off powered on where it is now.
+func (p *Provider) RestoreHost(ctx context.Context, host providers.Object, vms []string) error {
+	return p.RestoreHostKeeping(ctx, host, vms, nil)
+}
+
+// RestoreHostKeeping is RestoreHost that leaves off each VM keepOff says
+// an operator would not start (a VM whose Machine is being deleted);
+// keepOff gets the VM with its BIOS UUID.
+func (p *Provider) RestoreHostKeeping(ctx context.Context, host providers.Object, vms []string, keepOff func(providers.Object) bool) error {
+	var h mo.HostSystem
+	if err := property.DefaultCollector(p.client).RetrieveOne(ctx, p.hostRef(host), []string{"runtime.connectionState"}, &h); err != nil {
+		return fmt.Errorf("restore host %q: %w", host.Name, describe(err))
+	}
+	if h.Runtime.ConnectionState != types.HostSystemConnectionStateConnected {
+		hs := object.NewHostSystem(p.client, p.hostRef(host))
+		err := p.task(ctx, "reconnect", host, func(ctx context.Context) (*object.Task, error) {
+			return hs.Reconnect(ctx, nil, nil)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	var errs []error
+	for _, id := range slices.Sorted(slices.Values(vms)) {
+		vm := providers.Object{Kind: "VirtualMachine", Name: id, ID: id}
+		if keepOff != nil {
+			objs, err := p.objects(ctx, []types.ManagedObjectReference{p.vm(vm).Reference()})
+			if err != nil && !isNotFound(err) {
+				errs = append(errs, err)
+				continue
+			}
+			if len(objs) == 1 && keepOff(objs[0]) {
+				continue
+			}
+		}
+		st, err := p.PowerState(ctx, vm)
+		switch {
+		case isNotFound(err):
+			continue
+		case err != nil:
+			errs = append(errs, err)
+			continue
+		case st == providers.PoweredOn:
+			continue
+		}
+		if err := p.PowerOn(ctx, vm); err != nil && !isFault(err, "InvalidPowerState") {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (p *Provider) hostRef(host providers.Object) types.ManagedObjectReference {
+	return types.ManagedObjectReference{Type: "HostSystem", Value: host.ID}
+}
