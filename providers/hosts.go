@@ -19,6 +19,15 @@ type Hosts interface {
 	// powered off; one deleted, or started by another hand (vSphere HA,
 	// CAPV) meanwhile, is left as it is.
 	RestoreHost(ctx context.Context, host Object, vms []string) error
+	// EnterMaintenance evacuates host as DRS does for maintenance mode:
+	// each VM of vms still on it migrated, running, to another connected
+	// host of its cluster, or shut down where there is none; then the
+	// host enters maintenance mode.
+	EnterMaintenance(ctx context.Context, host Object, vms []string) error
+	// ExitMaintenance takes host out of maintenance mode and powers on
+	// those of vms still powered off (RestoreHost's rule). The migrated
+	// VMs stay where they are, as DRS may leave them.
+	ExitMaintenance(ctx context.Context, host Object, vms []string) error
 }
 
 // AttrVMs lists, comma-separated, the references of the VMs powered on on

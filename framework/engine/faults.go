@@ -60,6 +60,9 @@ type faultDef struct {
 	// once for each host (hostsOf); everything on the host goes down
 	// with it, which the blast-radius guard counts.
 	onHost bool
+	// poweredOnBy, on a fault that powers off what its host runs, names
+	// who powers those VMs on again (the timeline's vm-powered-on).
+	poweredOnBy string
 }
 
 // vmPowerFault is a fault of a VM's power; it takes down the etcd member

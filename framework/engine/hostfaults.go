@@ -13,7 +13,7 @@ import (
 // and the host, with the VMs it ran, is what the journal records.
 var hostFaults = map[string]faultDef{
 	"host.fail": {
-		capability: providers.CapHosts, onHost: true, takesEtcd: takesEtcdMember,
+		capability: providers.CapHosts, onHost: true, takesEtcd: takesEtcdMember, poweredOnBy: byHA,
 		summary: "fail the ESXi host the target's VM runs on: every VM powered on there is powered off hard at once and the host disconnected, so vCenter refuses to act on them (CAPV can neither power them on nor delete them) until it is back; undo connects the host again and powers on those of its VMs still off (vSphere HA, when on, restarts them elsewhere first)",
 		inject: using(providers.CapHosts, func(ctx context.Context, h providers.Hosts, host providers.Object, _ map[string]string) error {
 			return h.FailHost(ctx, host, hostVMs(host))
@@ -22,11 +22,24 @@ var hostFaults = map[string]faultDef{
 			return UndoAction{Action: "host.restore", Target: host, Params: map[string]string{"vms": host.Attributes[providers.AttrVMs]}}
 		},
 	},
+	"host.maintenance": {
+		capability: providers.CapHosts, onHost: true,
+		summary: "put the ESXi host the target's VM runs on into maintenance mode, as an operator's rolling maintenance does: each VM powered on there is migrated, running, to another connected host of its cluster (vMotion, as DRS evacuates a host), or shut down where there is none; undo takes the host out of maintenance mode and powers on those of its VMs still off (the migrated ones stay where they are)",
+		inject: using(providers.CapHosts, func(ctx context.Context, h providers.Hosts, host providers.Object, _ map[string]string) error {
+			return h.EnterMaintenance(ctx, host, hostVMs(host))
+		}),
+		undo: func(host providers.Object, _ map[string]string) UndoAction {
+			return UndoAction{Action: "host.exit-maintenance", Target: host, Params: map[string]string{"vms": host.Attributes[providers.AttrVMs]}}
+		},
+	},
 }
 
 var hostUndos = map[string]func(ctx context.Context, p providers.Provider, u UndoAction) error{
 	"host.restore": undoUsing(providers.CapHosts, func(ctx context.Context, h providers.Hosts, u UndoAction) error {
 		return h.RestoreHost(ctx, u.Target, splitList(u.Params["vms"]))
+	}),
+	"host.exit-maintenance": undoUsing(providers.CapHosts, func(ctx context.Context, h providers.Hosts, u UndoAction) error {
+		return h.ExitMaintenance(ctx, u.Target, splitList(u.Params["vms"]))
 	}),
 }
 

@@ -89,8 +89,10 @@ func (r *run) inject(ctx context.Context, step string, in scenario.Inject) error
 		if f.undo.Action == "vm.power-on" {
 			r.watchPower(obj, f, byOwner)
 		}
-		for _, o := range down[obj.ID] {
-			r.watchPower(o, f, byHA)
+		if def.poweredOnBy != "" {
+			for _, o := range down[obj.ID] {
+				r.watchPower(o, f, def.poweredOnBy)
+			}
 		}
 		r.mu.Lock()
 		f.result.InjectedAt = &now

@@ -3,11 +3,13 @@ package scenario_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 )
 
 func TestLabSpecValidate(t *testing.T) {
@@ -25,6 +27,12 @@ func TestLabSpecValidate(t *testing.T) {
 		{name: "simulated only, simulated", spec: scenario.LabSpec{ControlPlanes: 1, SimulatedOnly: "Calico is simulated"}},
 		{name: "simulated only on real nodes", spec: scenario.LabSpec{ControlPlanes: 1, Nodes: scenario.NodesContainers, SimulatedOnly: "Calico is simulated"},
 			want: "spec.lab.nodes: Invalid value: \"containers\": got containers, but spec.lab.simulatedOnly says the scenario cannot run on real nodes: Calico is simulated"},
+		{name: "HA with its restart", spec: scenario.LabSpec{ControlPlanes: 1, HA: labconfig.LabHA{Enabled: true, RestartAfter: labconfig.D(10 * time.Second)}}},
+		{name: "HA restart without HA", spec: scenario.LabSpec{ControlPlanes: 1, HA: labconfig.LabHA{RestartAfter: labconfig.D(10 * time.Second)}},
+			want: `spec.lab.ha.restartAfter: Invalid value: "10s": got 10s, expected a positive duration with ha.enabled: true`},
+		{name: "control planes spread", spec: scenario.LabSpec{ControlPlanes: 3, Placement: labconfig.LabPlacement{ControlPlanes: labconfig.PlacementSpread}}},
+		{name: "unknown placement", spec: scenario.LabSpec{ControlPlanes: 3, Placement: labconfig.LabPlacement{ControlPlanes: "apart"}},
+			want: `spec.lab.placement.controlPlanes: Invalid value: "apart": got "apart", expected any, spread or together`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

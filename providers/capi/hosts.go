@@ -56,12 +56,39 @@ func (p *Provider) FailHost(ctx context.Context, host providers.Object, vms []st
 // remediation CAPV could not finish while the host was down) stay off,
 // and CAPV deletes them now; the others are powered on.
 func (p *Provider) RestoreHost(ctx context.Context, host providers.Object, vms []string) error {
+	keepOff, err := p.deletingVMs(ctx, "restore host "+host.Name)
+	if err != nil {
+		return err
+	}
+	return p.vc.RestoreHostKeeping(ctx, host, vms, keepOff)
+}
+
+// EnterMaintenance implements providers.Hosts through the vCenter.
+func (p *Provider) EnterMaintenance(ctx context.Context, host providers.Object, vms []string) error {
 	if p.vc == nil {
-		return fmt.Errorf("restore host %s: no vCenter configured: %w", host.Name, providers.ErrUnsupported)
+		return fmt.Errorf("maintenance of host %s: no vCenter configured: %w", host.Name, providers.ErrUnsupported)
+	}
+	return p.vc.EnterMaintenance(ctx, host, vms)
+}
+
+// ExitMaintenance implements providers.Hosts through the vCenter, with
+// RestoreHost's rule for the VMs it shut down.
+func (p *Provider) ExitMaintenance(ctx context.Context, host providers.Object, vms []string) error {
+	keepOff, err := p.deletingVMs(ctx, "exit maintenance on host "+host.Name)
+	if err != nil {
+		return err
+	}
+	return p.vc.ExitMaintenanceKeeping(ctx, host, vms, keepOff)
+}
+
+// deletingVMs tells the VMs of Machines being deleted, by BIOS UUID.
+func (p *Provider) deletingVMs(ctx context.Context, op string) (func(providers.Object) bool, error) {
+	if p.vc == nil {
+		return nil, fmt.Errorf("%s: no vCenter configured: %w", op, providers.ErrUnsupported)
 	}
 	var list clusterv1.MachineList
 	if err := p.c.List(ctx, &list); err != nil {
-		return fmt.Errorf("restore host %s: list Machines: %w", host.Name, err)
+		return nil, fmt.Errorf("%s: list Machines: %w", op, err)
 	}
 	deleting := map[string]bool{}
 	for _, m := range list.Items {
@@ -69,7 +96,5 @@ func (p *Provider) RestoreHost(ctx context.Context, host providers.Object, vms [
 			deleting[strings.ToLower(uuid)] = true
 		}
 	}
-	return p.vc.RestoreHostKeeping(ctx, host, vms, func(vm providers.Object) bool {
-		return deleting[strings.ToLower(vm.Attributes[providers.AttrUUID])]
-	})
+	return func(vm providers.Object) bool { return deleting[strings.ToLower(vm.Attributes[providers.AttrUUID])] }, nil
 }

@@ -98,11 +98,11 @@ func (p *Provider) RestoreHost(ctx context.Context, host providers.Object, vms [
 // an operator would not start (a VM whose Machine is being deleted);
 // keepOff gets the VM with its BIOS UUID.
 func (p *Provider) RestoreHostKeeping(ctx context.Context, host providers.Object, vms []string, keepOff func(providers.Object) bool) error {
-	var h mo.HostSystem
-	if err := property.DefaultCollector(p.client).RetrieveOne(ctx, p.hostRef(host), []string{"runtime.connectionState"}, &h); err != nil {
-		return fmt.Errorf("restore host %q: %w", host.Name, describe(err))
+	st, err := p.HostState(ctx, host)
+	if err != nil {
+		return fmt.Errorf("restore host %q: %w", host.Name, err)
 	}
-	if h.Runtime.ConnectionState != types.HostSystemConnectionStateConnected {
+	if st.ConnectionState != types.HostSystemConnectionStateConnected {
 		hs := object.NewHostSystem(p.client, p.hostRef(host))
 		err := p.task(ctx, "reconnect", host, func(ctx context.Context) (*object.Task, error) {
 			return hs.Reconnect(ctx, nil, nil)
@@ -111,6 +111,12 @@ func (p *Provider) RestoreHostKeeping(ctx context.Context, host providers.Object
 			return err
 		}
 	}
+	return p.powerOnKeeping(ctx, vms, keepOff)
+}
+
+// powerOnKeeping powers on each VM of vms that is powered off, but those
+// keepOff says to leave off; a VM gone is no error.
+func (p *Provider) powerOnKeeping(ctx context.Context, vms []string, keepOff func(providers.Object) bool) error {
 	var errs []error
 	for _, id := range slices.Sorted(slices.Values(vms)) {
 		vm := providers.Object{Kind: "VirtualMachine", Name: id, ID: id}
@@ -141,6 +147,122 @@ func (p *Provider) RestoreHostKeeping(ctx context.Context, host providers.Object
 	return errors.Join(errs...)
 }
 
+// HostState reads host's runtime: whether vCenter reaches it
+// (ConnectionState) and whether it is in maintenance mode.
+func (p *Provider) HostState(ctx context.Context, host providers.Object) (types.HostRuntimeInfo, error) {
+	var h mo.HostSystem
+	if err := property.DefaultCollector(p.client).RetrieveOne(ctx, p.hostRef(host), []string{"runtime"}, &h); err != nil {
+		return types.HostRuntimeInfo{}, describe(err)
+	}
+	return h.Runtime, nil
+}
+
 func (p *Provider) hostRef(host providers.Object) types.ManagedObjectReference {
 	return types.ManagedObjectReference{Type: "HostSystem", Value: host.ID}
+}
+
+// EnterMaintenance implements providers.Hosts: each VM of vms still on the
+// host and powered on migrated (vMotion) to the connected host of its
+// cluster with the fewest VMs, not in maintenance, or shut down (its guest,
+// then powered off) where there is none; then maintenance mode.
+func (p *Provider) EnterMaintenance(ctx context.Context, host providers.Object, vms []string) error {
+	ref := p.hostRef(host)
+	var errs []error
+	for _, id := range vms {
+		vm := providers.Object{Kind: "VirtualMachine", Name: id, ID: id}
+		var v mo.VirtualMachine
+		err := property.DefaultCollector(p.client).RetrieveOne(ctx, p.vm(vm).Reference(), []string{"name", "runtime.host", "runtime.powerState"}, &v)
+		switch {
+		case isNotFound(describe(err)):
+			continue
+		case err != nil:
+			errs = append(errs, fmt.Errorf("vm %s: %w", id, describe(err)))
+			continue
+		case v.Runtime.Host == nil || *v.Runtime.Host != ref || v.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOn:
+			continue // moved or stopped since
+		}
+		vm.Name = v.Name
+		to, err := p.evacuationTarget(ctx, ref)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if to == nil {
+			if err := p.PowerOff(ctx, vm); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		err = p.task(ctx, "migrate", vm, func(ctx context.Context) (*object.Task, error) {
+			return p.vm(vm).Relocate(ctx, types.VirtualMachineRelocateSpec{Host: to}, types.VirtualMachineMovePriorityDefaultPriority)
+		})
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("evacuate host %q: %w", host.Name, err)
+	}
+	h := object.NewHostSystem(p.client, ref)
+	return p.task(ctx, "enter maintenance mode on", host, func(ctx context.Context) (*object.Task, error) {
+		return h.EnterMaintenanceMode(ctx, 0, false, nil)
+	})
+}
+
+// evacuationTarget is the host a VM of from goes to: the connected host of
+// from's cluster with the fewest VMs, not in maintenance; nil when there
+// is none (a standalone host, or every other host down).
+func (p *Provider) evacuationTarget(ctx context.Context, from types.ManagedObjectReference) (*types.ManagedObjectReference, error) {
+	var h mo.HostSystem
+	if err := property.DefaultCollector(p.client).RetrieveOne(ctx, from, []string{"parent"}, &h); err != nil {
+		return nil, describe(err)
+	}
+	if h.Parent == nil || h.Parent.Type != "ClusterComputeResource" {
+		return nil, nil
+	}
+	var cluster mo.ClusterComputeResource
+	if err := property.DefaultCollector(p.client).RetrieveOne(ctx, *h.Parent, []string{"host"}, &cluster); err != nil {
+		return nil, describe(err)
+	}
+	var hosts []mo.HostSystem
+	if err := property.DefaultCollector(p.client).Retrieve(ctx, cluster.Host, []string{"name", "vm", "runtime.connectionState", "runtime.inMaintenanceMode"}, &hosts); err != nil {
+		return nil, describe(err)
+	}
+	var best *mo.HostSystem
+	for i, c := range hosts {
+		if c.Self == from || c.Runtime.ConnectionState != types.HostSystemConnectionStateConnected || c.Runtime.InMaintenanceMode {
+			continue
+		}
+		if best == nil || len(c.Vm) < len(best.Vm) || len(c.Vm) == len(best.Vm) && c.Name < best.Name {
+			best = &hosts[i]
+		}
+	}
+	if best == nil {
+		return nil, nil
+	}
+	return &best.Self, nil
+}
+
+// ExitMaintenance implements providers.Hosts.
+func (p *Provider) ExitMaintenance(ctx context.Context, host providers.Object, vms []string) error {
+	return p.ExitMaintenanceKeeping(ctx, host, vms, nil)
+}
+
+// ExitMaintenanceKeeping is ExitMaintenance with RestoreHostKeeping's
+// keepOff.
+func (p *Provider) ExitMaintenanceKeeping(ctx context.Context, host providers.Object, vms []string, keepOff func(providers.Object) bool) error {
+	st, err := p.HostState(ctx, host)
+	if err != nil {
+		return fmt.Errorf("exit maintenance on host %q: %w", host.Name, err)
+	}
+	if st.InMaintenanceMode {
+		hs := object.NewHostSystem(p.client, p.hostRef(host))
+		err := p.task(ctx, "exit maintenance mode on", host, func(ctx context.Context) (*object.Task, error) {
+			return hs.ExitMaintenanceMode(ctx, 0)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return p.powerOnKeeping(ctx, vms, keepOff)
 }

@@ -1,14 +1,10 @@
 package vsphere_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/vmware/govmomi/object"
-	"github.com/vmware/govmomi/property"
-	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/faultline-dev/faultline/providers"
@@ -17,8 +13,8 @@ import (
 
 // TestIntegrationHostFail fails the host of one of vcsim's cluster VMs
 // over SOAP: its VMs go off, the host is disconnected, vCenter (the lab's
-// rules) refuses to power them on, a clone lands on another host, and
-// RestoreHost brings the host and its VMs back.
+// rules) refuses to power them on, and RestoreHost brings the host and its
+// VMs back.
 func TestIntegrationHostFail(t *testing.T) {
 	sim := startSim(t)
 	ctx := t.Context()
@@ -43,7 +39,7 @@ func TestIntegrationHostFail(t *testing.T) {
 			t.Errorf("%s after the host failed: %s, %v; want poweredOff", o.Name, st, err)
 		}
 	}
-	if st := connection(t, ctx, p, host); st != types.HostSystemConnectionStateDisconnected {
+	if st := state(t, p, host).ConnectionState; st != types.HostSystemConnectionStateDisconnected {
 		t.Errorf("host %s is %s, want disconnected", host.Name, st)
 	}
 	var fe *vsphere.FaultError
@@ -51,18 +47,10 @@ func TestIntegrationHostFail(t *testing.T) {
 		t.Errorf("power on %s on the failed host: %v; want vCenter's HostNotConnected", vm.Name, err)
 	}
 
-	// A VM cloned into the cluster meanwhile (from a VM of the
-	// standalone host, which is up) is placed on a connected host.
-	other := resolveOne(t, ctx, p, providers.Selector{VM: "DC0_H0_VM0"})
-	clone := cloneInto(t, ctx, p, other, vm, "placed-while-down")
-	if h, _, err := p.HostOf(ctx, clone); err != nil || h.ID == host.ID || !strings.HasPrefix(h.Name, "DC0_C0_H") {
-		t.Errorf("clone placed on %s (%v); want a host of DC0_C0 other than the failed %s", h.Name, err, host.Name)
-	}
-
 	if err := p.RestoreHost(ctx, host, vms); err != nil {
 		t.Fatal(err)
 	}
-	if st := connection(t, ctx, p, host); st != types.HostSystemConnectionStateConnected {
+	if st := state(t, p, host).ConnectionState; st != types.HostSystemConnectionStateConnected {
 		t.Errorf("host %s is %s after RestoreHost, want connected", host.Name, st)
 	}
 	for _, o := range on {
@@ -85,31 +73,60 @@ func containsVM(objs []providers.Object, id string) bool {
 	return false
 }
 
-func connection(t *testing.T, ctx context.Context, p *vsphere.Provider, host providers.Object) types.HostSystemConnectionState {
-	t.Helper()
-	var h mo.HostSystem
-	ref := types.ManagedObjectReference{Type: "HostSystem", Value: host.ID}
-	if err := property.DefaultCollector(p.Client()).RetrieveOne(ctx, ref, []string{"runtime.connectionState"}, &h); err != nil {
-		t.Fatal(err)
+// TestIntegrationHostMaintenance: maintenance mode migrates the VMs of a
+// cluster's host, running, to another host, and powers off those of a
+// standalone host (nowhere to go); leaving it powers those back on.
+func TestIntegrationHostMaintenance(t *testing.T) {
+	sim := startSim(t)
+	ctx := t.Context()
+	p := connect(t, ctx, sim.Config())
+	for _, tc := range []struct {
+		vm      string
+		running bool
+	}{{"DC0_C0_RP0_VM0", true}, {"DC0_H0_VM0", false}} {
+		vm := resolveOne(t, ctx, p, providers.Selector{VM: tc.vm})
+		host, on, err := p.HostOf(ctx, vm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vms := strings.Split(host.Attributes[providers.AttrVMs], ",")
+		if err := p.EnterMaintenance(ctx, host, vms); err != nil {
+			t.Fatalf("%s: %v", host.Name, err)
+		}
+		if !state(t, p, host).InMaintenanceMode {
+			t.Errorf("host %s is not in maintenance mode", host.Name)
+		}
+		for _, o := range on {
+			st, err := p.PowerState(ctx, o)
+			now, _, herr := p.HostOf(ctx, o)
+			switch {
+			case err != nil || herr != nil:
+				t.Errorf("%s: %v %v", o.Name, err, herr)
+			case tc.running && (st != providers.PoweredOn || now.ID == host.ID):
+				t.Errorf("%s after maintenance of %s: %s on %s; want running on another host", o.Name, host.Name, st, now.Name)
+			case !tc.running && st != providers.PoweredOff:
+				t.Errorf("%s on standalone host %s: %s; want shut down (nowhere to migrate)", o.Name, host.Name, st)
+			}
+		}
+		if err := p.ExitMaintenance(ctx, host, vms); err != nil {
+			t.Fatal(err)
+		}
+		if state(t, p, host).InMaintenanceMode {
+			t.Errorf("host %s still in maintenance mode", host.Name)
+		}
+		for _, o := range on {
+			if st, err := p.PowerState(ctx, o); err != nil || st != providers.PoweredOn {
+				t.Errorf("%s after maintenance ended: %s, %v", o.Name, st, err)
+			}
+		}
 	}
-	return h.Runtime.ConnectionState
 }
 
-// cloneInto clones from into the resource pool and folder of like with
-// no host named, as CAPV clones.
-func cloneInto(t *testing.T, ctx context.Context, p *vsphere.Provider, from, like providers.Object, name string) providers.Object {
+func state(t *testing.T, p *vsphere.Provider, host providers.Object) types.HostRuntimeInfo {
 	t.Helper()
-	src := object.NewVirtualMachine(p.Client(), types.ManagedObjectReference{Type: "VirtualMachine", Value: from.ID})
-	var v mo.VirtualMachine
-	if err := src.Properties(ctx, types.ManagedObjectReference{Type: "VirtualMachine", Value: like.ID}, []string{"resourcePool", "parent"}, &v); err != nil {
-		t.Fatal(err)
-	}
-	task, err := src.Clone(ctx, object.NewFolder(p.Client(), *v.Parent), name, types.VirtualMachineCloneSpec{Location: types.VirtualMachineRelocateSpec{Pool: v.ResourcePool}})
+	st, err := p.HostState(t.Context(), host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := task.Wait(ctx); err != nil {
-		t.Fatalf("clone: %v", err)
-	}
-	return resolveOne(t, ctx, p, providers.Selector{VM: name})
+	return st
 }

@@ -47,13 +47,37 @@ func (v *Sim) hostRules(ctx *simulator.Context, m *simulator.Method) (mo.Referen
 	if template || host == nil {
 		return nil, nil
 	}
-	switch hostState(ctx, *host) {
-	case types.HostSystemConnectionStateDisconnected:
-		return nil, &types.HostNotConnected{}
-	case types.HostSystemConnectionStateNotResponding:
-		return nil, &types.HostNotReachable{}
+	if f := hostDown(ctx, *host); f != nil {
+		return nil, f
+	}
+	if move, ok := m.Body.(*types.RelocateVM_Task); ok && move.Spec.Host != nil && *move.Spec.Host != *host {
+		moveBetweenHosts(ctx, m.This, *host, *move.Spec.Host)
 	}
 	return nil, nil
+}
+
+// hostDown is the fault vCenter answers an operation on a VM of host with
+// while host is not connected; nil while it is.
+func hostDown(ctx *simulator.Context, host types.ManagedObjectReference) types.BaseMethodFault {
+	switch hostState(ctx, host) {
+	case types.HostSystemConnectionStateDisconnected:
+		return &types.HostNotConnected{}
+	case types.HostSystemConnectionStateNotResponding:
+		return &types.HostNotReachable{}
+	}
+	return nil
+}
+
+// moveBetweenHosts moves vm from one host's list of VMs to another's:
+// vcsim's relocate leaves it in its old host's list and out of the new
+// one's, and HostOf and placement read them.
+func moveBetweenHosts(ctx *simulator.Context, vm, from, to types.ManagedObjectReference) {
+	if src, ok := ctx.Map.Get(from).(*simulator.HostSystem); ok {
+		ctx.Map.RemoveReference(ctx, src, &src.Vm, vm)
+	}
+	if dest, ok := ctx.Map.Get(to).(*simulator.HostSystem); ok {
+		ctx.Map.AddReference(ctx, dest, &dest.Vm, vm)
+	}
 }
 
 // The placement policies of SetPlacement.
@@ -220,10 +244,7 @@ func (v *Sim) RestartElsewhere(ref types.ManagedObjectReference) (string, error)
 	}
 	dest := base.Map.Get(*to).(*simulator.HostSystem)
 	src := base.Map.Get(*from).(*simulator.HostSystem)
-	// vcsim's relocate leaves the VM in its old host's list and out of
-	// the new one's; HostOf and placement read them.
-	base.Map.RemoveReference(ctx, src, &src.Vm, ref)
-	base.Map.AddReference(ctx, dest, &dest.Vm, ref)
+	moveBetweenHosts(ctx, ref, *from, *to)
 	ev := &types.VmRestartedOnAlternateHostEvent{SourceHost: types.HostEventArgument{EntityEventArgument: types.EntityEventArgument{Name: src.Name}, Host: *from}}
 	ev.Vm = &types.VmEventArgument{EntityEventArgument: types.EntityEventArgument{Name: name}, Vm: ref}
 	ev.Host = &types.HostEventArgument{EntityEventArgument: types.EntityEventArgument{Name: dest.Name}, Host: *to}

@@ -1,0 +1,141 @@
+package vcsim_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/vmware/govmomi/event"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/faultline-dev/faultline/providers"
+	"github.com/faultline-dev/faultline/providers/lab/vcsim"
+	"github.com/faultline-dev/faultline/providers/vsphere"
+)
+
+func startWithProvider(t *testing.T) (*vcsim.Sim, *vsphere.Provider) {
+	t.Helper()
+	sim, err := vcsim.Start(vcsim.Input{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	p, err := vsphere.New(t.Context(), sim.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	return sim, p
+}
+
+func resolve(t *testing.T, p *vsphere.Provider, name string) providers.Object {
+	t.Helper()
+	objs, err := p.Resolve(t.Context(), providers.Selector{VM: name})
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("resolve %s: %v %v", name, objs, err)
+	}
+	return objs[0]
+}
+
+// cloneInto clones from into the resource pool and folder of like with no
+// host named, as CAPV clones, and returns the host it landed on.
+func cloneInto(t *testing.T, p *vsphere.Provider, from, like providers.Object, name string) string {
+	t.Helper()
+	ctx := t.Context()
+	src := object.NewVirtualMachine(p.Client(), types.ManagedObjectReference{Type: "VirtualMachine", Value: from.ID})
+	var v mo.VirtualMachine
+	if err := src.Properties(ctx, types.ManagedObjectReference{Type: "VirtualMachine", Value: like.ID}, []string{"resourcePool", "parent"}, &v); err != nil {
+		t.Fatal(err)
+	}
+	task, err := src.Clone(ctx, object.NewFolder(p.Client(), *v.Parent), name, types.VirtualMachineCloneSpec{Location: types.VirtualMachineRelocateSpec{Pool: v.ResourcePool}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Wait(ctx); err != nil {
+		t.Fatalf("clone %s: %v", name, err)
+	}
+	host, _, err := p.HostOf(ctx, resolve(t, p, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return host.Name
+}
+
+// TestIntegrationPlacement: clones into the cluster's pool land on its
+// hosts (vcsim alone puts them on their source's host), a group set to
+// spread on three hosts, one set together on one, and none on a host that
+// is down.
+func TestIntegrationPlacement(t *testing.T) {
+	sim, p := startWithProvider(t)
+	src, like := resolve(t, p, "DC0_H0_VM0"), resolve(t, p, "DC0_C0_RP0_VM0")
+	sim.SetPlacement("spread-", vcsim.Spread)
+	sim.SetPlacement("together-", vcsim.Together)
+	spread, together := map[string]bool{}, map[string]bool{}
+	for i := range 3 {
+		spread[cloneInto(t, p, src, like, fmt.Sprintf("spread-%d", i))] = true
+		together[cloneInto(t, p, src, like, fmt.Sprintf("together-%d", i))] = true
+	}
+	if len(spread) != 3 || len(together) != 1 {
+		t.Errorf("spread on %v, together on %v; want 3 hosts and 1", spread, together)
+	}
+	for h := range together {
+		host, on, err := p.HostOf(t.Context(), resolve(t, p, "together-0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, o := range on {
+			ids = append(ids, o.ID)
+		}
+		if err := p.FailHost(t.Context(), host, ids); err != nil {
+			t.Fatal(err)
+		}
+		if got := cloneInto(t, p, src, like, "after-failure"); got == h {
+			t.Errorf("a clone landed on %s, which is down", h)
+		}
+	}
+}
+
+// TestIntegrationRestartElsewhere: HA's restart moves a VM of a failed
+// host to another host, powers it on and posts HA's event; the host lists
+// follow; a VM whose host is back is left alone.
+func TestIntegrationRestartElsewhere(t *testing.T) {
+	sim, p := startWithProvider(t)
+	ctx := t.Context()
+	vm := resolve(t, p, "DC0_C0_RP0_VM0")
+	host, on, err := p.HostOf(ctx, vm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{}
+	for _, o := range on {
+		ids = append(ids, o.ID)
+	}
+	if err := p.FailHost(ctx, host, ids); err != nil {
+		t.Fatal(err)
+	}
+	ref := types.ManagedObjectReference{Type: "VirtualMachine", Value: vm.ID}
+	to, err := sim.RestartElsewhere(ref)
+	if err != nil || to == "" || to == host.Name {
+		t.Fatalf("RestartElsewhere = %q, %v; want another host than %s", to, err, host.Name)
+	}
+	if st, err := p.PowerState(ctx, vm); err != nil || st != providers.PoweredOn {
+		t.Errorf("%s after HA's restart: %s, %v", vm.Name, st, err)
+	}
+	now, on2, err := p.HostOf(ctx, vm)
+	if err != nil || now.Name != to || len(on2) == 0 {
+		t.Errorf("HostOf after the restart: %s, %v, %v; want %s", now.Name, on2, err, to)
+	}
+	if _, down, _ := p.HostOf(ctx, vm); down == nil {
+		t.Error("no VM on the new host")
+	}
+	events, err := event.NewManager(p.Client()).QueryEvents(ctx, types.EventFilterSpec{EventTypeId: []string{"VmRestartedOnAlternateHostEvent"}})
+	if err != nil || len(events) != 1 || events[0].GetEvent().Vm == nil || events[0].GetEvent().Vm.Name != vm.Name {
+		t.Errorf("HA's events: %v, %v; want one for %s", events, err, vm.Name)
+	}
+	if to, err := sim.RestartElsewhere(ref); err != nil || to != "" {
+		t.Errorf("second RestartElsewhere of a running VM = %q, %v; want nothing done", to, err)
+	}
+}
