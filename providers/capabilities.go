@@ -37,6 +37,8 @@ const (
 	CapWorkloads Capability = "Workloads"
 	// CapHosts is Hosts'.
 	CapHosts Capability = "Hosts"
+	// CapVCenterReach is VCenterReach's.
+	CapVCenterReach Capability = "VCenterReach"
 )
 
 // capabilities ties each capability to the test of its interface: the one
@@ -60,6 +62,7 @@ var capabilities = []struct {
 	{CapManagementUpgrade, implements[ManagementUpgrade]},
 	{CapWorkloads, implements[Workloads]},
 	{CapHosts, implements[Hosts]},
+	{CapVCenterReach, implements[VCenterReach]},
 }
 
 func implements[T any](p Provider) bool {

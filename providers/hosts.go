@@ -33,3 +33,10 @@ type Hosts interface {
 // AttrVMs lists, comma-separated, the references of the VMs powered on on
 // a host when HostOf read it.
 const AttrVMs Attribute = "vms"
+
+// VCenterReach cuts CAPV's connection to its vCenter and restores it,
+// while faultline's own still reaches it (vcenter.unreachable).
+type VCenterReach interface {
+	// SetVCenterReachable cuts (false) or restores CAPV's connection.
+	SetVCenterReachable(ctx context.Context, reachable bool) error
+}

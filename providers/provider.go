@@ -149,6 +149,9 @@ type Selector struct {
 	UUID string `yaml:"uuid"`
 	// ProviderID is a CAPI Machine.spec.providerID (vsphere://<uuid>).
 	ProviderID string `yaml:"providerID"`
+	// Host is an ESXi host's name in vCenter: the Machines (the vsphere
+	// provider: the VMs) whose VMs run on it now.
+	Host string `yaml:"host"`
 }
 
 // PowerState is a VM's power state, in vSphere's words. Providers whose

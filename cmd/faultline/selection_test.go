@@ -31,7 +31,7 @@ func names(t *testing.T, args []string, selector string) []string {
 // among them by label selector, as kubectl selects objects.
 func TestSelectScenarios(t *testing.T) {
 	t.Parallel()
-	if got := names(t, nil, "seed-003"); !slices.Equal(got, []string{"etcd-leader-stuck"}) {
+	if got := names(t, nil, "seed-003"); !slices.Equal(got, []string{"etcd-leader-stuck", "host-lost-with-ha", "host-lost-with-two-control-planes", "host-lost-without-ha"}) {
 		t.Errorf("catalogue -l seed-003: %v", got)
 	}
 	if got := names(t, nil, "seed-000,provider!=kind"); !slices.Equal(got, []string{"break-webhook-service", "webhook-denies-system-namespaces"}) {

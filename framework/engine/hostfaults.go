@@ -22,6 +22,16 @@ var hostFaults = map[string]faultDef{
 			return UndoAction{Action: "host.restore", Target: host, Params: map[string]string{"vms": host.Attributes[providers.AttrVMs]}}
 		},
 	},
+	"vcenter.unreachable": {
+		capability: providers.CapVCenterReach, once: true,
+		summary: "cut CAPV's connection to its vCenter (given no target: it acts on the management cluster's CAPV): every call CAPV makes is refused, so it can neither create, power nor delete a VM, while faultline still reaches vCenter; undo restores the connection. The lab only: its clusters reach vcsim through a relay faultline cuts",
+		inject: using(providers.CapVCenterReach, func(ctx context.Context, v providers.VCenterReach, _ providers.Object, _ map[string]string) error {
+			return v.SetVCenterReachable(ctx, false)
+		}),
+		undo: func(obj providers.Object, _ map[string]string) UndoAction {
+			return UndoAction{Action: "vcenter.reachable", Target: obj}
+		},
+	},
 	"host.maintenance": {
 		capability: providers.CapHosts, onHost: true,
 		summary: "put the ESXi host the target's VM runs on into maintenance mode, as an operator's rolling maintenance does: each VM powered on there is migrated, running, to another connected host of its cluster (vMotion, as DRS evacuates a host), or shut down where there is none; undo takes the host out of maintenance mode and powers on those of its VMs still off (the migrated ones stay where they are)",
@@ -35,6 +45,9 @@ var hostFaults = map[string]faultDef{
 }
 
 var hostUndos = map[string]func(ctx context.Context, p providers.Provider, u UndoAction) error{
+	"vcenter.reachable": undoUsing(providers.CapVCenterReach, func(ctx context.Context, v providers.VCenterReach, _ UndoAction) error {
+		return v.SetVCenterReachable(ctx, true)
+	}),
 	"host.restore": undoUsing(providers.CapHosts, func(ctx context.Context, h providers.Hosts, u UndoAction) error {
 		return h.RestoreHost(ctx, u.Target, splitList(u.Params["vms"]))
 	}),

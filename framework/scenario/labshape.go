@@ -90,7 +90,7 @@ func (v *validator) labShape() {
 // shape lab, when it selects by role alone.
 func roleMachines(sel providers.Selector, lab LabSpec) (int, bool) {
 	if sel.MachineDeployment != "" || sel.ControlPlane != "" || sel.NodeName != "" || len(sel.NodeLabels) > 0 ||
-		sel.VM != "" || sel.UUID != "" || sel.ProviderID != "" || (sel.Cluster != "" && sel.Cluster != "lab") {
+		sel.VM != "" || sel.UUID != "" || sel.ProviderID != "" || sel.Host != "" || (sel.Cluster != "" && sel.Cluster != "lab") {
 		return 0, false
 	}
 	switch sel.Role {

@@ -81,7 +81,7 @@ func TestParseInvalid(t *testing.T) {
 		{name: "bare number budget", old: "budget: 1m", new: "budget: 60",
 			want: "spec.steps[2].assert.within.budget: bare number 60 is not a duration; write it with a unit, such as 60s"},
 		{name: "unknown fault", old: "fault: vm.power-off", new: "fault: vm.melt",
-			want: `t.yaml:16:9: spec.steps[0].inject.fault: unknown fault "vm.melt"; expected one of etcd.slow-member-start, etcd.stuck-leader, node.remove-static-pod, node.stop-etcd, node.stop-kubelet, object.apply, object.delete, object.scale, upgrade.kubernetes, upgrade.management, vm.destroy`},
+			want: `t.yaml:16:9: spec.steps[0].inject.fault: unknown fault "vm.melt"; expected one of etcd.slow-member-start, etcd.stuck-leader, host.fail, host.maintenance, node.remove-static-pod, node.stop-etcd, node.stop-kubelet, object.apply, object.delete, object.scale, upgrade.kubernetes, upgrade.management, vcenter.unreachable, vm.destroy`},
 		{name: "missing target", old: "        target: victim\n    - name: see", new: "    - name: see",
 			want: "spec.steps[0].inject.target: required: the name of a target in spec.targets"},
 		{name: "unknown target", old: "        target: victim\n    - name: see", new: "        target: nobody\n    - name: see",

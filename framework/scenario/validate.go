@@ -163,8 +163,8 @@ func (v *validator) target(path string, t Target) {
 	v.targets[t.Name] = true
 	sel := t.Select
 	if sel.Role == "" && sel.Cluster == "" && sel.MachineDeployment == "" && sel.ControlPlane == "" &&
-		sel.NodeName == "" && len(sel.NodeLabels) == 0 && sel.VM == "" && sel.UUID == "" && sel.ProviderID == "" {
-		v.errf(path+".select", "required: at least one of role, cluster, machineDeployment, controlPlane, nodeName, nodeLabels, vm, uuid, providerID")
+		sel.NodeName == "" && len(sel.NodeLabels) == 0 && sel.VM == "" && sel.UUID == "" && sel.ProviderID == "" && sel.Host == "" {
+		v.errf(path+".select", "required: at least one of role, cluster, machineDeployment, controlPlane, nodeName, nodeLabels, vm, uuid, providerID, host")
 	}
 	if sel.Role != "" && sel.Role != "control-plane" && sel.Role != "worker" {
 		v.errf(path+".select.role", "got %q, expected control-plane or worker", sel.Role)

@@ -36,7 +36,7 @@ func (p *Provider) HostOf(ctx context.Context, obj providers.Object) (providers.
 	}
 	var down []providers.Object
 	for _, m := range machines {
-		if uuid, ok := strings.CutPrefix(m.Attributes[providers.AttrProviderID], "vsphere://"); ok && uuids[strings.ToLower(uuid)] {
+		if uuids[providerUUID(m.Attributes[providers.AttrProviderID])] {
 			down = append(down, m)
 		}
 	}
@@ -92,9 +92,41 @@ func (p *Provider) deletingVMs(ctx context.Context, op string) (func(providers.O
 	}
 	deleting := map[string]bool{}
 	for _, m := range list.Items {
-		if uuid, ok := strings.CutPrefix(m.Spec.ProviderID, "vsphere://"); ok && !m.DeletionTimestamp.IsZero() {
-			deleting[strings.ToLower(uuid)] = true
+		if uuid := providerUUID(m.Spec.ProviderID); uuid != "" && !m.DeletionTimestamp.IsZero() {
+			deleting[uuid] = true
 		}
 	}
 	return func(vm providers.Object) bool { return deleting[strings.ToLower(vm.Attributes[providers.AttrUUID])] }, nil
+}
+
+// onHost is the BIOS UUIDs (lower case) of the VMs on the ESXi host named
+// host, for a selector's host; nil when host is "".
+func (p *Provider) onHost(ctx context.Context, host string) (map[string]bool, error) {
+	if host == "" {
+		return nil, nil
+	}
+	if p.vc == nil {
+		return nil, fmt.Errorf("select by host %s: the hosts are vCenter's, and no vCenter is configured (--vcenter-url): %w", host, providers.ErrUnsupported)
+	}
+	vms, err := p.vc.ListVMs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("select by host %s: %w", host, err)
+	}
+	on := map[string]bool{}
+	for _, vm := range vms {
+		if vm.Host == host {
+			on[strings.ToLower(vm.UUID)] = true
+		}
+	}
+	return on, nil
+}
+
+// providerUUID is the BIOS UUID (lower case) of a CAPV providerID, "" for
+// another.
+func providerUUID(id string) string {
+	uuid, _ := strings.CutPrefix(id, "vsphere://")
+	if uuid == id {
+		return ""
+	}
+	return strings.ToLower(uuid)
 }

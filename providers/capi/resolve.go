@@ -39,6 +39,10 @@ func (p *Provider) Resolve(ctx context.Context, sel providers.Selector) ([]provi
 	if err := p.c.List(ctx, &list, opts...); err != nil {
 		return nil, fmt.Errorf("list Machines: %w", err)
 	}
+	onHost, err := p.onHost(ctx, sel.Host)
+	if err != nil {
+		return nil, err
+	}
 	var out []providers.Object
 	generations := map[string]string{}
 	for i := range list.Items {
@@ -47,7 +51,7 @@ func (p *Provider) Resolve(ctx context.Context, sel providers.Selector) ([]provi
 		if err != nil {
 			return nil, err
 		}
-		if !ok || !m.DeletionTimestamp.IsZero() {
+		if !ok || !m.DeletionTimestamp.IsZero() || onHost != nil && !onHost[providerUUID(m.Spec.ProviderID)] {
 			continue
 		}
 		obj := p.object(m, list.Items)

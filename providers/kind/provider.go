@@ -157,8 +157,8 @@ func (p *Provider) containers(ctx context.Context) ([]container, error) {
 // containers: by role, nodeName, nodeLabels (read from the Nodes) and
 // cluster (the kind cluster's name).
 func (p *Provider) Resolve(ctx context.Context, sel providers.Selector) ([]providers.Object, error) {
-	if sel.MachineDeployment != "" || sel.ControlPlane != "" || sel.ProviderID != "" || sel.UUID != "" || sel.VM != "" {
-		return nil, fmt.Errorf("a kind cluster has no Machines or VMs; select its nodes by role, nodeName or nodeLabels: %w", providers.ErrUnsupported)
+	if sel.MachineDeployment != "" || sel.ControlPlane != "" || sel.ProviderID != "" || sel.UUID != "" || sel.VM != "" || sel.Host != "" {
+		return nil, fmt.Errorf("a kind cluster has no Machines, VMs or ESXi hosts; select its nodes by role, nodeName or nodeLabels: %w", providers.ErrUnsupported)
 	}
 	if sel.Cluster != "" && sel.Cluster != p.cluster {
 		return nil, nil

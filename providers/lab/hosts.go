@@ -60,3 +60,14 @@ func (p *Provider) FailHost(ctx context.Context, host providers.Object, vms []st
 	}()
 	return nil
 }
+
+var _ providers.VCenterReach = (*Provider)(nil)
+
+// SetVCenterReachable implements providers.VCenterReach: the lab's
+// clusters reach vcsim through its gate (vcsim.Gate), which this cuts;
+// faultline's provider reaches vcsim directly. It acts on every cluster
+// of the lab, as a cut between a management cluster and its vCenter does.
+func (p *Provider) SetVCenterReachable(_ context.Context, reachable bool) error {
+	p.lab.sim.Gate().SetReachable(reachable)
+	return nil
+}

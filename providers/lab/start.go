@@ -137,7 +137,7 @@ func (l *Lab) createClusters(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := createCluster(ctx, l.mgmt.Client(), clusterObjects(cs, l.mgmt.Stack(), l.sim.URL(), l.thumbprint, endpoint, l.in.Profile, &kubeadm)); err != nil {
+		if err := createCluster(ctx, l.mgmt.Client(), clusterObjects(cs, l.mgmt.Stack(), l.sim.GatedURL(), l.thumbprint, endpoint, l.in.Profile, &kubeadm)); err != nil {
 			return fmt.Errorf("create cluster %s: %w", cs.Name, err)
 		}
 	}
@@ -148,7 +148,7 @@ func (l *Lab) createClusters(ctx context.Context) error {
 // VMs, named after their Machines (spec.lab.placement).
 func (l *Lab) place(cs ClusterSpec) {
 	policy := map[string]string{labconfig.PlacementSpread: vcsim.Spread, labconfig.PlacementTogether: vcsim.Together}[cs.Placement.ControlPlanes]
-	l.sim.SetPlacement(cs.ControlPlaneName()+"-", policy)
+	l.sim.SetPlacement(cs.ControlPlaneName()+"-", vcsim.Placement{Policy: policy, Hosts: cs.Placement.ControlPlaneHosts})
 }
 
 // createSimulated adds a cluster whose nodes the simulator plays and
@@ -163,7 +163,7 @@ func (l *Lab) createSimulated(ctx context.Context, cs ClusterSpec) error {
 		return err
 	}
 	endpoint := infrav1.APIEndpoint{Host: "127.0.0.1", Port: int32(addr.Port)}
-	if err := createCluster(ctx, l.mgmt.Client(), clusterObjects(cs, l.mgmt.Stack(), l.sim.URL(), l.thumbprint, endpoint, l.in.Profile, nil)); err != nil {
+	if err := createCluster(ctx, l.mgmt.Client(), clusterObjects(cs, l.mgmt.Stack(), l.sim.GatedURL(), l.thumbprint, endpoint, l.in.Profile, nil)); err != nil {
 		return fmt.Errorf("create cluster %s: %w", cs.Key(), err)
 	}
 	return nil

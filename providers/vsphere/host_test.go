@@ -31,6 +31,10 @@ func TestIntegrationHostFail(t *testing.T) {
 	if len(vms) != len(on) {
 		t.Errorf("AttrVMs %v, down %v", vms, on)
 	}
+	// A target may name the host: the VMs on it.
+	if byHost, err := p.Resolve(ctx, providers.Selector{Host: host.Name}); err != nil || !containsVM(byHost, vm.ID) {
+		t.Errorf("Resolve(host %s) = %v, %v; want %s among them", host.Name, byHost, err, vm.Name)
+	}
 	if err := p.FailHost(ctx, host, vms); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -222,7 +223,7 @@ func (p *Provider) Close(ctx context.Context) error {
 // providerID. Selectors that need a management cluster are unsupported.
 func (p *Provider) Resolve(ctx context.Context, sel providers.Selector) ([]providers.Object, error) {
 	if sel.Role != "" || sel.Cluster != "" || sel.MachineDeployment != "" || sel.ControlPlane != "" || sel.NodeName != "" || len(sel.NodeLabels) > 0 {
-		return nil, fmt.Errorf("select by role, cluster, machineDeployment, controlPlane or node needs a management cluster; the vsphere provider selects by vm, uuid or providerID: %w", providers.ErrUnsupported)
+		return nil, fmt.Errorf("select by role, cluster, machineDeployment, controlPlane or node needs a management cluster; the vsphere provider selects by vm, uuid, providerID or host: %w", providers.ErrUnsupported)
 	}
 	uuid := sel.UUID
 	if sel.ProviderID != "" {
@@ -258,6 +259,17 @@ func (p *Provider) Resolve(ctx context.Context, sel providers.Selector) ([]provi
 			refs = append(refs, *ref)
 		}
 	}
+	if sel.Host != "" {
+		on, err := p.vmsOnHost(ctx, sel.Host)
+		if err != nil {
+			return nil, err
+		}
+		if sel.VM == "" && uuid == "" {
+			refs = on
+		} else {
+			refs = slices.DeleteFunc(refs, func(r types.ManagedObjectReference) bool { return !slices.Contains(on, r) })
+		}
+	}
 	objs, err := p.objects(ctx, refs)
 	if err != nil {
 		return nil, err
@@ -266,6 +278,24 @@ func (p *Provider) Resolve(ctx context.Context, sel providers.Selector) ([]provi
 		objs = filterUUID(objs, uuid)
 	}
 	return objs, nil
+}
+
+// vmsOnHost are the VMs on the ESXi host named name; none when there is no
+// such host.
+func (p *Provider) vmsOnHost(ctx context.Context, name string) ([]types.ManagedObjectReference, error) {
+	h, err := p.finder.HostSystem(ctx, name)
+	var nf *find.NotFoundError
+	if errors.As(err, &nf) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find host %q: %w", name, describe(err))
+	}
+	var hs mo.HostSystem
+	if err := h.Properties(ctx, h.Reference(), []string{"vm"}, &hs); err != nil {
+		return nil, fmt.Errorf("vms on host %q: %w", name, describe(err))
+	}
+	return hs.Vm, nil
 }
 
 func (p *Provider) findByUUID(ctx context.Context, uuid string) (*types.ManagedObjectReference, error) {

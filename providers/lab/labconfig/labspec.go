@@ -94,6 +94,10 @@ type LabSpec struct {
 // (LabSpec.Placement).
 type LabPlacement struct {
 	ControlPlanes string `yaml:"controlPlanes"`
+	// ControlPlaneHosts, above 0, keeps the control planes on that many
+	// hosts (the first by name, a DRS VM-Host rule's host group): with
+	// spread, 3 control planes on 2 hosts put 2 on the first.
+	ControlPlaneHosts int `yaml:"controlPlaneHosts"`
 }
 
 // The placements of LabPlacement.ControlPlanes.
@@ -203,6 +207,9 @@ func (l LabSpec) Validate(fld *field.Path) field.ErrorList {
 	}
 	if p := l.Placement.ControlPlanes; p != "" && p != PlacementAny && p != PlacementSpread && p != PlacementTogether {
 		invalid(fld.Child("placement", "controlPlanes"), p, "got %q, expected %s, %s or %s", p, PlacementAny, PlacementSpread, PlacementTogether)
+	}
+	if n := l.Placement.ControlPlaneHosts; n < 0 {
+		invalid(fld.Child("placement", "controlPlaneHosts"), n, "got %d, expected 1 or more (0: every host)", n)
 	}
 	errs = append(errs, l.validateRemediation(fld)...)
 	errs = append(errs, l.Release.Validate(fld.Child("release"))...)

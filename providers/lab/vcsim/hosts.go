@@ -39,8 +39,8 @@ func (v *Sim) hostRules(ctx *simulator.Context, m *simulator.Method) (mo.Referen
 		host = vm.Runtime.Host
 	})
 	if clone, ok := m.Body.(*types.CloneVM_Task); ok && clone.Spec.Location.Host == nil && clone.Spec.Location.Pool != nil {
-		prefix, policy := v.placementOf(clone.Name)
-		if h := placeIn(ctx, *clone.Spec.Location.Pool, nil, prefix, policy); h != nil {
+		prefix, pl := v.placementOf(clone.Name)
+		if h := placeIn(ctx, *clone.Spec.Location.Pool, nil, prefix, pl); h != nil {
 			clone.Spec.Location.Host = h
 		}
 	}
@@ -89,31 +89,40 @@ const (
 	Together = "together"
 )
 
+// Placement is where a group of VMs goes (SetPlacement).
+type Placement struct {
+	// Policy is Spread or Together; "" places them as any other VM: on
+	// the host with the fewest VMs, as DRS balances a cluster.
+	Policy string
+	// Hosts, when above 0, keeps the group on the first Hosts hosts of
+	// the cluster by name (a DRS VM-Host rule's host group), while one of
+	// them is up.
+	Hosts int
+}
+
 // SetPlacement places the VMs whose names start with prefix (a control
-// plane's Machines) by policy, Spread or Together; "" forgets the
-// prefix, and its VMs are placed as any other: on the host with the
-// fewest VMs, as DRS balances a cluster.
-func (v *Sim) SetPlacement(prefix, policy string) {
+// plane's Machines) as p says; the zero Placement forgets the prefix.
+func (v *Sim) SetPlacement(prefix string, p Placement) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if policy == "" {
+	if p == (Placement{}) {
 		delete(v.placement, prefix)
 		return
 	}
-	v.placement[prefix] = policy
+	v.placement[prefix] = p
 }
 
-// placementOf is the group and policy of a VM named name: the longest
+// placementOf is the group and placement of a VM named name: the longest
 // prefix set that it starts with.
-func (v *Sim) placementOf(name string) (prefix, policy string) {
+func (v *Sim) placementOf(name string) (prefix string, pl Placement) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	for p, pol := range v.placement {
+	for p, set := range v.placement {
 		if strings.HasPrefix(name, p) && len(p) > len(prefix) {
-			prefix, policy = p, pol
+			prefix, pl = p, set
 		}
 	}
-	return prefix, policy
+	return prefix, pl
 }
 
 // hostState is ref's connection state.
@@ -128,10 +137,10 @@ func hostState(ctx *simulator.Context, ref types.ManagedObjectReference) types.H
 }
 
 // placeIn picks the host for a VM of pool, of the connected hosts of the
-// pool's cluster not in maintenance and not skip: by policy for the VMs
-// whose names start with prefix, then the one with the fewest VMs, then
-// the first by name. nil when there is none.
-func placeIn(ctx *simulator.Context, pool types.ManagedObjectReference, skip *types.ManagedObjectReference, prefix, policy string) *types.ManagedObjectReference {
+// pool's cluster not in maintenance and not skip: by pl for the VMs whose
+// names start with prefix, then the one with the fewest VMs, then the
+// first by name. nil when there is none.
+func placeIn(ctx *simulator.Context, pool types.ManagedObjectReference, skip *types.ManagedObjectReference, prefix string, pl Placement) *types.ManagedObjectReference {
 	rp, ok := ctx.Map.Get(pool).(*simulator.ResourcePool)
 	if !ok {
 		return nil
@@ -174,18 +183,43 @@ func placeIn(ctx *simulator.Context, pool types.ManagedObjectReference, skip *ty
 	if len(hosts) == 0 {
 		return nil
 	}
+	if pl.Hosts > 0 {
+		// The host group: the first pl.Hosts of the cluster's hosts by
+		// name; outside it only when none of it is up.
+		group := hostNames(ctx, candidates)[:min(pl.Hosts, len(candidates))]
+		if in := slices.DeleteFunc(slices.Clone(hosts), func(l load) bool { return !slices.Contains(group, l.name) }); len(in) > 0 {
+			hosts = in
+		}
+	}
+	policy := pl.Policy
 	best := slices.MinFunc(hosts, func(a, b load) int {
 		switch {
 		case policy == Spread && a.group != b.group:
 			return a.group - b.group
 		case policy == Together && a.group != b.group:
 			return b.group - a.group
+		case pl.Hosts > 0:
+			// A host group fills by name: which host holds the most
+			// of the group is known beforehand.
+			return strings.Compare(a.name, b.name)
 		case a.vms != b.vms:
 			return a.vms - b.vms
 		}
 		return strings.Compare(a.name, b.name)
 	})
 	return &best.ref
+}
+
+// hostNames are the names of refs, sorted.
+func hostNames(ctx *simulator.Context, refs []types.ManagedObjectReference) []string {
+	var names []string
+	for _, ref := range refs {
+		if h, ok := ctx.Map.Get(ref).(*simulator.HostSystem); ok {
+			ctx.WithLock(h, func() { names = append(names, h.Name) })
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // countNamed counts the VMs of refs whose names start with prefix.
@@ -229,8 +263,8 @@ func (v *Sim) RestartElsewhere(ref types.ManagedObjectReference) (string, error)
 	if power == types.VirtualMachinePowerStatePoweredOn || hostState(ctx, *from) == types.HostSystemConnectionStateConnected {
 		return "", nil
 	}
-	prefix, policy := v.placementOf(name)
-	to := placeIn(ctx, *pool, from, prefix, policy)
+	prefix, pl := v.placementOf(name)
+	to := placeIn(ctx, *pool, from, prefix, pl)
 	if to == nil {
 		return "", fmt.Errorf("vm %s: no other connected host in its cluster to restart it on", name)
 	}

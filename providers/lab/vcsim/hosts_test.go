@@ -70,15 +70,17 @@ func cloneInto(t *testing.T, p *vsphere.Provider, from, like providers.Object, n
 func TestIntegrationPlacement(t *testing.T) {
 	sim, p := startWithProvider(t)
 	src, like := resolve(t, p, "DC0_H0_VM0"), resolve(t, p, "DC0_C0_RP0_VM0")
-	sim.SetPlacement("spread-", vcsim.Spread)
-	sim.SetPlacement("together-", vcsim.Together)
-	spread, together := map[string]bool{}, map[string]bool{}
+	sim.SetPlacement("spread-", vcsim.Placement{Policy: vcsim.Spread})
+	sim.SetPlacement("together-", vcsim.Placement{Policy: vcsim.Together})
+	sim.SetPlacement("two-", vcsim.Placement{Policy: vcsim.Spread, Hosts: 2})
+	spread, together, two := map[string]bool{}, map[string]bool{}, map[string]int{}
 	for i := range 3 {
 		spread[cloneInto(t, p, src, like, fmt.Sprintf("spread-%d", i))] = true
 		together[cloneInto(t, p, src, like, fmt.Sprintf("together-%d", i))] = true
+		two[cloneInto(t, p, src, like, fmt.Sprintf("two-%d", i))]++
 	}
-	if len(spread) != 3 || len(together) != 1 {
-		t.Errorf("spread on %v, together on %v; want 3 hosts and 1", spread, together)
+	if len(spread) != 3 || len(together) != 1 || two["DC0_C0_H0"] != 2 || two["DC0_C0_H1"] != 1 {
+		t.Errorf("spread on %v, together on %v, two hosts' group on %v; want 3 hosts, 1, and 2 on DC0_C0_H0 and 1 on DC0_C0_H1", spread, together, two)
 	}
 	for h := range together {
 		host, on, err := p.HostOf(t.Context(), resolve(t, p, "together-0"))

@@ -32,7 +32,9 @@ type Sim struct {
 	caFile string
 	// placement is SetPlacement's, by VM name prefix.
 	mu        sync.Mutex
-	placement map[string]string
+	placement map[string]Placement
+	// gate is CAPV's way in (Gate).
+	gate *Gate
 }
 
 // Input configures Start.
@@ -73,7 +75,7 @@ func Start(in Input) (*Sim, error) {
 	if err := m.Create(); err != nil {
 		return nil, fmt.Errorf("create vcsim inventory: %w", err)
 	}
-	v := &Sim{model: m, placement: map[string]string{}}
+	v := &Sim{model: m, placement: map[string]Placement{}}
 	m.Map().Handler = v.hostRules
 	listen := in.Listen
 	if listen == "" {
@@ -95,6 +97,11 @@ func Start(in Input) (*Sim, error) {
 		return nil, fmt.Errorf("write vcsim certificate: %w", err)
 	}
 	v.server, v.caFile = s, ca
+	if v.gate, err = openGate(s.URL.Host); err != nil {
+		s.Close()
+		m.Remove()
+		return nil, err
+	}
 	return v, nil
 }
 
@@ -104,6 +111,13 @@ func (v *Sim) URL() *url.URL {
 	u.User = nil
 	return &u
 }
+
+// Gate is the relay the lab's clusters reach the simulator through, for
+// CAPV; URL is faultline's own way in.
+func (v *Sim) Gate() *Gate { return v.gate }
+
+// GatedURL is the SDK endpoint through the gate, without credentials.
+func (v *Sim) GatedURL() *url.URL { return v.gate.URL(v.URL()) }
 
 // CAFile is the PEM file of the simulator's certificate, for verifying TLS.
 func (v *Sim) CAFile() string { return v.caFile }
@@ -185,6 +199,7 @@ const closeWait = 3 * time.Second
 // handler that still has not returned after closeWait is left behind, and
 // so is the inventory it may be using.
 func (v *Sim) Close() {
+	v.gate.close()
 	v.server.CloseClientConnections()
 	done := make(chan struct{})
 	go func() {
