@@ -186,6 +186,36 @@ func TestIntegrationRealNodeScenarios(t *testing.T) {
 	}
 }
 
+// TestIntegrationRealNodeHostLoss runs host-lost-with-ha on real nodes,
+// on a lab of its own spec.lab (vSphere HA on, the control planes spread,
+// a 90 s health check): the VMs of the failed host are restarted on
+// another host, their containers boot real kubelets, and the Nodes are
+// Ready again before the health check's timeout.
+func TestIntegrationRealNodeHostLoss(t *testing.T) {
+	nightly.Only(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	l := startRealLab(t, ctx, catalogueLab(t, "host-lost-with-ha"))
+	res := scenariotest.Run(ctx, t, l.Provider(), "host-lost-with-ha", nil, nil)
+	if res.Verdict != engine.Pass {
+		t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
+	}
+}
+
+// catalogueLab is the spec.lab of the catalogue's scenario name.
+func catalogueLab(t *testing.T, name string) labconfig.LabSpec {
+	t.Helper()
+	data, err := scenarios.Read(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scenario.Parse(name, data, nil, engine.Vocabulary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *sc.Spec.Lab
+}
+
 // dumpRealNodes logs, for a failed test, every lab container's state,
 // bootstrap marks, cloud-init output, kubeadm and etcd processes,
 // containers and last kubelet lines: what tells a node that never
@@ -221,15 +251,7 @@ func TestIntegrationRealNodeShortCircuit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	const name = "mhc-range-short-circuit"
-	data, err := scenarios.Read(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := scenario.Parse(name, data, nil, engine.Vocabulary)
-	if err != nil {
-		t.Fatal(err)
-	}
-	shape := *sc.Spec.Lab
+	shape := catalogueLab(t, name)
 	results := map[string]*engine.Result{}
 	for _, tier := range []string{"simulated", "real"} {
 		t.Run(tier, func(t *testing.T) {
