@@ -26,7 +26,8 @@ func startSim(t *testing.T) *lab.VCSim {
 	if testing.Short() {
 		t.Skip("integration test: needs an in-process vcsim")
 	}
-	sim, err := lab.StartVCSim(lab.VCSimInput{})
+	// A guest shuts down in a second here, not a real guest's 15 s.
+	sim, err := lab.StartVCSim(lab.VCSimInput{GuestShutdown: time.Second})
 	if err != nil {
 		t.Fatalf("start vcsim: %v", err)
 	}

@@ -52,6 +52,11 @@ type Profile struct {
 	// remediates while a learner exists, and retries 15 s later: compressed
 	// time promotes at once.
 	LearnerCatchUp time.Duration `json:"learnerCatchUp"`
+	// GuestShutdown is how long a guest takes to power off once asked to
+	// shut down; SessionIdle how long vCenter keeps a session with no
+	// call (the lab's vCenter, vcsim.Input).
+	GuestShutdown time.Duration `json:"guestShutdown"`
+	SessionIdle   time.Duration `json:"sessionIdle"`
 	// Gates are the Cluster API feature gates the profile sets (CAPV's
 	// controllers follow them too); the others keep upstream's defaults.
 	Gates map[string]bool `json:"gates,omitempty"`
@@ -69,6 +74,7 @@ var profiles = map[string]Profile{
 		SyncPeriod: 10 * time.Minute, ConnectRetry: 30 * time.Second, RemoteGrace: 5 * time.Minute,
 		EtcdDialTimeout: 10 * time.Second, EtcdCallTimeout: 15 * time.Second,
 		LearnerCatchUp: 2 * time.Second,
+		GuestShutdown:  15 * time.Second, SessionIdle: 30 * time.Minute,
 	},
 	"compressed": {
 		Name: "compressed", NodeGrace: 2 * time.Second, Heartbeat: time.Second,
@@ -78,6 +84,7 @@ var profiles = map[string]Profile{
 		// powered-off VM back on before any health check could act.
 		SyncPeriod: 10 * time.Minute, ConnectRetry: time.Second, RemoteGrace: 2 * time.Minute,
 		EtcdDialTimeout: 2 * time.Second, EtcdCallTimeout: 5 * time.Second,
+		GuestShutdown: 15 * time.Second, SessionIdle: 30 * time.Minute,
 		// Upstream spaces the reconciles of one object at least 1 s apart
 		// (and a MachineHealthCheck's more): a lab that waits on them
 		// spends most of its time there. Off, the controllers react as
@@ -127,6 +134,8 @@ func (p Profile) Knobs() map[string]string {
 		"syncPeriod": p.SyncPeriod.String(), "connectRetry": p.ConnectRetry.String(), "remoteGrace": p.RemoteGrace.String(),
 		"etcdDialTimeout": p.EtcdDialTimeout.String(), "etcdCallTimeout": p.EtcdCallTimeout.String(),
 		"learnerCatchUp":        p.LearnerCatchUp.String(),
+		"guestShutdown":         p.GuestShutdown.String(),
+		"sessionIdle":           p.SessionIdle.String(),
 		"remoteConnectionGrace": p.RemoteConnectionGrace().String(),
 		// A Node with pods is drained before its Machine's VM goes: Cluster
 		// API retries a drain that left pods every 20s, a constant no

@@ -19,6 +19,7 @@ import (
 //     a connected host of the resource pool's cluster, not in maintenance
 //     (placeIn; vcsim puts every clone on its template's host, so every
 //     lab VM shared one host);
+//   - a guest shutdown that takes time (slowShutdown);
 //   - a VM on a host that is not connected refuses every operation, as
 //     vCenter does (HostNotConnected; HostNotReachable while the host is
 //     not responding): CAPV cannot power on, reconfigure or delete it
@@ -52,6 +53,15 @@ func (v *Sim) hostRules(ctx *simulator.Context, m *simulator.Method) (mo.Referen
 	}
 	if move, ok := m.Body.(*types.RelocateVM_Task); ok && move.Spec.Host != nil && *move.Spec.Host != *host {
 		moveBetweenHosts(ctx, m.This, *host, *move.Spec.Host)
+	}
+	if _, ok := m.Body.(*types.ShutdownGuest); ok && v.shutdown > 0 {
+		// The simulator calls the object This names, read again after
+		// this hook: a guest of the VM's own, registered once.
+		guest := types.ManagedObjectReference{Type: guestType, Value: m.This.Value}
+		if ctx.Map.Get(guest) == nil {
+			ctx.Map.Put(&slowShutdown{self: guest, vm: vm, after: v.shutdown})
+		}
+		m.This = guest
 	}
 	return nil, nil
 }

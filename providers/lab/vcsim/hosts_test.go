@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/vmware/govmomi/event"
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/session"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/faultline-dev/faultline/providers"
 	"github.com/faultline-dev/faultline/providers/lab/vcsim"
@@ -139,5 +142,65 @@ func TestIntegrationRestartElsewhere(t *testing.T) {
 	}
 	if to, err := sim.RestartElsewhere(ref); err != nil || to != "" {
 		t.Errorf("second RestartElsewhere of a running VM = %q, %v; want nothing done", to, err)
+	}
+}
+
+// TestIntegrationGuestShutdownTakesTime: ShutdownGuest returns at once and
+// the VM is still on; it is off once the guest's shutdown time has passed.
+func TestIntegrationGuestShutdownTakesTime(t *testing.T) {
+	sim, err := vcsim.Start(vcsim.Input{GuestShutdown: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	ctx := t.Context()
+	p, err := vsphere.New(ctx, sim.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	vm := resolve(t, p, "DC0_H0_VM0")
+	asked := time.Now()
+	if err := p.ShutdownGuest(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := p.PowerState(ctx, vm); err != nil || st != providers.PoweredOn {
+		t.Errorf("right after ShutdownGuest: %s, %v; want still poweredOn (the guest is shutting down)", st, err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+		st, err := p.PowerState(ctx, vm)
+		return st == providers.PoweredOff, err
+	})
+	if took := time.Since(asked); err != nil || took < 2*time.Second {
+		t.Errorf("powered off %s after the shutdown was asked (%v); want about 2s", took, err)
+	}
+}
+
+// TestIntegrationSessionExpires: a session idle for longer than vCenter's
+// timeout is ended (a call with it is refused NotAuthenticated), and the
+// vsphere provider logs in again on its own.
+func TestIntegrationSessionExpires(t *testing.T) {
+	sim, err := vcsim.Start(vcsim.Input{SessionIdle: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	ctx := t.Context()
+	p, err := vsphere.New(ctx, sim.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	vm := resolve(t, p, "DC0_H0_VM0")
+	sm := session.NewManager(p.Client())
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 20*time.Second, false, func(ctx context.Context) (bool, error) {
+		active, err := sm.SessionIsActive(ctx)
+		return err != nil || !active, nil
+	})
+	if err != nil {
+		t.Fatalf("the session was never ended: %v", err)
+	}
+	if st, err := p.PowerState(ctx, vm); err != nil || st != providers.PoweredOn {
+		t.Errorf("a call after the session ended: %s, %v; want the provider to log in again", st, err)
 	}
 }

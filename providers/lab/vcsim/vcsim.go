@@ -1,6 +1,7 @@
 package vcsim
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -35,6 +36,8 @@ type Sim struct {
 	placement map[string]Placement
 	// gate is CAPV's way in (Gate).
 	gate *Gate
+	// shutdown is Input.GuestShutdown.
+	shutdown time.Duration
 }
 
 // Input configures Start.
@@ -46,7 +49,23 @@ type Input struct {
 	// Model is the inventory to simulate; simulator.VPX() (one datacenter,
 	// a cluster, hosts and four powered-on VMs) when nil.
 	Model *simulator.Model
+	// SessionIdle is how long a session may go without a call before
+	// vCenter ends it (vCenter's default, 30m, when zero; vcsim's own
+	// sessions never expire).
+	SessionIdle time.Duration
+	// GuestShutdown is how long a guest takes to shut down once asked
+	// (ShutdownGuest returns at once, the VM powers off then; vcsim's
+	// powers off at once). Zero is DefaultGuestShutdown.
+	GuestShutdown time.Duration
 }
+
+// The realism settings' defaults: a vCenter ends a session idle for 30
+// minutes; a Linux guest running a kubelet and its containers takes
+// seconds to stop them and power off.
+const (
+	DefaultSessionIdle   = 30 * time.Minute
+	DefaultGuestShutdown = 15 * time.Second
+)
 
 // Validate checks the input.
 func (in Input) Validate() error {
@@ -75,8 +94,10 @@ func Start(in Input) (*Sim, error) {
 	if err := m.Create(); err != nil {
 		return nil, fmt.Errorf("create vcsim inventory: %w", err)
 	}
-	v := &Sim{model: m, placement: map[string]Placement{}}
+	v := &Sim{model: m, placement: map[string]Placement{}, shutdown: cmp.Or(in.GuestShutdown, DefaultGuestShutdown)}
 	m.Map().Handler = v.hostRules
+	m.Map().OptionManager().Setting = append(m.Map().OptionManager().Setting,
+		&types.OptionValue{Key: "config.vmacore.soap.sessionTimeout", Value: cmp.Or(in.SessionIdle, DefaultSessionIdle).String()})
 	listen := in.Listen
 	if listen == "" {
 		listen = "127.0.0.1:0"
