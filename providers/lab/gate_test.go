@@ -17,9 +17,11 @@ import (
 
 // TestIntegrationVCenterCut: with CAPV's way to vcsim cut, the Cluster's
 // infrastructure turns not ready (CAPV's VCenterAvailable); restored at
-// once, ready again within seconds. (Cut for 35 s, CAPV's retries have
-// backed off so far that it was not ready again 3 minutes later:
-// vcenter-unreachable-pauses-remediation times that, at night.)
+// once, ready again within seconds. (Cut for 35 s, CAPV's VSphereCluster
+// reconcile failed 27-97 times, its per-item backoff reached its 1000 s
+// cap, and it was not ready again 13 minutes later; an update of the
+// VSphereCluster made it ready at once. vcenter-unreachable-pauses-
+// remediation asserts the first, at night.)
 func TestIntegrationVCenterCut(t *testing.T) {
 	l := startLab(t, lab.ClusterSpec{Name: "lab", LabSpec: labconfig.LabSpec{ControlPlanes: 1, Workers: 1}})
 	ctx := t.Context()
