@@ -48,6 +48,7 @@ func RunChecks(ctx context.Context, o providers.Objects, scope providers.Object)
 		return nil, err
 	}
 	out := append(CheckEtcd(mgmt), CheckRemediation(mgmt)...)
+	out = append(out, CheckControlPlaneFailureDomains(mgmt)...)
 	if inv, ok := o.(providers.Inventory); ok {
 		vms, err := inv.ListVMs(ctx)
 		switch {

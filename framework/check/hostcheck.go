@@ -53,3 +53,58 @@ func CheckControlPlaneHosts(s ManagementState, vms []providers.VMInfo) []Finding
 	}
 	return out
 }
+
+// CheckControlPlaneFailureDomains finds control-plane Machines of the
+// Cluster gathered in one failure domain while the Cluster offers others
+// for control planes (status.failureDomains with controlPlane true): KCP
+// spreads its Machines over them when it creates them, but a remediation
+// or a rollout can leave them uneven. More than half in one domain is
+// etcd's quorum there (an error); two or more where another domain holds
+// none, a warning. A Cluster with one such domain, or none, has nothing to
+// spread over (control-planes-share-host still finds shared hosts).
+func CheckControlPlaneFailureDomains(s ManagementState) []Finding {
+	var domains []string
+	list, _ := field(s.ClusterObject, "status", "failureDomains").([]any)
+	for _, d := range list {
+		if fd, ok := d.(map[string]any); ok && fd["controlPlane"] == true {
+			domains = append(domains, fmt.Sprint(fd["name"]))
+		}
+	}
+	if len(domains) < 2 {
+		return nil
+	}
+	in := map[string][]string{}
+	total := 0
+	for _, m := range s.Machines {
+		if _, cp := stringMap(field(m, "metadata", "labels"))["cluster.x-k8s.io/control-plane"]; !cp || field(m, "metadata", "deletionTimestamp") != nil {
+			continue
+		}
+		total++
+		if fd := str(m, "spec", "failureDomain"); fd != "" {
+			in[fd] = append(in[fd], str(m, "metadata", "name"))
+		}
+	}
+	empty := slices.ContainsFunc(domains, func(d string) bool { return len(in[d]) == 0 })
+	var out []Finding
+	for _, fd := range slices.Sorted(maps.Keys(in)) {
+		names := in[fd]
+		if len(names) < 2 || !empty && len(names) <= total/2 {
+			continue
+		}
+		slices.Sort(names)
+		objs := []string{"FailureDomain/" + fd}
+		for _, n := range names {
+			objs = append(objs, "Machine/"+n)
+		}
+		f := Finding{ID: "control-planes-share-failure-domain", Severity: "warning", Objects: objs,
+			Message: fmt.Sprintf("%d of the %d control-plane Machines of %s are in failure domain %s (%s) while the Cluster offers %d for control planes (%s)",
+				len(names), total, s.Cluster, fd, strings.Join(names, ", "), len(domains), strings.Join(domains, ", ")),
+			Fix: "roll the control plane out (KCP places new Machines in the failure domain with the fewest), or delete one of them for KCP to replace in another domain"}
+		if len(names) > total/2 {
+			f.Severity = "error"
+			f.Message += fmt.Sprintf("; %d of %d is etcd's quorum: losing the domain loses it", len(names), total)
+		}
+		out = append(out, f)
+	}
+	return out
+}

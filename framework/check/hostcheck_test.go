@@ -49,3 +49,36 @@ func TestCheckControlPlaneHosts(t *testing.T) {
 		t.Errorf("hosts unknown: %+v", got)
 	}
 }
+
+// TestCheckControlPlaneFailureDomains: three control planes, two in fd-a
+// while the Cluster offers fd-a, fd-b and fd-c: a quorum in one domain;
+// spread over them, nothing; a Cluster of one domain, nothing.
+func TestCheckControlPlaneFailureDomains(t *testing.T) {
+	state := func(offered []string, in ...string) ManagementState {
+		s := ManagementState{Cluster: "default/prod-1"}
+		var fds []any
+		for _, d := range offered {
+			fds = append(fds, map[string]any{"name": d, "controlPlane": true})
+		}
+		fds = append(fds, map[string]any{"name": "workers-only", "controlPlane": false})
+		s.ClusterObject = map[string]any{"status": map[string]any{"failureDomains": fds}}
+		for i, fd := range in {
+			m := vsphereMachine("", fmt.Sprintf("prod-1-cp-%d", i), fmt.Sprintf("4233%04d-0000-0000-0000-000000000000", i), "Running")
+			m["spec"].(map[string]any)["failureDomain"] = fd
+			s.Machines = append(s.Machines, m)
+		}
+		return s
+	}
+	three := []string{"fd-a", "fd-b", "fd-c"}
+	got := CheckControlPlaneFailureDomains(state(three, "fd-a", "fd-a", "fd-b"))
+	if len(got) != 1 || got[0].ID != "control-planes-share-failure-domain" || got[0].Severity != "error" || got[0].Objects[0] != "FailureDomain/fd-a" ||
+		!strings.Contains(got[0].Message, "2 of the 3 control-plane Machines of default/prod-1 are in failure domain fd-a (prod-1-cp-0, prod-1-cp-1) while the Cluster offers 3 for control planes (fd-a, fd-b, fd-c)") {
+		t.Errorf("two of three in fd-a: %+v", got)
+	}
+	if got := CheckControlPlaneFailureDomains(state(three, "fd-a", "fd-b", "fd-c")); len(got) != 0 {
+		t.Errorf("spread: %+v", got)
+	}
+	if got := CheckControlPlaneFailureDomains(state([]string{"fd-a"}, "fd-a", "fd-a", "fd-a")); len(got) != 0 {
+		t.Errorf("one domain offered: %+v", got)
+	}
+}
