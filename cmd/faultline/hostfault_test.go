@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,45 +16,12 @@ import (
 	"github.com/faultline-dev/faultline/providers/vsphere"
 )
 
-// holdHostScenario applies a host fault (%s) to the host of one of
-// vcsim's cluster VMs, then waits for something that never happens.
-const holdHostScenario = `apiVersion: faultline.dev/v1alpha1
-kind: Scenario
-metadata: {name: hold-host}
-spec:
-  requires: [Hosts, VMPower]
-  pollInterval: 200ms
-  targets:
-    - {name: victim, select: {vm: DC0_C0_RP0_VM0}}
-  steps:
-    - name: host-down
-      inject: {fault: %s, target: victim}
-    - name: wait
-      observe:
-        phases:
-          - {name: suspended, when: {probe: vm-suspended, target: victim}}
-`
-
 // TestIntegrationCrashHostFaults kills a run whose host fault holds
 // (vcsim in its own process, as a vCenter would be): 'faultline recover'
 // must undo it from the journal: a failed host connected again with its
 // VMs powered on, a host in maintenance mode taken out of it.
 func TestIntegrationCrashHostFaults(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: builds faultline and runs vcsim in another process")
-	}
-	bin := buildFaultline(t)
-	env, _ := startVCSimProcess(t, bin)
-	env = append(env, engine.EnvJournalKey+"="+filepath.Join(t.TempDir(), "journal.key"))
-	cfg, err := vsphere.ConfigFromEnv(func(k string) string { return envValue(env, k) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := vsphere.New(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	bin, env, p := crashEnv(t)
 	for _, tc := range []struct {
 		fault, undo string
 		faulted     func(types.HostRuntimeInfo) bool
@@ -76,7 +41,7 @@ func TestIntegrationCrashHostFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			scenario := filepath.Join(t.TempDir(), "hold-host.yaml")
-			if err := os.WriteFile(scenario, fmt.Appendf(nil, holdHostScenario, tc.fault), 0o600); err != nil {
+			if err := os.WriteFile(scenario, []byte(holdWith("Hosts, VMPower", "DC0_C0_RP0_VM0", "host-down", tc.fault)), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			artDir := t.TempDir()

@@ -201,45 +201,48 @@ func TestValidateExitCodes(t *testing.T) {
 
 // holdScenario powers a VM off and then waits for something that never
 // happens, so the run is still in flight when the test kills it.
-const holdScenario = `apiVersion: faultline.dev/v1alpha1
+var holdScenario = holdWith("VMPower", "DC0_H0_VM0", "off", "vm.power-off")
+
+// holdWith is a scenario named hold that applies fault (step name step,
+// requiring capabilities requires) to the VM named vm, then waits for
+// something that never happens.
+func holdWith(requires, vm, step, fault string) string {
+	return fmt.Sprintf(`apiVersion: faultline.dev/v1alpha1
 kind: Scenario
 metadata: {name: hold}
 spec:
-  requires: [VMPower]
+  requires: [%s]
   pollInterval: 200ms
   targets:
-    - {name: victim, select: {vm: DC0_H0_VM0}}
+    - {name: victim, select: {vm: %s}}
   steps:
-    - name: off
-      inject: {fault: vm.power-off, target: victim}
+    - name: %s
+      inject: {fault: %s, target: victim}
     - name: wait
       observe:
         phases:
           - {name: suspended, when: {probe: vm-suspended, target: victim}}
-`
+`, requires, vm, step, fault)
+}
 
-// TestIntegrationCrash kills a run mid-fault: with SIGKILL, 'faultline
-// recover' must power the VM back on; with SIGINT the run must undo by
-// itself. vcsim runs in its own process, as a vCenter would.
-func TestIntegrationCrash(t *testing.T) {
+// crashEnv builds faultline and starts vcsim in its own process, as a
+// vCenter would run: the binary, and the environment that reaches the
+// vcsim with a journal key of the test's own (a bare recover reads every
+// journal recorded beside the key, and the user's holds other tests').
+// It also returns a vsphere provider logged in to that vcsim, for the
+// test's own reads.
+func crashEnv(t *testing.T) (bin string, env []string, p *vsphere.Provider) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: builds faultline and runs vcsim in another process")
 	}
-	bin := buildFaultline(t)
-	env, _ := startVCSimProcess(t, bin)
-	// A journal key of the test's own: a bare recover reads every journal
-	// recorded beside the key, and the user's holds other tests' journals.
-	env = append(env, engine.EnvJournalKey+"="+filepath.Join(t.TempDir(), "journal.key"))
-	scenario := filepath.Join(t.TempDir(), "hold.yaml")
-	if err := os.WriteFile(scenario, []byte(holdScenario), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	bin = buildFaultline(t)
+	env, _ = startVCSimProcess(t, bin)
 	cfg, err := vsphere.ConfigFromEnv(func(k string) string { return envValue(env, k) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := vsphere.New(t.Context(), cfg)
-	if err != nil {
+	if p, err = vsphere.New(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -247,6 +250,18 @@ func TestIntegrationCrash(t *testing.T) {
 			t.Log(err)
 		}
 	})
+	return bin, append(env, engine.EnvJournalKey+"="+filepath.Join(t.TempDir(), "journal.key")), p
+}
+
+// TestIntegrationCrash kills a run mid-fault: with SIGKILL, 'faultline
+// recover' must power the VM back on; with SIGINT the run must undo by
+// itself. vcsim runs in its own process, as a vCenter would.
+func TestIntegrationCrash(t *testing.T) {
+	bin, env, p := crashEnv(t)
+	scenario := filepath.Join(t.TempDir(), "hold.yaml")
+	if err := os.WriteFile(scenario, []byte(holdScenario), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	vms, err := p.Resolve(t.Context(), providers.Selector{VM: "DC0_H0_VM0"})
 	if err != nil || len(vms) != 1 {
 		t.Fatalf("resolve: %v %v", vms, err)

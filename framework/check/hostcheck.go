@@ -36,12 +36,7 @@ func CheckControlPlaneHosts(s ManagementState, vms []providers.VMInfo) []Finding
 		if len(names) < 2 {
 			continue
 		}
-		slices.Sort(names)
-		objs := []string{"HostSystem/" + host}
-		for _, n := range names {
-			objs = append(objs, "Machine/"+n)
-		}
-		f := Finding{ID: "control-planes-share-host", Severity: "warning", Objects: objs,
+		f := Finding{ID: "control-planes-share-host", Severity: "warning", Objects: gathered("HostSystem/"+host, names),
 			Message: fmt.Sprintf("%d of the %d control-plane Machines of %s run on host %s (%s): losing the host loses them at once",
 				len(names), total, s.Cluster, host, strings.Join(names, ", ")),
 			Fix: "spread the control planes over hosts: failure domains (VSphereFailureDomain and VSphereDeploymentZone) or a DRS VM-VM anti-affinity rule, then let KCP roll them out"}
@@ -91,12 +86,7 @@ func CheckControlPlaneFailureDomains(s ManagementState) []Finding {
 		if len(names) < 2 || !empty && len(names) <= total/2 {
 			continue
 		}
-		slices.Sort(names)
-		objs := []string{"FailureDomain/" + fd}
-		for _, n := range names {
-			objs = append(objs, "Machine/"+n)
-		}
-		f := Finding{ID: "control-planes-share-failure-domain", Severity: "warning", Objects: objs,
+		f := Finding{ID: "control-planes-share-failure-domain", Severity: "warning", Objects: gathered("FailureDomain/"+fd, names),
 			Message: fmt.Sprintf("%d of the %d control-plane Machines of %s are in failure domain %s (%s) while the Cluster offers %d for control planes (%s)",
 				len(names), total, s.Cluster, fd, strings.Join(names, ", "), len(domains), strings.Join(domains, ", ")),
 			Fix: "roll the control plane out (KCP places new Machines in the failure domain with the fewest), or delete one of them for KCP to replace in another domain"}
@@ -107,4 +97,15 @@ func CheckControlPlaneFailureDomains(s ManagementState) []Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// gathered is a finding's objects: where the Machines are, then the
+// Machines by name (names is sorted in place).
+func gathered(where string, names []string) []string {
+	slices.Sort(names)
+	objs := []string{where}
+	for _, n := range names {
+		objs = append(objs, "Machine/"+n)
+	}
+	return objs
 }

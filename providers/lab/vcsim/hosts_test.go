@@ -20,7 +20,14 @@ import (
 
 func startWithProvider(t *testing.T) (*vcsim.Sim, *vsphere.Provider) {
 	t.Helper()
-	sim, err := vcsim.Start(vcsim.Input{})
+	return startWith(t, vcsim.Input{})
+}
+
+// startWith starts a simulator of in and a vsphere provider logged in to
+// it, both ended with the test.
+func startWith(t *testing.T, in vcsim.Input) (*vcsim.Sim, *vsphere.Provider) {
+	t.Helper()
+	sim, err := vcsim.Start(in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,17 +155,8 @@ func TestIntegrationRestartElsewhere(t *testing.T) {
 // TestIntegrationGuestShutdownTakesTime: ShutdownGuest returns at once and
 // the VM is still on; it is off once the guest's shutdown time has passed.
 func TestIntegrationGuestShutdownTakesTime(t *testing.T) {
-	sim, err := vcsim.Start(vcsim.Input{GuestShutdown: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
+	_, p := startWith(t, vcsim.Input{GuestShutdown: 2 * time.Second})
 	ctx := t.Context()
-	p, err := vsphere.New(ctx, sim.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close(context.Background()) })
 	vm := resolve(t, p, "DC0_H0_VM0")
 	asked := time.Now()
 	if err := p.ShutdownGuest(ctx, vm); err != nil {
@@ -167,7 +165,7 @@ func TestIntegrationGuestShutdownTakesTime(t *testing.T) {
 	if st, err := p.PowerState(ctx, vm); err != nil || st != providers.PoweredOn {
 		t.Errorf("right after ShutdownGuest: %s, %v; want still poweredOn (the guest is shutting down)", st, err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
 		st, err := p.PowerState(ctx, vm)
 		return st == providers.PoweredOff, err
 	})
@@ -180,20 +178,11 @@ func TestIntegrationGuestShutdownTakesTime(t *testing.T) {
 // timeout is ended (a call with it is refused NotAuthenticated), and the
 // vsphere provider logs in again on its own.
 func TestIntegrationSessionExpires(t *testing.T) {
-	sim, err := vcsim.Start(vcsim.Input{SessionIdle: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
+	_, p := startWith(t, vcsim.Input{SessionIdle: time.Second})
 	ctx := t.Context()
-	p, err := vsphere.New(ctx, sim.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close(context.Background()) })
 	vm := resolve(t, p, "DC0_H0_VM0")
 	sm := session.NewManager(p.Client())
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 20*time.Second, false, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 20*time.Second, false, func(ctx context.Context) (bool, error) {
 		active, err := sm.SessionIsActive(ctx)
 		return err != nil || !active, nil
 	})
