@@ -133,7 +133,7 @@ func (p *Pool) Acquire(ctx context.Context, sc *scenario.Scenario) (*Session, fu
 // start is made by Acquire.
 func (p *Pool) Prepare(ctx context.Context, next *scenario.Scenario) {
 	if p.warm == nil || next == nil || freshClusterRefused(next) != "" || p.firstServes(*next.Spec.Lab) ||
-		!p.first.Release.SameStack(next.Spec.Lab.Release) {
+		!p.first.Release.SameStack(next.Spec.Lab.Release) || placedOnHosts(*next.Spec.Lab) {
 		return
 	}
 	if spec, err := p.warm.Lab.PrepareNext(ctx, lab.ClusterName, *next.Spec.Lab); err != nil {
@@ -150,13 +150,21 @@ func (p *Pool) PrepareLease(ctx context.Context, sc *scenario.Scenario) {
 	p.mu.Lock()
 	warm, first := p.warm, p.first
 	p.mu.Unlock()
-	if warm == nil || Place(sc, ProviderLab).Where != Leased || !first.Release.SameStack(sc.Spec.Lab.Release) {
+	if warm == nil || Place(sc, ProviderLab).Where != Leased || !first.Release.SameStack(sc.Spec.Lab.Release) || placedOnHosts(*sc.Spec.Lab) {
 		return
 	}
 	spec := warm.Lab.FreshSpec(lab.ClusterName, *sc.Spec.Lab)
 	if err := warm.Lab.Prepare(ctx, spec); err != nil {
 		p.say("lab: could not prepare %s's cluster, %s (%v); it is made when that scenario starts\n", sc.Metadata.Name, spec.Key(), err)
 	}
+}
+
+// placedOnHosts tells whether a cluster of shape l has its VMs placed on
+// the lab's hosts as spec.lab.placement says: it is made when its scenario
+// starts, with every host up, not ahead beside a scenario that fails or
+// maintains a host (its VMs would be placed around that host).
+func placedOnHosts(l scenario.LabSpec) bool {
+	return l.Placement != (scenario.LabSpec{}).Placement
 }
 
 // Close stops the warm lab.

@@ -3,18 +3,20 @@ package lab
 import (
 	"context"
 	"fmt"
-	"github.com/faultline-dev/faultline/providers/lab/labconfig"
-	"k8s.io/utils/ptr"
 	"net/url"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	infrav1 "sigs.k8s.io/cluster-api-provider-vsphere/api/govmomi/v1beta2"
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
+	"github.com/faultline-dev/faultline/providers/lab/vcsim"
 )
 
 // The lab's names, in labconfig.
@@ -144,6 +146,10 @@ func capvNodeRegistration() bootstrapv1.NodeRegistrationOptions {
 
 // machineTemplate is a VSphereMachineTemplate cloning vcsim's template
 // VM in the vCenter at vc.
+//
+// Its VMs carry their placement group (vcsim.PlacementKey: the template's
+// namespace/name) as a custom VMX key, which CAPV sets at the clone: the
+// lab's vCenter places them by it (spec.lab.placement).
 func machineTemplate(meta metav1.ObjectMeta, vc *url.URL, thumbprint string) *infrav1.VSphereMachineTemplate {
 	return &infrav1.VSphereMachineTemplate{
 		ObjectMeta: meta,
@@ -154,6 +160,7 @@ func machineTemplate(meta metav1.ObjectMeta, vc *url.URL, thumbprint string) *in
 				Datacenter: datacenter, Datastore: datastore, ResourcePool: resourcePool, Folder: vmFolder,
 				Network: infrav1.NetworkSpec{Devices: []infrav1.NetworkDeviceSpec{{NetworkName: vmNetwork, DHCP4: ptr.To(true)}}},
 				NumCPUs: 2, MemoryMiB: 4096, DiskGiB: 20,
+				CustomVMXKeys: map[string]string{vcsim.PlacementKey: meta.Namespace + "/" + meta.Name},
 			}},
 		}},
 	}

@@ -145,10 +145,11 @@ func (l *Lab) createClusters(ctx context.Context) error {
 }
 
 // place tells the lab's vCenter where to put the cluster's control-plane
-// VMs, named after their Machines (spec.lab.placement).
+// VMs, the group of its control planes' machine template
+// (machineTemplate, spec.lab.placement).
 func (l *Lab) place(cs ClusterSpec) {
 	policy := map[string]string{labconfig.PlacementSpread: vcsim.Spread, labconfig.PlacementTogether: vcsim.Together}[cs.Placement.ControlPlanes]
-	l.sim.SetPlacement(cs.ControlPlaneName()+"-", vcsim.Placement{Policy: policy, Hosts: cs.Placement.ControlPlaneHosts})
+	l.sim.SetPlacement(cs.NamespaceOrDefault()+"/"+cs.ControlPlaneName(), vcsim.Placement{Policy: policy, Hosts: cs.Placement.ControlPlaneHosts})
 }
 
 // createSimulated adds a cluster whose nodes the simulator plays and

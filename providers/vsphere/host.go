@@ -10,6 +10,7 @@ import (
 
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/view"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
@@ -29,10 +30,10 @@ func (p *Provider) HostOf(ctx context.Context, vm providers.Object) (providers.O
 		return providers.Object{}, nil, fmt.Errorf("vm %q runs on no host vCenter names: %w", vm.Name, providers.ErrNotFound)
 	}
 	var h mo.HostSystem
-	if err := property.DefaultCollector(p.client).RetrieveOne(ctx, *v.Runtime.Host, []string{"name", "vm"}, &h); err != nil {
+	if err := property.DefaultCollector(p.client).RetrieveOne(ctx, *v.Runtime.Host, []string{"name"}, &h); err != nil {
 		return providers.Object{}, nil, fmt.Errorf("host of vm %q: %w", vm.Name, describe(err))
 	}
-	on, err := p.poweredOn(ctx, h.Vm)
+	on, err := p.poweredOnAt(ctx, h.Self)
 	if err != nil {
 		return providers.Object{}, nil, fmt.Errorf("vms on host %q: %w", h.Name, err)
 	}
@@ -44,15 +45,12 @@ func (p *Provider) HostOf(ctx context.Context, vm providers.Object) (providers.O
 	return host, on, nil
 }
 
-// poweredOn are those of refs that are VMs powered on, templates left out,
-// as objects (name and BIOS UUID), sorted by name.
-func (p *Provider) poweredOn(ctx context.Context, refs []types.ManagedObjectReference) ([]providers.Object, error) {
-	if len(refs) == 0 {
-		return nil, nil
-	}
-	var vms []mo.VirtualMachine
-	if err := property.DefaultCollector(p.client).Retrieve(ctx, refs, []string{"runtime.powerState", "config.template"}, &vms); err != nil {
-		return nil, describe(err)
+// poweredOnAt are the VMs powered on on host, templates left out, as
+// objects (name and BIOS UUID), sorted by name.
+func (p *Provider) poweredOnAt(ctx context.Context, host types.ManagedObjectReference) ([]providers.Object, error) {
+	vms, err := p.vmsAt(ctx, host)
+	if err != nil {
+		return nil, err
 	}
 	var on []types.ManagedObjectReference
 	for _, vm := range vms {
@@ -61,6 +59,22 @@ func (p *Provider) poweredOn(ctx context.Context, refs []types.ManagedObjectRefe
 		}
 	}
 	return p.objects(ctx, on)
+}
+
+// vmsAt are the VMs whose runtime.host is host, read through one container
+// view of the datacenter: a host's own list of VMs can name one being
+// created or deleted, which a read of it then fails on.
+func (p *Provider) vmsAt(ctx context.Context, host types.ManagedObjectReference) ([]mo.VirtualMachine, error) {
+	v, err := view.NewManager(p.client).CreateContainerView(ctx, p.dc.Reference(), []string{"VirtualMachine"}, true)
+	if err != nil {
+		return nil, describe(err)
+	}
+	defer func() { _ = v.Destroy(context.WithoutCancel(ctx)) }()
+	var all []mo.VirtualMachine
+	if err := v.Retrieve(ctx, []string{"VirtualMachine"}, []string{"runtime.host", "runtime.powerState", "config.template"}, &all); err != nil {
+		return nil, describe(err)
+	}
+	return slices.DeleteFunc(all, func(vm mo.VirtualMachine) bool { return vm.Runtime.Host == nil || *vm.Runtime.Host != host }), nil
 }
 
 // FailHost implements providers.Hosts: every VM of vms powered off hard at

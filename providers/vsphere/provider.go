@@ -291,11 +291,15 @@ func (p *Provider) vmsOnHost(ctx context.Context, name string) ([]types.ManagedO
 	if err != nil {
 		return nil, fmt.Errorf("find host %q: %w", name, describe(err))
 	}
-	var hs mo.HostSystem
-	if err := h.Properties(ctx, h.Reference(), []string{"vm"}, &hs); err != nil {
-		return nil, fmt.Errorf("vms on host %q: %w", name, describe(err))
+	vms, err := p.vmsAt(ctx, h.Reference())
+	if err != nil {
+		return nil, fmt.Errorf("vms on host %q: %w", name, err)
 	}
-	return hs.Vm, nil
+	refs := make([]types.ManagedObjectReference, len(vms))
+	for i, vm := range vms {
+		refs[i] = vm.Self
+	}
+	return refs, nil
 }
 
 func (p *Provider) findByUUID(ctx context.Context, uuid string) (*types.ManagedObjectReference, error) {

@@ -40,8 +40,13 @@ func (v *Sim) hostRules(ctx *simulator.Context, m *simulator.Method) (mo.Referen
 		host = vm.Runtime.Host
 	})
 	if clone, ok := m.Body.(*types.CloneVM_Task); ok && clone.Spec.Location.Host == nil && clone.Spec.Location.Pool != nil {
-		prefix, pl := v.placementOf(clone.Name)
-		if h := placeIn(ctx, *clone.Spec.Location.Pool, nil, prefix, pl); h != nil {
+		var extra []types.BaseOptionValue
+		if clone.Spec.Config != nil {
+			extra = clone.Spec.Config.ExtraConfig
+		}
+		group, pl := v.placementOf(groupOf(extra))
+		v.remember(clone.Name, group)
+		if h := v.placeIn(ctx, *clone.Spec.Location.Pool, nil, group, pl); h != nil {
 			clone.Spec.Location.Host = h
 		}
 	}
@@ -110,29 +115,65 @@ type Placement struct {
 	Hosts int
 }
 
-// SetPlacement places the VMs whose names start with prefix (a control
-// plane's Machines) as p says; the zero Placement forgets the prefix.
-func (v *Sim) SetPlacement(prefix string, p Placement) {
+// PlacementKey is the VMX key (a clone's extraConfig, as CAPV sets a
+// machine template's customVMXKeys) that names a VM's placement group.
+const PlacementKey = "guestinfo.faultline.placement"
+
+// SetPlacement places the VMs of group (PlacementKey's value: the lab's
+// control planes of one cluster) as p says; the zero Placement forgets
+// the group.
+func (v *Sim) SetPlacement(group string, p Placement) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if p == (Placement{}) {
-		delete(v.placement, prefix)
+		delete(v.placement, group)
 		return
 	}
-	v.placement[prefix] = p
+	v.placement[group] = p
 }
 
-// placementOf is the group and placement of a VM named name: the longest
-// prefix set that it starts with.
-func (v *Sim) placementOf(name string) (prefix string, pl Placement) {
+// placementOf is group's placement; "" and the zero Placement for a group
+// none was set for.
+func (v *Sim) placementOf(group string) (string, Placement) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	for p, set := range v.placement {
-		if strings.HasPrefix(name, p) && len(p) > len(prefix) {
-			prefix, pl = p, set
+	pl, ok := v.placement[group]
+	if !ok {
+		return "", Placement{}
+	}
+	return group, pl
+}
+
+// remember records the group of the VM named name: vcsim's clone drops
+// the extraConfig it is given, so the group is known only from the clone's
+// request.
+func (v *Sim) remember(name, group string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if group == "" {
+		delete(v.groups, name)
+		return
+	}
+	v.groups[name] = group
+}
+
+// groupNamed is the group of the VM named name.
+func (v *Sim) groupNamed(name string) string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.groups[name]
+}
+
+// groupOf is PlacementKey's value in extra.
+func groupOf(extra []types.BaseOptionValue) string {
+	for _, o := range extra {
+		if ov := o.GetOptionValue(); ov.Key == PlacementKey {
+			if s, ok := ov.Value.(string); ok {
+				return s
+			}
 		}
 	}
-	return prefix, pl
+	return ""
 }
 
 // hostState is ref's connection state.
@@ -147,10 +188,10 @@ func hostState(ctx *simulator.Context, ref types.ManagedObjectReference) types.H
 }
 
 // placeIn picks the host for a VM of pool, of the connected hosts of the
-// pool's cluster not in maintenance and not skip: by pl for the VMs whose
-// names start with prefix, then the one with the fewest VMs, then the
-// first by name. nil when there is none.
-func placeIn(ctx *simulator.Context, pool types.ManagedObjectReference, skip *types.ManagedObjectReference, prefix string, pl Placement) *types.ManagedObjectReference {
+// pool's cluster not in maintenance and not skip: by pl for the VMs of
+// group, then the one with the fewest VMs, then the first by name. nil
+// when there is none.
+func (v *Sim) placeIn(ctx *simulator.Context, pool types.ManagedObjectReference, skip *types.ManagedObjectReference, group string, pl Placement) *types.ManagedObjectReference {
 	rp, ok := ctx.Map.Get(pool).(*simulator.ResourcePool)
 	if !ok {
 		return nil
@@ -185,8 +226,8 @@ func placeIn(ctx *simulator.Context, pool types.ManagedObjectReference, skip *ty
 			continue
 		}
 		l.vms = len(vms)
-		if prefix != "" {
-			l.group = countNamed(ctx, vms, prefix)
+		if group != "" {
+			l.group = v.countGroup(ctx, vms, group)
 		}
 		hosts = append(hosts, l)
 	}
@@ -232,8 +273,8 @@ func hostNames(ctx *simulator.Context, refs []types.ManagedObjectReference) []st
 	return names
 }
 
-// countNamed counts the VMs of refs whose names start with prefix.
-func countNamed(ctx *simulator.Context, refs []types.ManagedObjectReference, prefix string) int {
+// countGroup counts the VMs of refs in group.
+func (v *Sim) countGroup(ctx *simulator.Context, refs []types.ManagedObjectReference, group string) int {
 	n := 0
 	for _, ref := range refs {
 		vm, ok := ctx.Map.Get(ref).(*simulator.VirtualMachine)
@@ -242,7 +283,7 @@ func countNamed(ctx *simulator.Context, refs []types.ManagedObjectReference, pre
 		}
 		var name string
 		ctx.WithLock(vm, func() { name = vm.Name })
-		if strings.HasPrefix(name, prefix) {
+		if v.groupNamed(name) == group {
 			n++
 		}
 	}
@@ -273,8 +314,8 @@ func (v *Sim) RestartElsewhere(ref types.ManagedObjectReference) (string, error)
 	if power == types.VirtualMachinePowerStatePoweredOn || hostState(ctx, *from) == types.HostSystemConnectionStateConnected {
 		return "", nil
 	}
-	prefix, pl := v.placementOf(name)
-	to := placeIn(ctx, *pool, from, prefix, pl)
+	group, pl := v.placementOf(v.groupNamed(name))
+	to := v.placeIn(ctx, *pool, from, group, pl)
 	if to == nil {
 		return "", fmt.Errorf("vm %s: no other connected host in its cluster to restart it on", name)
 	}

@@ -50,8 +50,10 @@ func resolve(t *testing.T, p *vsphere.Provider, name string) providers.Object {
 }
 
 // cloneInto clones from into the resource pool and folder of like with no
-// host named, as CAPV clones, and returns the host it landed on.
-func cloneInto(t *testing.T, p *vsphere.Provider, from, like providers.Object, name string) string {
+// host named, in placement group group (as CAPV clones a machine
+// template's VM with its custom VMX keys), and returns the host it landed
+// on.
+func cloneInto(t *testing.T, p *vsphere.Provider, from, like providers.Object, name, group string) string {
 	t.Helper()
 	ctx := t.Context()
 	src := object.NewVirtualMachine(p.Client(), types.ManagedObjectReference{Type: "VirtualMachine", Value: from.ID})
@@ -59,7 +61,11 @@ func cloneInto(t *testing.T, p *vsphere.Provider, from, like providers.Object, n
 	if err := src.Properties(ctx, types.ManagedObjectReference{Type: "VirtualMachine", Value: like.ID}, []string{"resourcePool", "parent"}, &v); err != nil {
 		t.Fatal(err)
 	}
-	task, err := src.Clone(ctx, object.NewFolder(p.Client(), *v.Parent), name, types.VirtualMachineCloneSpec{Location: types.VirtualMachineRelocateSpec{Pool: v.ResourcePool}})
+	spec := types.VirtualMachineCloneSpec{Location: types.VirtualMachineRelocateSpec{Pool: v.ResourcePool}}
+	if group != "" {
+		spec.Config = &types.VirtualMachineConfigSpec{ExtraConfig: []types.BaseOptionValue{&types.OptionValue{Key: vcsim.PlacementKey, Value: group}}}
+	}
+	task, err := src.Clone(ctx, object.NewFolder(p.Client(), *v.Parent), name, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,14 +86,14 @@ func cloneInto(t *testing.T, p *vsphere.Provider, from, like providers.Object, n
 func TestIntegrationPlacement(t *testing.T) {
 	sim, p := startWithProvider(t)
 	src, like := resolve(t, p, "DC0_H0_VM0"), resolve(t, p, "DC0_C0_RP0_VM0")
-	sim.SetPlacement("spread-", vcsim.Placement{Policy: vcsim.Spread})
-	sim.SetPlacement("together-", vcsim.Placement{Policy: vcsim.Together})
-	sim.SetPlacement("two-", vcsim.Placement{Policy: vcsim.Spread, Hosts: 2})
+	sim.SetPlacement("ns/spread", vcsim.Placement{Policy: vcsim.Spread})
+	sim.SetPlacement("ns/together", vcsim.Placement{Policy: vcsim.Together})
+	sim.SetPlacement("ns/two", vcsim.Placement{Policy: vcsim.Spread, Hosts: 2})
 	spread, together, two := map[string]bool{}, map[string]bool{}, map[string]int{}
 	for i := range 3 {
-		spread[cloneInto(t, p, src, like, fmt.Sprintf("spread-%d", i))] = true
-		together[cloneInto(t, p, src, like, fmt.Sprintf("together-%d", i))] = true
-		two[cloneInto(t, p, src, like, fmt.Sprintf("two-%d", i))]++
+		spread[cloneInto(t, p, src, like, fmt.Sprintf("spread-%d", i), "ns/spread")] = true
+		together[cloneInto(t, p, src, like, fmt.Sprintf("together-%d", i), "ns/together")] = true
+		two[cloneInto(t, p, src, like, fmt.Sprintf("two-%d", i), "ns/two")]++
 	}
 	if len(spread) != 3 || len(together) != 1 || two["DC0_C0_H0"] != 2 || two["DC0_C0_H1"] != 1 {
 		t.Errorf("spread on %v, together on %v, two hosts' group on %v; want 3 hosts, 1, and 2 on DC0_C0_H0 and 1 on DC0_C0_H1", spread, together, two)
@@ -104,7 +110,7 @@ func TestIntegrationPlacement(t *testing.T) {
 		if err := p.FailHost(t.Context(), host, ids); err != nil {
 			t.Fatal(err)
 		}
-		if got := cloneInto(t, p, src, like, "after-failure"); got == h {
+		if got := cloneInto(t, p, src, like, "after-failure", ""); got == h {
 			t.Errorf("a clone landed on %s, which is down", h)
 		}
 	}

@@ -31,9 +31,11 @@ type Sim struct {
 	model  *simulator.Model
 	server *simulator.Server
 	caFile string
-	// placement is SetPlacement's, by VM name prefix.
+	// placement is SetPlacement's, by group; groups is each cloned VM's
+	// group, by name.
 	mu        sync.Mutex
 	placement map[string]Placement
+	groups    map[string]string
 	// gate is CAPV's way in (Gate).
 	gate *Gate
 	// shutdown is Input.GuestShutdown.
@@ -94,7 +96,7 @@ func Start(in Input) (*Sim, error) {
 	if err := m.Create(); err != nil {
 		return nil, fmt.Errorf("create vcsim inventory: %w", err)
 	}
-	v := &Sim{model: m, placement: map[string]Placement{}, shutdown: cmp.Or(in.GuestShutdown, DefaultGuestShutdown)}
+	v := &Sim{model: m, placement: map[string]Placement{}, groups: map[string]string{}, shutdown: cmp.Or(in.GuestShutdown, DefaultGuestShutdown)}
 	m.Map().Handler = v.hostRules
 	m.Map().OptionManager().Setting = append(m.Map().OptionManager().Setting,
 		&types.OptionValue{Key: "config.vmacore.soap.sessionTimeout", Value: cmp.Or(in.SessionIdle, DefaultSessionIdle).String()})
