@@ -2,7 +2,7 @@
 .DEFAULT_GOAL := help
 SHELL := /usr/bin/env bash
 
-.PHONY: help demo build image envtest kind-image lab-manifests test test-unit test-integration test-e2e test-nightly test-differential lint verify fuzz bench clean
+.PHONY: help demo build image envtest kind-image lab-manifests test test-unit test-integration test-e2e test-nightly test-differential scorecard-chain lint verify fuzz bench clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -45,6 +45,9 @@ test-nightly: ## Nightly: make test with every tier's nightly part, then make te
 
 test-differential: ## Nightly: every lab scenario on v1.13 in-process and as its own binaries, compared (FAULTLINE_DIFFERENTIAL=a,b for some)
 	hack/test-differential.sh
+
+scorecard-chain: ## Nightly: the catalogue on every stack of the chain a fleet walks, each compared with the next (STACKS= RUNS=4 PARALLEL=2 SCENARIOS= ARTIFACTS=)
+	hack/scorecard-chain.sh
 
 lint: ## gofmt and go vet
 	hack/lint.sh

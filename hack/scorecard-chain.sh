@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The scorecard along the chain a fleet walks (make scorecard-chain, a
-# nightly job): every lab scenario of the catalogue that names no release
+# nightly job; docs/upgrades.md, "Along the chain"): every lab scenario of the catalogue that names no release
 # of its own runs RUNS times on each stack of STACKS, into
 # ARTIFACTS/<stack>, and each consecutive pair of stacks is compared with
 # faultline compare into ARTIFACTS/<base>-to-<target>. Each side runs
