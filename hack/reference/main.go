@@ -15,6 +15,7 @@ import (
 
 	"github.com/faultline-dev/faultline/framework/engine"
 	"github.com/faultline-dev/faultline/framework/scenario"
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"github.com/faultline-dev/faultline/scenarios"
 )
 
@@ -31,6 +32,7 @@ explains the format around them.
 `)
 	section(&b, "Faults", engine.Vocabulary.Faults, "fault: ")
 	section(&b, "Probes", engine.Vocabulary.Probes, "probe: ")
+	labVCenter(&b)
 	if _, err := os.Stdout.WriteString(b.String()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -52,6 +54,30 @@ func section(b *strings.Builder, title string, words map[string]scenario.Word, k
 		} else {
 			fmt.Fprintf(b, "\nNo catalogue scenario uses it yet; in a step:\n\n```yaml\n%s```\n", sketch(key, name, w.Args))
 		}
+	}
+}
+
+// labVCenter is the reference of the settings of the lab's vCenter: HA,
+// placement and the realism each profile gives it.
+func labVCenter(b *strings.Builder) {
+	fmt.Fprintf(b, `
+## The lab's vCenter
+
+What a scenario's `+"`spec.lab`"+` sets of the lab's vCenter (docs/fidelity.md,
+"Disasters bigger than one VM", says what each plays):
+
+- `+"`ha: {enabled: true, restartAfter: DURATION}`"+`: vSphere HA for the cluster's VMs.
+  A failed host's VMs (`+"`host.fail`"+`) still off are powered on on another host
+  `+"`restartAfter`"+` after the failure (default %s), with HA's event. Off by default.
+- `+"`placement: {controlPlanes: %s|%s|%s, controlPlaneHosts: N}`"+`: where the
+  cluster's control-plane VMs go: each on a host of its own while there are
+  hosts, all on one, or as DRS places any VM (the default); `+"`controlPlaneHosts`"+`
+  keeps them on the first N hosts by name.
+`, labconfig.DefaultHARestart, labconfig.PlacementSpread, labconfig.PlacementTogether, labconfig.PlacementAny)
+	b.WriteString("\nWhat every lab vCenter does, by time profile (`--profile`):\n\n| profile | guest shutdown (the VM powers off this long after ShutdownGuest) | idle session ended after | guest reboot to Node Ready |\n|---|---|---|---|\n")
+	for _, name := range labconfig.ProfileNames() {
+		p, _ := labconfig.ProfileNamed(name)
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", name, p.GuestShutdown, p.SessionIdle, p.Reboot)
 	}
 }
 
