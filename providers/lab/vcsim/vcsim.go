@@ -84,6 +84,12 @@ func (in Input) Validate() error {
 	return nil
 }
 
+// createMu makes one Model.Create at a time in the process: it writes
+// package-level state of govmomi's simulator (the evaluation license the
+// LicenseManager of every model shares), and two labs or tests starting
+// at once raced on it.
+var createMu sync.Mutex
+
 // Start creates the inventory and starts serving it.
 func Start(in Input) (*Sim, error) {
 	if err := in.Validate(); err != nil {
@@ -93,7 +99,10 @@ func Start(in Input) (*Sim, error) {
 	if m == nil {
 		m = simulator.VPX()
 	}
-	if err := m.Create(); err != nil {
+	createMu.Lock()
+	err := m.Create()
+	createMu.Unlock()
+	if err != nil {
 		return nil, fmt.Errorf("create vcsim inventory: %w", err)
 	}
 	v := &Sim{model: m, placement: map[string]Placement{}, groups: map[string]string{}, shutdown: cmp.Or(in.GuestShutdown, DefaultGuestShutdown)}
