@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"maps"
 	"reflect"
 	"slices"
@@ -23,6 +22,9 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/faultline-dev/faultline/providers/lab/labconfig"
+	"github.com/faultline-dev/faultline/providers/vsphere"
 )
 
 // RemoveTimeout bounds the removal of one cluster by Renew: Cluster API
@@ -320,7 +322,7 @@ func destroyVM(ctx context.Context, vm *object.VirtualMachine) error {
 	if state == types.VirtualMachinePowerStatePoweredOn {
 		t, err := vm.PowerOff(ctx)
 		if err == nil {
-			err = t.Wait(ctx)
+			err = vsphere.WaitTask(ctx, t)
 		}
 		if err != nil {
 			return fmt.Errorf("power off VM %s: %w", vm.Name(), err)
@@ -328,7 +330,7 @@ func destroyVM(ctx context.Context, vm *object.VirtualMachine) error {
 	}
 	t, err := vm.Destroy(ctx)
 	if err == nil {
-		err = t.Wait(ctx)
+		err = vsphere.WaitTask(ctx, t)
 	}
 	if err != nil {
 		return fmt.Errorf("destroy VM %s: %w", vm.Name(), err)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/vmware/govmomi/object"
-	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/view"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
@@ -24,13 +23,13 @@ func (p *Provider) vm(obj providers.Object) *object.VirtualMachine {
 // task runs a vSphere task to completion or until ctx ends, and names the VM
 // and the fault when it fails.
 //
-// It waits on a property collector of its own (Task.Wait): Task.WaitEx
-// shares the session's default collector, and two tasks waited on at once,
-// as runs side by side do, took each other's updates; in the lab one
-// power-off then waited until the scenario's timeout for a task vcsim had
-// long finished.
+// It waits on a property collector of its own (waitTask, as Task.Wait
+// does): Task.WaitEx shares the session's default collector, and two tasks
+// waited on at once, as runs side by side do, took each other's updates;
+// in the lab one power-off then waited until the scenario's timeout for a
+// task vcsim had long finished.
 //
-// A wait cut short by ctx is never a success: Task.Wait returns nil when
+// A wait cut short by ctx is never a success: waitTask returns nil when
 // its context ends (WaitForUpdatesEx), while the task goes on at vCenter,
 // queued or running. Then task waits for that task by its reference, up to
 // taskSettle, so that what the caller does next (an undo reading the power
@@ -44,7 +43,7 @@ func (p *Provider) task(ctx context.Context, op string, obj providers.Object, st
 	t, err := start(cctx)
 	done()
 	if err == nil {
-		err = t.Wait(ctx)
+		err = waitTask(ctx, p.client, t)
 	}
 	if ctx.Err() != nil && t != nil {
 		return settle(ctx, op, obj, t)
@@ -246,11 +245,10 @@ func nicLabel(d types.BaseVirtualDevice) string {
 // through a property collector, until ctx ends or the VM disappears.
 func (p *Provider) Watch(ctx context.Context, obj providers.Object) (<-chan struct{}, error) {
 	ch := make(chan struct{}, 1)
-	pc := property.DefaultCollector(p.client)
 	ref := p.vm(obj).Reference()
 	go func() {
 		defer close(ch)
-		err := property.Wait(ctx, pc, ref, []string{"runtime.powerState", "runtime.connectionState"}, func([]types.PropertyChange) bool {
+		err := waitFor(ctx, p.client, ref, []string{"runtime.powerState", "runtime.connectionState"}, func([]types.PropertyChange) bool {
 			select {
 			case ch <- struct{}{}:
 			default:
