@@ -19,7 +19,6 @@ func TestIntegrationGate(t *testing.T) {
 	t.Cleanup(sim.Close)
 	ctx := t.Context()
 	gated := sim.Config()
-	gated.URL = sim.GatedURL().String()
 	login := func() error {
 		p, err := vsphere.New(ctx, gated)
 		if err == nil {
@@ -40,7 +39,7 @@ func TestIntegrationGate(t *testing.T) {
 	if _, err := open.ListVMs(ctx); err == nil {
 		t.Error("a session opened before the cut still reaches vCenter through it")
 	}
-	if _, err := vsphere.New(ctx, sim.Config()); err != nil {
+	if _, err := vsphere.New(ctx, sim.DirectConfig()); err != nil {
 		t.Errorf("the simulator itself, while the gate is cut: %v", err)
 	}
 

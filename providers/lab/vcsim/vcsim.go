@@ -137,8 +137,14 @@ func Start(in Input) (*Sim, error) {
 	return v, nil
 }
 
-// URL is the SDK endpoint, without credentials.
-func (v *Sim) URL() *url.URL {
+// URL is the SDK endpoint, without credentials: through the gate, the
+// address the lab's clusters name and users are given.
+func (v *Sim) URL() *url.URL { return v.gate.URL(v.DirectURL()) }
+
+// DirectURL is the SDK endpoint the simulator itself listens on, which the
+// gate does not cut: the lab's own provider's, which faults and reads
+// vCenter while CAPV's way is cut (vcenter.unreachable).
+func (v *Sim) DirectURL() *url.URL {
 	u := *v.server.URL
 	u.User = nil
 	return &u
@@ -148,8 +154,6 @@ func (v *Sim) URL() *url.URL {
 // CAPV; URL is faultline's own way in.
 func (v *Sim) Gate() *Gate { return v.gate }
 
-// GatedURL is the SDK endpoint through the gate, without credentials.
-func (v *Sim) GatedURL() *url.URL { return v.gate.URL(v.URL()) }
 
 // CAFile is the PEM file of the simulator's certificate, for verifying TLS.
 func (v *Sim) CAFile() string { return v.caFile }
@@ -181,10 +185,17 @@ func Password() string {
 	return pass
 }
 
-// Config returns vsphere settings that reach the simulator with TLS
-// verified against its own certificate.
+// Config returns vsphere settings that reach the simulator, through the
+// gate, with TLS verified against its own certificate.
 func (v *Sim) Config() vsphere.Config {
 	return vsphere.Config{URL: v.URL().String(), Username: Username, Password: Password(), CAFile: v.caFile}
+}
+
+// DirectConfig is Config at DirectURL.
+func (v *Sim) DirectConfig() vsphere.Config {
+	c := v.Config()
+	c.URL = v.DirectURL().String()
+	return c
 }
 
 // SetGuestIP plays the guest's DHCP client and VMware Tools: it reports
