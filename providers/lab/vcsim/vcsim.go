@@ -154,7 +154,6 @@ func (v *Sim) DirectURL() *url.URL {
 // CAPV; URL is faultline's own way in.
 func (v *Sim) Gate() *Gate { return v.gate }
 
-
 // CAFile is the PEM file of the simulator's certificate, for verifying TLS.
 func (v *Sim) CAFile() string { return v.caFile }
 
