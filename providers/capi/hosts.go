@@ -8,6 +8,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/faultline-dev/faultline/providers"
+	"github.com/faultline-dev/faultline/providers/vsphere"
 )
 
 var _ providers.Hosts = (*Provider)(nil)
@@ -122,10 +123,10 @@ func (p *Provider) onHost(ctx context.Context, host string) (map[string]bool, er
 }
 
 // providerUUID is the BIOS UUID (lower case) of a CAPV providerID, "" for
-// another.
+// another (vsphere.UUIDFromProviderID's parse).
 func providerUUID(id string) string {
-	uuid, _ := strings.CutPrefix(id, "vsphere://")
-	if uuid == id {
+	uuid, err := vsphere.UUIDFromProviderID(id)
+	if err != nil {
 		return ""
 	}
 	return strings.ToLower(uuid)

@@ -65,16 +65,26 @@ func (p *Provider) poweredOnAt(ctx context.Context, host types.ManagedObjectRefe
 // view of the datacenter: a host's own list of VMs can name one being
 // created or deleted, which a read of it then fails on.
 func (p *Provider) vmsAt(ctx context.Context, host types.ManagedObjectReference) ([]mo.VirtualMachine, error) {
+	all, err := p.viewVMs(ctx, "runtime.host", "runtime.powerState", "config.template")
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(all, func(vm mo.VirtualMachine) bool { return vm.Runtime.Host == nil || *vm.Runtime.Host != host }), nil
+}
+
+// viewVMs reads props of every VM of the datacenter through one container
+// view, made and destroyed for the read (ListVMs, vmsAt).
+func (p *Provider) viewVMs(ctx context.Context, props ...string) ([]mo.VirtualMachine, error) {
 	v, err := view.NewManager(p.client).CreateContainerView(ctx, p.dc.Reference(), []string{"VirtualMachine"}, true)
 	if err != nil {
 		return nil, describe(err)
 	}
 	defer func() { _ = v.Destroy(context.WithoutCancel(ctx)) }()
-	var all []mo.VirtualMachine
-	if err := v.Retrieve(ctx, []string{"VirtualMachine"}, []string{"runtime.host", "runtime.powerState", "config.template"}, &all); err != nil {
+	var vms []mo.VirtualMachine
+	if err := v.Retrieve(ctx, []string{"VirtualMachine"}, props, &vms); err != nil {
 		return nil, describe(err)
 	}
-	return slices.DeleteFunc(all, func(vm mo.VirtualMachine) bool { return vm.Runtime.Host == nil || *vm.Runtime.Host != host }), nil
+	return vms, nil
 }
 
 // FailHost implements providers.Hosts: every VM of vms powered off hard at

@@ -266,14 +266,9 @@ func (p *Provider) Watch(ctx context.Context, obj providers.Object) (<-chan stru
 // templates left out, read through one container view and one property
 // collector call. It reads only (the view lives in this session).
 func (p *Provider) ListVMs(ctx context.Context) ([]providers.VMInfo, error) {
-	v, err := view.NewManager(p.client).CreateContainerView(ctx, p.dc.Reference(), []string{"VirtualMachine"}, true)
+	vms, err := p.viewVMs(ctx, "name", "config.uuid", "config.template", "runtime.powerState", "runtime.host")
 	if err != nil {
-		return nil, fmt.Errorf("list VMs: %w", describe(err))
-	}
-	defer func() { _ = v.Destroy(context.WithoutCancel(ctx)) }()
-	var vms []mo.VirtualMachine
-	if err := v.Retrieve(ctx, []string{"VirtualMachine"}, []string{"name", "config.uuid", "config.template", "runtime.powerState", "runtime.host"}, &vms); err != nil {
-		return nil, fmt.Errorf("list VMs: %w", describe(err))
+		return nil, fmt.Errorf("list VMs: %w", err)
 	}
 	hosts, err := p.hostNames(ctx)
 	if err != nil {
