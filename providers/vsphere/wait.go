@@ -40,14 +40,24 @@ func waitFor(ctx context.Context, c *vim25.Client, obj types.ManagedObjectRefere
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return pc.WaitForUpdatesEx(ctx, &filter.WaitOptions, func(updates []types.ObjectUpdate) bool {
+	seen := false
+	err = pc.WaitForUpdatesEx(ctx, &filter.WaitOptions, func(updates []types.ObjectUpdate) bool {
 		for _, u := range updates {
 			if f(u.ChangeSet) {
+				seen = true
 				return true
 			}
 		}
 		return false
 	})
+	// WaitForUpdatesEx returns nil when ctx is canceled (it cancels the
+	// wait at vCenter): a wait that ended before f was satisfied says why.
+	if err == nil && !seen {
+		if err = ctx.Err(); err == nil {
+			err = errors.New("the property collector's wait ended before the change it waited for")
+		}
+	}
+	return err
 }
 
 // setupTimeout bounds the calls that make a wait's collector and filter,
@@ -80,6 +90,8 @@ func waitTask(ctx context.Context, c *vim25.Client, t *object.Task) error {
 		return err
 	case err != nil:
 		return err
+	case info == nil:
+		return fmt.Errorf("task %s: its wait ended without its info", t.Reference().Value)
 	case info.State == types.TaskInfoStateError && info.Error != nil:
 		// The error Task.Wait returns, which describe reads the fault of.
 		return task.Error{LocalizedMethodFault: info.Error, Description: info.Description}
