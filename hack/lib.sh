@@ -68,3 +68,13 @@ copy_manifests() {
   cp "${capv}"/config/govmomi/webhook/manifests.yaml "${out}/infrastructure/webhooks.yaml"
   chmod -R u+w "${out}"
 }
+
+# stamp PKG VERSION is the -ldflags that set a version package's fields,
+# which the managers print at start and report (empty otherwise).
+stamp() {
+  local pkg="$1" version="$2" major minor
+  major="${version#v}"; major="${major%%.*}"
+  minor="${version#v*.}"; minor="${minor%%.*}"
+  printf -- '-X %s.gitVersion=%s -X %s.gitMajor=%s -X %s.gitMinor=%s -X %s.gitTreeState=clean' \
+    "${pkg}" "${version}" "${pkg}" "${major}" "${pkg}" "${minor}" "${pkg}"
+}

@@ -37,16 +37,6 @@ work="$(mktemp -d)"
 trap 'chmod -R u+w "${work}" 2>/dev/null; rm -rf "${work}"' EXIT
 mkdir -p "${work}/bin"
 
-# stamp PKG VERSION is the -ldflags that set a version package's fields,
-# which the managers print at start and report (empty otherwise).
-stamp() {
-  local pkg="$1" version="$2" major minor
-  major="${version#v}"; major="${major%%.*}"
-  minor="${version#v*.}"; minor="${minor%%.*}"
-  printf -- '-X %s.gitVersion=%s -X %s.gitMajor=%s -X %s.gitMinor=%s -X %s.gitTreeState=clean' \
-    "${pkg}" "${version}" "${pkg}" "${major}" "${pkg}" "${minor}" "${pkg}"
-}
-
 # module_copy MODULE@VERSION DIR copies a module's source out of the
 # read-only module cache, so that its own replace directives apply when
 # it is built there.

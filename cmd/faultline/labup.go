@@ -143,6 +143,7 @@ func runLabUp(ctx context.Context, cfg session.LabConfig, sv served, stdout, std
 	host := l.Sim().URL().Host
 	fmt.Fprintf(stdout, "with those exported, run a scenario on it as on a cluster of your own:\n  faultline run power-off-worker --provider capi --allow-context %s --cluster %s --allow-vcenter %s\n",
 		kc.CurrentContext, cfg.Clusters[0].Key(), host)
+	go writeClusterctlConfig(ctx, l, paths[0], stdout, stderr)
 	servedEnd, err := serveRuns(ctx, sess, sv, stdout, cfg.Log)
 	if err != nil {
 		return infraErr(err)
@@ -157,6 +158,20 @@ func runLabUp(ctx context.Context, cfg session.LabConfig, sv served, stdout, std
 		fmt.Fprintln(stderr, "faultline:", err)
 	}
 	return nil
+}
+
+// writeClusterctlConfig writes the lab's clusterctl configuration and says
+// how clusterctl reads the lab with it. It runs beside the lab's start:
+// the first time, each release's metadata comes through the module proxy.
+func writeClusterctlConfig(ctx context.Context, l *lab.Lab, kubeconfig string, stdout, stderr io.Writer) {
+	path, err := l.WriteClusterctlConfig(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			fmt.Fprintf(stderr, "faultline: clusterctl will not see the lab's releases: %v\n", err)
+		}
+		return
+	}
+	fmt.Fprintf(stdout, "clusterctl reads the lab's providers and the releases it serves, with no reach to GitHub:\n  clusterctl upgrade plan --config %s --kubeconfig %s\n", path, kubeconfig)
 }
 
 // serveRuns serves runs on sess's lab (run --lab) until ctx ends; the

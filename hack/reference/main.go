@@ -74,10 +74,10 @@ What a scenario's `+"`spec.lab`"+` sets of the lab's vCenter (docs/fidelity.md,
   hosts, all on one, or as DRS places any VM (the default); `+"`controlPlaneHosts`"+`
   keeps them on the first N hosts by name.
 `, labconfig.DefaultHARestart, labconfig.PlacementSpread, labconfig.PlacementTogether, labconfig.PlacementAny)
-	b.WriteString("\nWhat every lab vCenter does, by time profile (`--profile`):\n\n| profile | guest shutdown (the VM powers off this long after ShutdownGuest) | idle session ended after | guest reboot to Node Ready |\n|---|---|---|---|\n")
+	b.WriteString("\nWhat every lab vCenter does, by time profile (`--profile`):\n\n| profile | guest shutdown (the VM powers off this long after ShutdownGuest) | idle session ended after | guest reboot to Node Ready | VM task time (another task on the VM meanwhile: TaskInProgress; 0s: at once) |\n|---|---|---|---|---|\n")
 	for _, name := range labconfig.ProfileNames() {
 		p, _ := labconfig.ProfileNamed(name)
-		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", name, p.GuestShutdown, p.SessionIdle, p.Reboot)
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", name, p.GuestShutdown, p.SessionIdle, p.Reboot, p.VMTaskTime)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
+	"slices"
 
 	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 	"github.com/faultline-dev/faultline/providers/lab/management"
@@ -76,3 +78,12 @@ func (p *Provider) ManagementRelease() string { return p.lab.Stack().Name }
 // Upgrades are the stacks the lab's management plane ran before an
 // upgrade, oldest first, with their managers' versions.
 func (l *Lab) Upgrades() []management.Upgraded { return l.mgmt.Upgrades() }
+
+// WriteClusterctlConfig writes a clusterctl configuration into the lab's
+// folder whose local repository holds every release the lab serves and
+// the one it runs (management.WriteClusterctlConfig), and returns its
+// path: `clusterctl upgrade plan --config PATH` against the lab's
+// management kubeconfig then works with no reach to GitHub.
+func (l *Lab) WriteClusterctlConfig(ctx context.Context) (string, error) {
+	return management.WriteClusterctlConfig(ctx, filepath.Join(l.dir, "clusterctl"), append(slices.Clone(Stacks()), l.Stack()))
+}

@@ -64,7 +64,7 @@ func (l *Lab) startVCenterAndManagement(ctx context.Context, assets string) erro
 // startVCenter starts vcsim and logs in to it, and notes its inventory.
 func (l *Lab) startVCenter(ctx context.Context) error {
 	var err error
-	if l.sim, err = vcsim.Start(vcsim.Input{GuestShutdown: l.in.Profile.GuestShutdown, SessionIdle: l.in.Profile.SessionIdle}); err != nil {
+	if l.sim, err = vcsim.Start(vcsim.Input{GuestShutdown: l.in.Profile.GuestShutdown, SessionIdle: l.in.Profile.SessionIdle, VMTaskTime: l.in.Profile.VMTaskTime}); err != nil {
 		return err
 	}
 	if err := leftovers.Note(l.dir, l.sim.Outside()...); err != nil {

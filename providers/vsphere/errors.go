@@ -68,6 +68,19 @@ func describe(err error) error {
 
 func isNotFound(err error) bool { return errors.Is(err, providers.ErrNotFound) }
 
+// busyWith is the task vCenter names when it refuses an operation because
+// another task of the object runs (TaskInProgress).
+func busyWith(err error) (types.ManagedObjectReference, bool) {
+	var f *types.TaskInProgress
+	if err == nil {
+		return types.ManagedObjectReference{}, false
+	}
+	if _, ok := fault.As(err, &f); !ok || f == nil || f.Task.Value == "" {
+		return types.ManagedObjectReference{}, false
+	}
+	return f.Task, true
+}
+
 // ThumbprintError is a vCenter whose certificate is not the one pinned: a
 // man in the middle, or a certificate renewed since (recover pins the one
 // recorded when the fault was injected).

@@ -42,6 +42,18 @@ func (p *Provider) task(ctx context.Context, op string, obj providers.Object, st
 	cctx, done := graced(ctx, createGrace)
 	t, err := start(cctx)
 	done()
+	if busy, ok := busyWith(err); ok {
+		// vCenter runs one task on a VM at a time and refuses another
+		// with TaskInProgress, naming the one that runs (CAPV's, on a
+		// VM it reconciles): wait for that one, then ask once more.
+		p.log.V(1).Info("vCenter runs another task on the object; waiting for it", "op", op, "object", obj.Name, "task", busy.Value)
+		_ = waitTask(ctx, p.client, object.NewTask(p.client, busy))
+		if ctx.Err() == nil {
+			cctx, done = graced(ctx, createGrace)
+			t, err = start(cctx)
+			done()
+		}
+	}
 	if err == nil {
 		err = waitTask(ctx, p.client, t)
 	}

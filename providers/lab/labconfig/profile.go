@@ -57,6 +57,13 @@ type Profile struct {
 	// call (the lab's vCenter, vcsim.Input).
 	GuestShutdown time.Duration `json:"guestShutdown"`
 	SessionIdle   time.Duration `json:"sessionIdle"`
+	// VMTaskTime is how long a VM's task runs at the lab's vCenter (power
+	// operations, reconfigure, relocate, destroy), during which another
+	// task on the VM is refused with TaskInProgress (vcsim.Input). Real
+	// time takes a second, as a vCenter's power operation does;
+	// compressed time runs them at once, as vcsim does, so the
+	// controllers' races are seconds shorter, not changed in kind.
+	VMTaskTime time.Duration `json:"vmTaskTime"`
 	// Gates are the Cluster API feature gates the profile sets (CAPV's
 	// controllers follow them too); the others keep upstream's defaults.
 	Gates map[string]bool `json:"gates,omitempty"`
@@ -74,7 +81,7 @@ var profiles = map[string]Profile{
 		SyncPeriod: 10 * time.Minute, ConnectRetry: 30 * time.Second, RemoteGrace: 5 * time.Minute,
 		EtcdDialTimeout: 10 * time.Second, EtcdCallTimeout: 15 * time.Second,
 		LearnerCatchUp: 2 * time.Second,
-		GuestShutdown:  15 * time.Second, SessionIdle: 30 * time.Minute,
+		GuestShutdown:  15 * time.Second, SessionIdle: 30 * time.Minute, VMTaskTime: time.Second,
 	},
 	"compressed": {
 		Name: "compressed", NodeGrace: 2 * time.Second, Heartbeat: time.Second,
@@ -136,6 +143,7 @@ func (p Profile) Knobs() map[string]string {
 		"learnerCatchUp":        p.LearnerCatchUp.String(),
 		"guestShutdown":         p.GuestShutdown.String(),
 		"sessionIdle":           p.SessionIdle.String(),
+		"vmTaskTime":            p.VMTaskTime.String(),
 		"remoteConnectionGrace": p.RemoteConnectionGrace().String(),
 		// A Node with pods is drained before its Machine's VM goes: Cluster
 		// API retries a drain that left pods every 20s, a constant no

@@ -20,6 +20,7 @@ import (
 //     (placeIn; vcsim puts every clone on its template's host, so every
 //     lab VM shared one host);
 //   - a guest shutdown that takes time (slowShutdown);
+//   - a task on a VM refused while one of its own runs (taskInProgress);
 //   - a VM on a host that is not connected refuses every operation, as
 //     vCenter does (HostNotConnected; HostNotReachable while the host is
 //     not responding): CAPV cannot power on, reconfigure or delete it
@@ -55,6 +56,11 @@ func (v *Sim) hostRules(ctx *simulator.Context, m *simulator.Method) (mo.Referen
 	}
 	if f := hostDown(ctx, *host); f != nil {
 		return nil, f
+	}
+	if v.taskTime > 0 {
+		if f := taskInProgress(ctx, m, vm); f != nil {
+			return nil, f
+		}
 	}
 	if move, ok := m.Body.(*types.RelocateVM_Task); ok && move.Spec.Host != nil && *move.Spec.Host != *host {
 		moveBetweenHosts(ctx, m.This, *host, *move.Spec.Host)

@@ -38,8 +38,11 @@ type Sim struct {
 	groups    map[string]string
 	// gate is CAPV's way in (Gate).
 	gate *Gate
-	// shutdown is Input.GuestShutdown.
-	shutdown time.Duration
+	// shutdown is Input.GuestShutdown; taskTime Input.VMTaskTime, and
+	// releaseTaskTime gives the process's task time back (holdTaskTime).
+	shutdown        time.Duration
+	taskTime        time.Duration
+	releaseTaskTime func()
 }
 
 // Input configures Start.
@@ -59,6 +62,13 @@ type Input struct {
 	// (ShutdownGuest returns at once, the VM powers off then; vcsim's
 	// powers off at once). Zero is DefaultGuestShutdown.
 	GuestShutdown time.Duration
+	// VMTaskTime is how long a VM's task (power on or off, reset,
+	// suspend, reconfigure, relocate, destroy) runs before it completes;
+	// while one runs, another task on the VM is refused with
+	// TaskInProgress, as vCenter refuses it. Zero: vcsim's own, done at
+	// once. govmomi keeps task delays process-wide: the simulators of one
+	// process have one VMTaskTime.
+	VMTaskTime time.Duration
 }
 
 // The realism settings' defaults: a vCenter ends a session idle for 30
@@ -95,6 +105,20 @@ func Start(in Input) (*Sim, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
+	release, err := holdTaskTime(in.VMTaskTime)
+	if err != nil {
+		return nil, err
+	}
+	v, err := start(in)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	v.taskTime, v.releaseTaskTime = in.VMTaskTime, release
+	return v, nil
+}
+
+func start(in Input) (*Sim, error) {
 	m := in.Model
 	if m == nil {
 		m = simulator.VPX()
@@ -255,6 +279,7 @@ func (v *Sim) Close() {
 	}
 	// The server removes it only once its handlers return.
 	_ = os.Remove(v.caFile)
+	v.releaseTaskTime()
 }
 
 // loopbackCert is an ECDSA P-256 certificate for 127.0.0.1 and localhost,
