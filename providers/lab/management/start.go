@@ -315,6 +315,16 @@ func (m *Plane) startEnv(in Input, mf *manifests, es envStart) error {
 	if err != nil {
 		return fmt.Errorf("start the management cluster (kube-apiserver and etcd from %s): %w", in.Assets, err)
 	}
+	if es.state != "" {
+		// The stored objects were made when the state was stored; this
+		// lab makes them now.
+		stamped := time.Now()
+		n, err := restamp(context.Background(), env.ControlPlane.Etcd.URL.String(), stamped)
+		if err != nil {
+			return fmt.Errorf("date the stored management state's objects from this start: %w", err)
+		}
+		in.Log.V(1).Info("dated the stored objects from this start", "objects", n, "took", time.Since(stamped).Round(time.Millisecond).String())
+	}
 	if es.hold != nil {
 		if err := m.serveStored(in, mf, es.hold); err != nil {
 			return err
