@@ -42,8 +42,19 @@ func restamp(ctx context.Context, etcdURL string, now time.Time) (int, error) {
 		}
 		if r.Succeeded {
 			changed += len(puts)
+		} else {
+			// A key was written meanwhile (the API server's own
+			// leases): each of the batch on its own, that one left.
+			for i := range puts {
+				r, err := c.Txn(ctx).If(cmps[i]).Then(puts[i]).Commit()
+				if err != nil {
+					return fmt.Errorf("write etcd: %w", err)
+				}
+				if r.Succeeded {
+					changed++
+				}
+			}
 		}
-		// Else a key was written meanwhile: that batch keeps its ages.
 		cmps, puts = cmps[:0], puts[:0]
 		return nil
 	}

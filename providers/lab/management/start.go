@@ -319,7 +319,9 @@ func (m *Plane) startEnv(in Input, mf *manifests, es envStart) error {
 		// The stored objects were made when the state was stored; this
 		// lab makes them now.
 		stamped := time.Now()
-		n, err := restamp(context.Background(), env.ControlPlane.Etcd.URL.String(), stamped)
+		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		n, err := restamp(rctx, env.ControlPlane.Etcd.URL.String(), stamped)
+		cancel()
 		if err != nil {
 			return fmt.Errorf("date the stored management state's objects from this start: %w", err)
 		}
