@@ -2,7 +2,6 @@ package management
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/faultline-dev/faultline/providers/lab/labconfig"
 )
@@ -20,22 +18,8 @@ import (
 // resource, stored as JSON) was created at the time given, as kubectl's
 // AGE reads it (a real kube-apiserver and etcd).
 func TestRestamp(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts kube-apiserver and etcd")
-	}
-	assets, err := FindAssets("")
-	if err != nil {
-		if os.Getenv("FAULTLINE_REQUIRE_LAB") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	env := apiServer(t)
+	cfg := env.Config
 	ctx := context.Background()
 	m := &Plane{cfg: cfg, stack: labconfig.DefaultStack()}
 	if err := m.writeInventory(ctx); err != nil {

@@ -18,22 +18,7 @@ import (
 // them, and an upgrade's rewrite names the new ones (a real kube-apiserver
 // and etcd; clusterctl's own CRD).
 func TestInventory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts kube-apiserver and etcd")
-	}
-	assets, err := FindAssets("")
-	if err != nil {
-		if os.Getenv("FAULTLINE_REQUIRE_LAB") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := apiServer(t).Config
 	ctx := context.Background()
 	stacks := labconfig.Stacks
 	m := &Plane{cfg: cfg, stack: stacks[1]}
@@ -73,6 +58,28 @@ func TestInventory(t *testing.T) {
 			}
 		}
 	}
+}
+
+// apiServer starts a real kube-apiserver and etcd (envtest) for the test,
+// stopped at its end.
+func apiServer(t *testing.T) *envtest.Environment {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts kube-apiserver and etcd")
+	}
+	assets, err := FindAssets("")
+	if err != nil {
+		if os.Getenv("FAULTLINE_REQUIRE_LAB") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	if _, err := env.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	return env
 }
 
 func clusterctlScheme(t *testing.T) *runtime.Scheme {
