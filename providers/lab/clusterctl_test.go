@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/version"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/lab/labconfig"
@@ -31,7 +33,16 @@ func TestIntegrationClusterctlPlan(t *testing.T) {
 	clusterctl := buildClusterctl(ctx, t)
 	from, to := lab.Stacks()[1], lab.Stacks()[0]
 	spec := lab.ClusterSpec{Name: "plan", LabSpec: labconfig.LabSpec{ControlPlanes: 1, Workers: 1, Release: labconfig.ParseRelease(from.Name)}}
+	began := time.Now().Truncate(time.Second)
 	l := labtest.StartInput(t, lab.Input{Clusters: []lab.ClusterSpec{spec}})
+	// kubectl's AGE: a lab started from the stack's stored state has its
+	// objects dated from this start, not the state's.
+	var ns corev1.Namespace
+	if err := l.Client().Get(ctx, client.ObjectKey{Name: "kube-system"}, &ns); err != nil {
+		t.Fatal(err)
+	} else if created := ns.CreationTimestamp.Time; created.Before(began) {
+		t.Errorf("namespace kube-system created at %s, before the lab started (%s)", created, began)
+	}
 	paths, err := l.WriteKubeconfigs(ctx)
 	if err != nil {
 		t.Fatal(err)
