@@ -31,7 +31,7 @@ func restamp(ctx context.Context, etcdURL string, now time.Time) (int, error) {
 	}
 	var cmps []clientv3.Cmp
 	var puts []clientv3.Op
-	changed := 0
+	changed, size := 0, 0
 	flush := func() error {
 		if len(puts) == 0 {
 			return nil
@@ -69,17 +69,24 @@ func restamp(ctx context.Context, etcdURL string, now time.Time) (int, error) {
 		if !ok {
 			continue
 		}
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision))
-		puts = append(puts, clientv3.OpPut(string(kv.Key), string(v)))
-		// etcd takes at most 128 operations a transaction.
-		if len(puts) == 64 {
+		// etcd takes at most 128 operations and 1.5 MiB a transaction
+		// (--max-request-bytes); a CRD alone can be half of that.
+		if len(puts) == 64 || size+len(kv.Key)+len(v) > txnBytes {
 			if err := flush(); err != nil {
 				return changed, err
 			}
+			size = 0
 		}
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision))
+		puts = append(puts, clientv3.OpPut(string(kv.Key), string(v)))
+		size += len(kv.Key) + len(v)
 	}
 	return changed, flush()
 }
+
+// txnBytes bounds the keys and values of one transaction of restamp,
+// under etcd's default request limit (1.5 MiB) and its client's (2 MiB).
+const txnBytes = 1 << 20
 
 // protoMagic begins every object the API server stores as protobuf (a
 // runtime.Unknown wrapping the typed object); JSON objects (custom

@@ -2,6 +2,8 @@ package management
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +17,8 @@ import (
 
 // TestRestamp: after restamp, what the API server serves of every object
 // stored before (a namespace of its own, stored as protobuf; a custom
-// resource, stored as JSON) was created at the time given, as kubectl's
+// resource, stored as JSON; ConfigMaps more than etcd takes in one
+// request) was created at the time given, as kubectl's
 // AGE reads it (a real kube-apiserver and etcd).
 func TestRestamp(t *testing.T) {
 	env := apiServer(t)
@@ -33,6 +36,17 @@ func TestRestamp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Objects as big as the largest CRDs, more of them than etcd takes
+	// in one request.
+	big := []client.Object{}
+	for i := range 3 {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: fmt.Sprintf("big-%d", i)},
+			Data: map[string]string{"data": strings.Repeat("x", 700<<10)}}
+		if err := c.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		big = append(big, cm)
+	}
 	now := time.Now().Add(time.Hour).Truncate(time.Second)
 	n, err := restamp(ctx, env.ControlPlane.Etcd.URL.String(), now)
 	if err != nil {
@@ -41,11 +55,11 @@ func TestRestamp(t *testing.T) {
 	if n < 5 {
 		t.Errorf("restamped %d objects; want the namespaces, the CRD and the inventory's Providers at least", n)
 	}
-	for _, obj := range []client.Object{
+	for _, obj := range append(big,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "capi-system"}},
 		&clusterctlv1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "cluster-api"}},
-	} {
+	) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			t.Fatal(err)
 		}
