@@ -165,6 +165,10 @@ func TestIntegrationLabUpDown(t *testing.T) {
 				t.Errorf("lab wait: %v\n%s", err, out)
 			}
 			waitFor(t, 10*time.Second, "lab up says it is ready to serve", func() bool { return strings.Contains(later.String(), "ready to serve: 1 cluster(s) of") })
+			// and how clusterctl reads it (TestIntegrationClusterctlPlan
+			// runs clusterctl with it).
+			clusterctl := "clusterctl upgrade plan --config " + filepath.Join(dir, "clusterctl", "clusterctl.yaml")
+			waitFor(t, time.Minute, "lab up says how clusterctl reads the lab", func() bool { return strings.Contains(later.String(), clusterctl) })
 			switch how {
 			case "lab-down":
 				runOnServedLab(t, bin, env, filepath.Base(dir), lab.Stacks()[0].Name, c)
