@@ -1,10 +1,13 @@
 package main
 
 import (
+	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
 	"github.com/faultline-dev/faultline/providers/kind"
 	"github.com/faultline-dev/faultline/providers/lab"
@@ -45,6 +48,38 @@ func completeContexts(cmd *cobra.Command, _ []string, _ string) ([]string, cobra
 		out = append(out, name)
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeSets offers, for --set, NAME= for each parameter of the
+// scenarios named before it (catalogue names or files), described by its
+// default.
+func completeSets(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	seen := map[string]bool{}
+	var out []string
+	for _, a := range args {
+		data, err := scenarios.Read(a)
+		if err != nil {
+			if data, err = os.ReadFile(a); err != nil {
+				continue
+			}
+		}
+		var s struct {
+			Spec struct {
+				Parameters map[string]string `json:"parameters"`
+			} `json:"spec"`
+		}
+		if yaml.Unmarshal(data, &s) != nil {
+			continue
+		}
+		for name, def := range s.Spec.Parameters {
+			if !seen[name] {
+				seen[name] = true
+				out = append(out, name+"=\tdefault "+def)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
 }
 
 // completeKindClusters offers the kind clusters faultline created.
@@ -89,6 +124,7 @@ func registerCompletions(cmd *cobra.Command) {
 		"on-cluster":   completeContexts,
 		"kind-cluster": completeKindClusters,
 		"from":         completeScenarios,
+		"set":          completeSets,
 	}
 	if f := cmd.Flags().Lookup("output"); f != nil {
 		flags["output"] = fixed(outputFormats(f.Usage)...)

@@ -57,16 +57,17 @@ func TestInitFrom(t *testing.T) {
 	}
 }
 
-// The shell completes scenario names, providers and each command's output
-// formats.
+// The shell completes scenario names, providers, each command's output
+// formats and the parameters --set overrides.
 func TestCompletion(t *testing.T) {
 	t.Parallel()
 	for args, want := range map[string]string{
-		"__complete run power-off-w":       "power-off-worker\npower-off-worker-workload\n",
-		"__complete run x --provider ":     "lab\ncapi\nvsphere\nkind\n",
-		"__complete check -o ":             "text\njson\nyaml\njunit\n",
-		"__complete describe kill-etcd-q":  "kill-etcd-quorum\nkill-etcd-quorum-apps\n",
-		"__complete init x --from kind-po": "kind-policy-blocks-eviction\nkind-power-off-worker\nkind-power-off-worker-workload\n",
+		"__complete run power-off-w":             "power-off-worker\npower-off-worker-workload\n",
+		"__complete run x --provider ":           "lab\ncapi\nvsphere\nkind\n",
+		"__complete check -o ":                   "text\njson\nyaml\njunit\n",
+		"__complete describe kill-etcd-q":        "kill-etcd-quorum\nkill-etcd-quorum-apps\n",
+		"__complete init x --from kind-po":       "kind-policy-blocks-eviction\nkind-power-off-worker\nkind-power-off-worker-workload\n",
+		"__complete run power-off-worker --set ": "budget.deleted=\tdefault 60s\nbudget.destroyed=\tdefault 90s\n",
 	} {
 		var out, errOut bytes.Buffer
 		a := strings.Fields(args)
