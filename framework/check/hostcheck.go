@@ -21,7 +21,7 @@ func CheckControlPlaneHosts(s ManagementState, vms []providers.VMInfo) []Finding
 	onHost := map[string][]string{}
 	total := 0
 	for _, m := range s.Machines {
-		if _, cp := stringMap(field(m, "metadata", "labels"))["cluster.x-k8s.io/control-plane"]; !cp || field(m, "metadata", "deletionTimestamp") != nil {
+		if !liveControlPlane(m) {
 			continue
 		}
 		total++
@@ -71,7 +71,7 @@ func CheckControlPlaneFailureDomains(s ManagementState) []Finding {
 	in := map[string][]string{}
 	total := 0
 	for _, m := range s.Machines {
-		if _, cp := stringMap(field(m, "metadata", "labels"))["cluster.x-k8s.io/control-plane"]; !cp || field(m, "metadata", "deletionTimestamp") != nil {
+		if !liveControlPlane(m) {
 			continue
 		}
 		total++
@@ -103,9 +103,12 @@ func CheckControlPlaneFailureDomains(s ManagementState) []Finding {
 // Machines by name (names is sorted in place).
 func gathered(where string, names []string) []string {
 	slices.Sort(names)
-	objs := []string{where}
-	for _, n := range names {
-		objs = append(objs, "Machine/"+n)
-	}
-	return objs
+	return append([]string{where}, prefixed("Machine/", names)...)
+}
+
+// liveControlPlane tells whether Machine m is a control plane's and not
+// being deleted.
+func liveControlPlane(m map[string]any) bool {
+	_, cp := stringMap(field(m, "metadata", "labels"))["cluster.x-k8s.io/control-plane"]
+	return cp && field(m, "metadata", "deletionTimestamp") == nil
 }

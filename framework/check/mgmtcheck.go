@@ -303,7 +303,7 @@ func CheckEtcdMembers(s ManagementState, kubeSystemPods []map[string]any) []Find
 	var out []Finding
 	owned := map[string]bool{}
 	for _, m := range s.Machines {
-		if _, cp := stringMap(field(m, "metadata", "labels"))["cluster.x-k8s.io/control-plane"]; !cp || field(m, "metadata", "deletionTimestamp") != nil {
+		if !liveControlPlane(m) {
 			continue
 		}
 		name, node := str(m, "metadata", "name"), str(m, "status", "nodeRef", "name")

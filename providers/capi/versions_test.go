@@ -2,9 +2,7 @@ package capi_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -24,6 +22,7 @@ import (
 	"github.com/faultline-dev/faultline/providers/capi/versioned"
 	"github.com/faultline-dev/faultline/providers/lab"
 	"github.com/faultline-dev/faultline/providers/lab/labtest"
+	"github.com/faultline-dev/faultline/providers/lab/management"
 	"github.com/faultline-dev/faultline/providers/lab/vcsim"
 	"github.com/faultline-dev/faultline/providers/vsphere"
 )
@@ -104,13 +103,9 @@ func TestIntegrationManagementReleases(t *testing.T) {
 // a kubeconfig of its admin.
 func managementAPI(t *testing.T, release string) string {
 	t.Helper()
-	out, err := exec.Command("go", "mod", "download", "-json", "sigs.k8s.io/cluster-api@"+release).Output()
+	dir, err := management.ModuleDir(t.Context(), "sigs.k8s.io/cluster-api@"+release)
 	if err != nil {
-		t.Fatalf("go mod download sigs.k8s.io/cluster-api@%s: %v", release, err)
-	}
-	var mod struct{ Dir string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		t.Fatalf("go mod download: %v %s", err, out)
+		t.Fatal(err)
 	}
 	assets, err := lab.FindAssets("")
 	if err != nil {
@@ -118,7 +113,7 @@ func managementAPI(t *testing.T, release string) string {
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(mod.Dir, "config", "crd", "bases")},
+		CRDDirectoryPaths:     []string{filepath.Join(dir, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 	}
 	if _, err := env.Start(); err != nil {

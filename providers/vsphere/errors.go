@@ -72,9 +72,6 @@ func isNotFound(err error) bool { return errors.Is(err, providers.ErrNotFound) }
 // another task of the object runs (TaskInProgress).
 func busyWith(err error) (types.ManagedObjectReference, bool) {
 	var f *types.TaskInProgress
-	if err == nil {
-		return types.ManagedObjectReference{}, false
-	}
 	if _, ok := fault.As(err, &f); !ok || f == nil || f.Task.Value == "" {
 		return types.ManagedObjectReference{}, false
 	}

@@ -23,13 +23,13 @@ func (p *Provider) vm(obj providers.Object) *object.VirtualMachine {
 // task runs a vSphere task to completion or until ctx ends, and names the VM
 // and the fault when it fails.
 //
-// It waits on a property collector of its own (waitTask, as Task.Wait
+// It waits on a property collector of its own (WaitTask, as Task.Wait
 // does): Task.WaitEx shares the session's default collector, and two tasks
 // waited on at once, as runs side by side do, took each other's updates;
 // in the lab one power-off then waited until the scenario's timeout for a
 // task vcsim had long finished.
 //
-// A wait cut short by ctx is never a success: waitTask returns nil when
+// A wait cut short by ctx is never a success: WaitTask returns nil when
 // its context ends (WaitForUpdatesEx), while the task goes on at vCenter,
 // queued or running. Then task waits for that task by its reference, up to
 // taskSettle, so that what the caller does next (an undo reading the power
@@ -47,7 +47,7 @@ func (p *Provider) task(ctx context.Context, op string, obj providers.Object, st
 		// with TaskInProgress, naming the one that runs (CAPV's, on a
 		// VM it reconciles): wait for that one, then ask once more.
 		p.log.V(1).Info("vCenter runs another task on the object; waiting for it", "op", op, "object", obj.Name, "task", busy.Value)
-		_ = waitTask(ctx, p.client, object.NewTask(p.client, busy))
+		_ = WaitTask(ctx, object.NewTask(p.client, busy))
 		if ctx.Err() == nil {
 			cctx, done = graced(ctx, createGrace)
 			t, err = start(cctx)
@@ -55,7 +55,7 @@ func (p *Provider) task(ctx context.Context, op string, obj providers.Object, st
 		}
 	}
 	if err == nil {
-		err = waitTask(ctx, p.client, t)
+		err = WaitTask(ctx, t)
 	}
 	if ctx.Err() != nil && t != nil {
 		return settle(ctx, op, obj, t)

@@ -69,12 +69,8 @@ const setupTimeout = 30 * time.Second
 // vCenter's fault, as Task.Wait's is. Use it for Task.Wait (waitFor says
 // why).
 func WaitTask(ctx context.Context, t *object.Task) error {
-	return waitTask(ctx, t.Client(), t)
-}
-
-func waitTask(ctx context.Context, c *vim25.Client, t *object.Task) error {
 	var info *types.TaskInfo
-	err := waitFor(ctx, c, t.Reference(), []string{"info"}, func(changes []types.PropertyChange) bool {
+	err := waitFor(ctx, t.Client(), t.Reference(), []string{"info"}, func(changes []types.PropertyChange) bool {
 		for _, ch := range changes {
 			if ti, ok := ch.Val.(types.TaskInfo); ok {
 				info = &ti
@@ -90,8 +86,6 @@ func waitTask(ctx context.Context, c *vim25.Client, t *object.Task) error {
 		return err
 	case err != nil:
 		return err
-	case info == nil:
-		return fmt.Errorf("task %s: its wait ended without its info", t.Reference().Value)
 	case info.State == types.TaskInfoStateError && info.Error != nil:
 		// The error Task.Wait returns, which describe reads the fault of.
 		return task.Error{LocalizedMethodFault: info.Error, Description: info.Description}

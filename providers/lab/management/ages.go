@@ -55,7 +55,7 @@ func restamp(ctx context.Context, etcdURL string, now time.Time) (int, error) {
 				}
 			}
 		}
-		cmps, puts = cmps[:0], puts[:0]
+		cmps, puts, size = cmps[:0], puts[:0], 0
 		return nil
 	}
 	for _, kv := range resp.Kvs {
@@ -75,7 +75,6 @@ func restamp(ctx context.Context, etcdURL string, now time.Time) (int, error) {
 			if err := flush(); err != nil {
 				return changed, err
 			}
-			size = 0
 		}
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision))
 		puts = append(puts, clientv3.OpPut(string(kv.Key), string(v)))
