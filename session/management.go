@@ -36,7 +36,7 @@ func (s *Session) openManagement(ctx context.Context, cfg Config) error {
 	if !cfg.optedIn() && !Allowed(cfg.Management.Allowed, EnvAllowedContexts, name) {
 		return configErr("refusing a destructive run against context %q: it is not in --allow-context or $%s", name, EnvAllowedContexts)
 	}
-	opts := []capi.Option{capi.WithLogger(cfg.Log), capi.WithKubeconfig(source, name)}
+	opts := []capi.Option{capi.WithLogger(cfg.Log), capi.WithKubeconfig(source, name), capi.WithCut(cfg.Management.Cluster, cfg.Management.ProbeImage)}
 	if cfg.Management.ReadOnly {
 		opts = append(opts, capi.WithReadOnly())
 	}

@@ -156,8 +156,12 @@ type ManagementConfig struct {
 	// kubeconfig Secret (a check's --workload-kubeconfig).
 	Workload client.Client
 	// Cluster, namespace/name, is the Cluster the session is scoped to
-	// ("" every one): the vCenter given must be the one its objects name.
+	// ("" every one): the vCenter given must be the one its objects name,
+	// and vcenter.unreachable cuts CAPV's way to its vCenter.
 	Cluster string
+	// ProbeImage is faultline's image on the cluster's nodes, which
+	// vcenter.unreachable's probe pod runs ("" refuses that fault).
+	ProbeImage string
 }
 
 // VCenterConfig reaches a vCenter: the vSphere provider's, or the one

@@ -68,6 +68,7 @@ func (o *runOptions) open(ctx context.Context, clusters []lab.ClusterSpec, spare
 	cfg := session.Config{Provider: o.provider, Log: log, Out: start, Status: start.status, Kind: session.KindConfig{Cluster: o.kind.cluster}, Destructive: destructive}
 	cfg.Management = o.cluster.config()
 	cfg.Management.Cluster = o.scope
+	cfg.Management.ProbeImage = o.onCluster.image
 	cfg.Management.ReadOnly = o.dryRun || !destructive
 	var err error
 	if o.provider == session.ProviderLab {

@@ -156,7 +156,7 @@ Exit codes: 0 pass (or skipped), 1 scenario failed, 2 invalid input or usage,
 	// --version has no -v: on run and kind up, -v is the log verbosity,
 	// and one letter meaning two things by where it stands misleads.
 	root.Flags().Bool("version", false, "print faultline's version (as the version command does)")
-	root.AddCommand(newDescribeCommand(), newRunCommand(), newValidateCommand(), newInitCommand(), newListCommand(), newRecoverCommand(), newVersionCommand(), newLabCommand(), newCheckCommand(), newReportCommand(), newHistoryCommand(), newCompareCommand(), newKindCommand(), newGenDocsCommand())
+	root.AddCommand(newDescribeCommand(), newRunCommand(), newValidateCommand(), newInitCommand(), newListCommand(), newRecoverCommand(), newVersionCommand(), newLabCommand(), newCheckCommand(), newReportCommand(), newHistoryCommand(), newCompareCommand(), newKindCommand(), newGenDocsCommand(), newReachCommand())
 	registerCompletions(root)
 	return root
 }

@@ -30,7 +30,7 @@ const jobsNamespace = "faultline-runs"
 func (f *onClusterFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.context, "on-cluster", "", "run each scenario in a pod of one Indexed Job on the cluster of this kubeconfig context (--kubeconfig, $KUBECONFIG), each pod with a lab of its own; --parallel pods at a time; their results and run folders come back here (apply deploy/runs there first)")
 	fs.StringVar(&f.namespace, "namespace", jobsNamespace, "with --on-cluster: the namespace of the Job, set up by deploy/runs")
-	fs.StringVar(&f.image, "image", "", "with --on-cluster: faultline's image on the cluster's nodes (default faultline.dev/faultline:<this version>, as hack/image.sh tags it)")
+	fs.StringVar(&f.image, "image", "", "faultline's image on the cluster's nodes: --on-cluster's Job runs it, and with --provider capi so does the probe pod that proves vcenter.unreachable's cut (default faultline.dev/faultline:<this version>, as hack/image.sh tags it)")
 	fs.BoolVar(&f.emit, "emit-run-folder", false, "after the run, write its folder to stdout as a Job's pod sends it back")
 	_ = fs.MarkHidden("emit-run-folder")
 }
@@ -49,10 +49,14 @@ var podFlags = map[string]bool{
 func (o *runOptions) checkOnCluster(fs *pflag.FlagSet) error {
 	f := &o.onCluster
 	if f.context == "" {
-		for _, name := range []string{"namespace", "image"} {
-			if fs.Changed(name) {
-				return usageErr("--%s says where --on-cluster runs its Job; it does nothing without --on-cluster", name)
-			}
+		if fs.Changed("namespace") {
+			return usageErr("--namespace says where --on-cluster runs its Job; it does nothing without --on-cluster")
+		}
+		if fs.Changed("image") && o.provider != session.ProviderCAPI {
+			return usageErr("--image says what --on-cluster's Job runs, or, with --provider capi, vcenter.unreachable's probe pod; it does nothing here")
+		}
+		if f.image == "" {
+			f.image, _ = ownImage()
 		}
 		return nil
 	}
@@ -71,11 +75,11 @@ func (o *runOptions) checkOnCluster(fs *pflag.FlagSet) error {
 		return usageErr("--namespace %q: expected a Kubernetes namespace name (lower-case letters, digits and '-')", f.namespace)
 	}
 	if f.image == "" {
-		v := versionString()
-		if !imageVersion.MatchString(v) {
-			return usageErr("--image: this faultline (version %s) was not built by hack/image.sh; pass the image the cluster's nodes have (hack/image.sh prints its tag)", v)
+		image, ok := ownImage()
+		if !ok {
+			return usageErr("--image: this faultline (version %s) was not built by hack/image.sh; pass the image the cluster's nodes have (hack/image.sh prints its tag)", versionString())
 		}
-		f.image = "faultline.dev/faultline:" + v
+		f.image = image
 	}
 	o.served = "" // each pod runs its own lab, never one served here
 	return nil
@@ -87,6 +91,16 @@ var (
 	// or a release's.
 	imageVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9a-z.]+)?$`)
 )
+
+// ownImage is the image hack/image.sh tags this faultline with; false
+// when it was not built by it.
+func ownImage() (string, bool) {
+	v := versionString()
+	if !imageVersion.MatchString(v) {
+		return "", false
+	}
+	return "faultline.dev/faultline:" + v, true
+}
 
 // podArgs are the flags given here that a Job's pod passes to its run.
 func podArgs(fs *pflag.FlagSet) []string {

@@ -309,7 +309,7 @@ func TestOnClusterRefuses(t *testing.T) {
 		}
 	}
 	var stdout, stderr bytes.Buffer
-	if code := execute([]string{"run", "power-off-worker", "--image", "x"}, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "--image says where --on-cluster runs its Job") {
+	if code := execute([]string{"run", "power-off-worker", "--image", "x"}, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "--image says what --on-cluster's Job runs") {
 		t.Errorf("--image without --on-cluster: exit %d, %q", code, stderr.String())
 	}
 }

@@ -24,7 +24,7 @@ var hostFaults = map[string]faultDef{
 	},
 	"vcenter.unreachable": {
 		capability: providers.CapVCenterReach, once: true,
-		summary: "cut CAPV's connection to its vCenter (given no target: it acts on the management cluster's CAPV): every call CAPV makes is refused, so it can neither create, power nor delete a VM, while faultline still reaches vCenter; undo restores the connection. The lab only: its clusters reach vcsim through a relay faultline cuts",
+		summary: "cut CAPV's connection to its vCenter (given no target: it acts on the management cluster's CAPV): every call CAPV makes fails, so it can neither create, power nor delete a VM, while faultline still reaches vCenter; undo restores the connection. In the lab at the relay its clusters reach vcsim through; on a management cluster with a NetworkPolicy on CAPV's pods that denies their egress to the vCenter the scope's objects name, proven first by a probe pod of faultline's image (--image) beside CAPV's, and refused, saying why, where the cluster's network does not enforce it (or a proxy, a host-network pod or another policy would let CAPV through)",
 		inject: using(providers.CapVCenterReach, func(ctx context.Context, v providers.VCenterReach, _ providers.Object, _ map[string]string) error {
 			return v.SetVCenterReachable(ctx, false)
 		}),

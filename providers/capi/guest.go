@@ -71,6 +71,8 @@ func (p *Provider) Preflight(ctx context.Context, c providers.Capability, obj pr
 			return nil // still provisioning: the fault reads it again
 		}
 		return err
+	case providers.CapVCenterReach:
+		return p.preflightCut(ctx)
 	}
 	return nil
 }

@@ -34,6 +34,9 @@ type Provider struct {
 	probeTimeout time.Duration
 	// readOnly: every client refuses writes (WithReadOnly).
 	readOnly bool
+	// cluster (namespace/name, "" every one) scopes the vCenter that
+	// vcenter.unreachable cuts; probeImage proves the cut (WithCut).
+	cluster, probeImage string
 
 	// workload, when set, reaches every workload cluster instead of its
 	// kubeconfig Secret (WithWorkloadClient).
@@ -78,6 +81,14 @@ func WithLogger(l logr.Logger) Option { return func(p *Provider) { p.log = l } }
 // can reach it again after a crash.
 func WithKubeconfig(path, context string) Option {
 	return func(p *Provider) { p.kubeconfig, p.context = path, context }
+}
+
+// WithCut says what vcenter.unreachable cuts on this management cluster:
+// CAPV's way to the vCenter the objects of cluster (namespace/name, ""
+// every one) name, proven first by a probe pod of image, faultline's
+// image on the cluster's nodes ("" refuses the fault).
+func WithCut(cluster, image string) Option {
+	return func(p *Provider) { p.cluster, p.probeImage = cluster, image }
 }
 
 // WithVCenter lets VM faults and probes reach the Machines' VMs.

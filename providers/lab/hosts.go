@@ -71,3 +71,13 @@ func (p *Provider) SetVCenterReachable(_ context.Context, reachable bool) error 
 	p.lab.sim.Gate().SetReachable(reachable)
 	return nil
 }
+
+// Preflight implements providers.Preflighter: the lab cuts CAPV's way to
+// vcsim at its gate, which is always there; the rest is the management
+// cluster's rule.
+func (p *Provider) Preflight(ctx context.Context, c providers.Capability, obj providers.Object) error {
+	if c == providers.CapVCenterReach {
+		return nil
+	}
+	return p.Provider.Preflight(ctx, c, obj)
+}
