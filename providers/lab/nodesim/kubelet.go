@@ -163,7 +163,7 @@ func createNode(ctx context.Context, c inmemoryclient.Client, vm *simVM, podCIDR
 			Annotations: map[string]string{annJoinOrder: strconv.Itoa(joined)}},
 		Spec: corev1.NodeSpec{ProviderID: "vsphere://" + vm.uuid},
 		Status: corev1.NodeStatus{
-			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: labconfig.KubernetesVersion, OperatingSystem: "linux", Architecture: "amd64"},
+			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: vm.kubeletVersion(), OperatingSystem: "linux", Architecture: "amd64"},
 		},
 	}
 	if vm.controlPlane {
@@ -184,6 +184,18 @@ func createNode(ctx context.Context, c inmemoryclient.Client, vm *simVM, podCIDR
 		n.Spec.PodCIDR, n.Spec.PodCIDRs = podCIDR, []string{podCIDR}
 	}
 	return createIfMissing(ctx, c, n)
+}
+
+// kubeletVersion is the version the Node reports, as kubectl get nodes
+// shows it and KCP reads it (v1.14's status.versions counts Machines by
+// their Node's kubelet version: one that reported the lab's default
+// version mid-rollout hid the rollout from the MachineSets' preflight
+// checks).
+func (vm *simVM) kubeletVersion() string {
+	if vm.version == "" {
+		return labconfig.KubernetesVersion
+	}
+	return vm.version
 }
 
 // annJoinOrder numbers Nodes in the order they registered. Calico's IPAM

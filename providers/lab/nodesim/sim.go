@@ -99,7 +99,10 @@ type simVM struct {
 	name, cluster string
 	controlPlane  bool
 	uuid          string
-	ref           types.ManagedObjectReference
+	// version is its Machine's Kubernetes version: the kubelet's, as
+	// the image the VM was cloned from runs it.
+	version string
+	ref     types.ManagedObjectReference
 	// on: the VM's power state as last read; upAt: when its kubelet and
 	// static pods start after the last power-on.
 	on   bool
@@ -265,7 +268,7 @@ func (s *Sim) discover(ctx context.Context) (map[string]labCluster, error) {
 		}
 		if _, ok := s.vms[v.Name]; !ok {
 			_, isCP := m.Labels[clusterv1.MachineControlPlaneLabel]
-			s.vms[v.Name] = &simVM{name: v.Name, cluster: lc.spec.Key(), controlPlane: isCP, uuid: v.Spec.BiosUUID}
+			s.vms[v.Name] = &simVM{name: v.Name, cluster: lc.spec.Key(), controlPlane: isCP, uuid: v.Spec.BiosUUID, version: m.Spec.Version}
 		}
 	}
 	return clusters, nil

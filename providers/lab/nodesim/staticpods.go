@@ -332,7 +332,7 @@ func (s *Sim) ensureAddons(ctx context.Context, c inmemoryclient.Client, cluster
 		&appsv1.DaemonSet{
 			ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy", Namespace: ks, Labels: map[string]string{"component": "kube-proxy"}},
 			Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				Containers: []corev1.Container{{Name: "kube-proxy", Image: "registry.k8s.io/kube-proxy:" + labconfig.KubernetesVersion}},
+				Containers: []corev1.Container{{Name: "kube-proxy", Image: "registry.k8s.io/kube-proxy:" + s.spec(cluster).Version()}},
 			}}},
 		},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: ks}, Data: map[string]string{"Corefile": "ANG"}},
