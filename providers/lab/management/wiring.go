@@ -169,11 +169,25 @@ func partialSecretCache(mgr ctrl.Manager, sync time.Duration) (cache.Cache, erro
 	if err != nil {
 		return nil, fmt.Errorf("create the cache of Secrets' metadata: %w", err)
 	}
-	if err := mgr.Add(c); err != nil {
+	if err := mgr.Add(managerCache{c}); err != nil {
 		return nil, fmt.Errorf("start the cache of Secrets' metadata: %w", err)
 	}
 	return c, nil
 }
+
+// managerCache adds a cache to a manager as controller-runtime adds a
+// cluster's: in the group of caches, started and synced before the
+// controllers and stopped after them. Cluster API's main.go adds this
+// cache as it is, and an informer cache needs no leader election, so
+// it joins the group the manager stops first: a ClusterResourceSet
+// watch on it whose mapper lists through the manager's cache, not yet
+// synced, then held the stop for the whole grace period (a lab stopped
+// seconds after upgrade.management to the compiled stack). Only the
+// start and stop order differs from the binary's.
+type managerCache struct{ cache.Cache }
+
+// GetCache makes managerCache one of the manager's caches.
+func (c managerCache) GetCache() cache.Cache { return c.Cache }
 
 // crdMigrations are the objects the four managers' CRD migrators move to
 // their CRDs' storage versions after an upgrade, as each main.go lists
