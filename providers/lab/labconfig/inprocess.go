@@ -22,6 +22,7 @@ var InProcess = []Difference{
 	{"webhookServer", "one webhook server on 127.0.0.1 serves the four managers' webhooks and conversions (each manager serves its own on every interface)"},
 	{"clusterCache", "one ClusterCache, shared by the four managers' controllers, with the core manager's options, and the profile's connectRetry (each manager keeps its own, retrying after 30s)"},
 	{"crdMigrator", "one CRD migrator with the four managers' objects (each manager migrates its own)"},
+	{"secretMetadataCache", "the core manager's cache of Secrets' metadata (the ClusterResourceSet controller's) is one of the manager's caches, started and synced before the controllers and stopped after them; main.go adds it as a plain runnable, which the manager stops first, and a watch on it could then hold a stop for the whole grace period"},
 	{"gatedControllers", "ClusterTopology, RuntimeSDK and their controllers and migrations left out: Alpha gates, off by default, as the managers leave them"},
 }
 
