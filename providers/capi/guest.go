@@ -18,7 +18,8 @@ var (
 )
 
 // CapabilityUnavailable implements providers.CapabilityCondition: VM faults
-// need a vCenter, node faults a vCenter with a guest login.
+// need a vCenter, node faults a vCenter with a guest login, and the cut of
+// CAPV's way to vCenter faultline's image for its probe.
 func (p *Provider) CapabilityUnavailable(c providers.Capability) error {
 	switch c {
 	case providers.CapVMPower, providers.CapVMLifecycle, providers.CapVMNetwork, providers.CapHosts:
@@ -30,6 +31,10 @@ func (p *Provider) CapabilityUnavailable(c providers.Capability) error {
 			return fmt.Errorf("node faults on Cluster API Machines run in their VMs' guests through VMware Tools, and no vCenter is configured (--vcenter-url): %w", providers.ErrUnsupported)
 		}
 		return p.vc.GuestOperations()
+	case providers.CapVCenterReach:
+		if p.probeImage == "" {
+			return fmt.Errorf("vcenter.unreachable proves its cut with a probe pod of faultline's image, and none is given (--image; hack/image.sh builds it): %w", providers.ErrUnsupported)
+		}
 	}
 	return nil
 }

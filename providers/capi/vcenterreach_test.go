@@ -145,7 +145,6 @@ func TestVCenterCutRefuses(t *testing.T) {
 		opts []Option
 		want string
 	}{
-		{"no image", nil, []Option{WithCut("", "")}, "no image to prove the cut with"},
 		{"another policy", []client.Object{allowAll}, nil, "NetworkPolicy capv-system/capv-egress lets CAPV's pod capv-controller-manager-1 reach vCenter 192.0.2.10:443"},
 		{"no vCenter in scope", nil, []Option{WithCut("other/c2", "img")}, "no VSphereCluster or VSphereVM names a vCenter"},
 	} {
@@ -165,6 +164,22 @@ func TestVCenterCutRefuses(t *testing.T) {
 				t.Errorf("left: %v", left)
 			}
 		})
+	}
+}
+
+// TestVCenterCutNeedsImage: without faultline's image the capability is
+// unavailable, so a scenario that requires it is skipped, saying why.
+func TestVCenterCutNeedsImage(t *testing.T) {
+	p, _ := cutCluster(t, true)
+	WithCut("", "")(p)
+	if providers.HasCapability(p, providers.CapVCenterReach) {
+		t.Fatal("VCenterReach usable without an image")
+	}
+	if err := providers.Unsupported(p, providers.CapVCenterReach); !errors.Is(err, providers.ErrUnsupported) || errors.Is(err, providers.ErrNotConfigured) || !strings.Contains(err.Error(), "--image") {
+		t.Errorf("unsupported: %v", err)
+	}
+	if err := p.SetVCenterReachable(context.Background(), false); err == nil || !strings.Contains(err.Error(), "no image to prove the cut with") {
+		t.Errorf("cut without an image: %v", err)
 	}
 }
 
