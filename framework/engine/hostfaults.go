@@ -45,9 +45,15 @@ var hostFaults = map[string]faultDef{
 }
 
 var hostUndos = map[string]func(ctx context.Context, p providers.Provider, u UndoAction) error{
-	"vcenter.reachable": undoUsing(providers.CapVCenterReach, func(ctx context.Context, v providers.VCenterReach, _ UndoAction) error {
+	// Not undoUsing: the restore needs none of what makes the cut usable
+	// (a user's cluster's probe image), which recover has no flag for.
+	"vcenter.reachable": func(ctx context.Context, p providers.Provider, _ UndoAction) error {
+		v, ok := p.(providers.VCenterReach)
+		if !ok {
+			return providers.Unsupported(p, providers.CapVCenterReach)
+		}
 		return v.SetVCenterReachable(ctx, true)
-	}),
+	},
 	"host.restore": undoUsing(providers.CapHosts, func(ctx context.Context, h providers.Hosts, u UndoAction) error {
 		return h.RestoreHost(ctx, u.Target, splitList(u.Params["vms"]))
 	}),
