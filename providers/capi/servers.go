@@ -70,18 +70,25 @@ func ownedBy(o unstructured.Unstructured, name string) bool {
 // as CAPV accepts) names the vCenter at u: the same host name, and the
 // same port where both say one (443 when a URL leaves it out).
 func SameServer(u *url.URL, server string) bool {
-	s := server
-	if !strings.Contains(s, "://") {
-		s = "https://" + s
-	}
-	su, err := url.Parse(s)
-	if err != nil || su.Hostname() == "" {
+	su, ok := serverURL(server)
+	if !ok {
 		return false
 	}
 	if !strings.EqualFold(strings.TrimSuffix(su.Hostname(), "."), strings.TrimSuffix(u.Hostname(), ".")) {
 		return false
 	}
 	return su.Port() == "" || su.Port() == portOf(u)
+}
+
+// serverURL is a CAPV spec.server (a host, host:port or URL) as a URL;
+// false when it names no host.
+func serverURL(server string) (*url.URL, bool) {
+	s := server
+	if !strings.Contains(s, "://") {
+		s = "https://" + s
+	}
+	u, err := url.Parse(s)
+	return u, err == nil && u.Hostname() != ""
 }
 
 // ServerMismatchError is a vCenter that is not the one the management

@@ -211,12 +211,8 @@ func redactURL(s string) string {
 // addresses its host has here. The cluster's DNS may answer otherwise;
 // the probe, which dials the name, catches that.
 func resolveServer(ctx context.Context, server string) (endpoint, error) {
-	s := server
-	if !strings.Contains(s, "://") {
-		s = "https://" + s
-	}
-	u, err := url.Parse(s)
-	if err != nil || u.Hostname() == "" {
+	u, ok := serverURL(server)
+	if !ok {
 		return endpoint{}, fmt.Errorf("spec.server %q: expected a host, host:port or URL", server)
 	}
 	port, err := strconv.ParseInt(portOf(u), 10, 32)
